@@ -1,0 +1,52 @@
+# Rampart: `make run` and `make test` are all a new machine needs (Debian 12, root or sudo).
+BUILD_DIR ?= build
+BUILD_TYPE ?= Release
+ASAN_DIR ?= build-asan
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+RUN_ARGS ?= --model-repository examples/models
+
+.PHONY: all deps configure build run test check format format-check tidy asan bench clean
+
+all: build
+
+deps:
+	@tools/install_deps.sh
+
+$(BUILD_DIR)/build.ninja:
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+configure: deps $(BUILD_DIR)/build.ninja
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# Starts the server on the bundled example models: KServe v2 HTTP on port 8000.
+run: build
+	$(BUILD_DIR)/rampart serve $(RUN_ARGS)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+format:
+	git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+format-check:
+	git ls-files '*.h' '*.cc' | xargs clang-format --dry-run --Werror
+
+tidy: configure
+	git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet
+
+# What to run before every commit: formatting, a warnings-as-errors build, all tests.
+check: format-check test
+
+asan: deps
+	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRAMPART_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake --build $(ASAN_DIR) -j $(JOBS)
+	cd $(ASAN_DIR) && ctest --output-on-failure -j $(JOBS) -E '^e2e_'
+
+bench: build
+	bench/http_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -1,0 +1,31 @@
+#include "api/http_status.h"
+
+#include "json/writer.h"
+
+namespace rampart::api {
+
+int KServeHttpStatus(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kUnimplemented: return 501;
+    case StatusCode::kInternal: return 500;
+    case StatusCode::kPayloadTooLarge: return 413;
+    default: return 400;
+  }
+}
+
+net::HttpResponse KServeError(const Status& status) {
+  json::Writer writer;
+  writer.StartObject();
+  writer.Key("error");
+  writer.String(status.message());
+  writer.EndObject();
+  net::HttpResponse response;
+  response.status = KServeHttpStatus(status);
+  response.body = writer.str();
+  return response;
+}
+
+}  // namespace rampart::api

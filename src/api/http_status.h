@@ -1,0 +1,15 @@
+#pragma once
+
+// The one place a Status becomes a KServe HTTP error (PROTOCOLS.md §2):
+// NotFound 404, Unavailable 503, Unimplemented 501, Internal 500, PayloadTooLarge 413,
+// everything else 400; the body is {"error":"<message>"}.
+
+#include "core/status.h"
+#include "net/http.h"
+
+namespace rampart::api {
+
+int KServeHttpStatus(const Status& status);
+net::HttpResponse KServeError(const Status& status);
+
+}  // namespace rampart::api

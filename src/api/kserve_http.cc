@@ -1,0 +1,385 @@
+#include "api/kserve_http.h"
+
+#include <charconv>
+
+#include "api/http_status.h"
+#include "api/kserve_codec.h"
+#include "json/reader.h"
+#include "json/writer.h"
+#include "model/config.h"
+
+namespace rampart::api {
+namespace {
+
+constexpr std::string_view kHeaderLength = "inference-header-content-length";
+
+net::HttpResponse Json(std::string body, int status = 200) {
+  net::HttpResponse response;
+  response.status = status;
+  response.body = std::move(body);
+  return response;
+}
+
+net::HttpResponse Empty(int status) {
+  net::HttpResponse response;
+  response.status = status;
+  response.content_type = "text/plain";
+  return response;
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decodes one path segment. nullopt on a malformed escape.
+std::optional<std::string> DecodeSegment(std::string_view segment) {
+  std::string out;
+  out.reserve(segment.size());
+  for (size_t i = 0; i < segment.size(); ++i) {
+    if (segment[i] != '%') {
+      out.push_back(segment[i]);
+      continue;
+    }
+    if (i + 2 >= segment.size()) return std::nullopt;
+    const int high = HexValue(segment[i + 1]);
+    const int low = HexValue(segment[i + 2]);
+    if (high < 0 || low < 0) return std::nullopt;
+    out.push_back(static_cast<char>(high * 16 + low));
+    i += 2;
+  }
+  return out;
+}
+
+std::vector<std::string_view> SplitPath(std::string_view path) {
+  std::vector<std::string_view> segments;
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t end = path.find('/', start);
+    const std::string_view segment =
+        path.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (!segment.empty()) segments.push_back(segment);
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return segments;
+}
+
+Result<int64_t> ParseVersion(std::string_view text) {
+  int64_t version = 0;
+  auto [ptr, error] = std::from_chars(text.data(), text.data() + text.size(), version);
+  if (error != std::errc() || ptr != text.data() + text.size() || version < 0) {
+    return InvalidArgument("'{}' is not a valid model version", text);
+  }
+  return version;
+}
+
+void WriteTensorMetadata(json::Writer& writer, const auto& tensors, bool batched) {
+  writer.StartArray();
+  for (const auto& tensor : tensors) {
+    writer.StartObject();
+    writer.Key("name");
+    writer.String(tensor.name());
+    writer.Key("datatype");
+    writer.String(tensor::DataTypeName(model::ToTensorType(tensor.data_type())));
+    writer.Key("shape");
+    writer.StartArray();
+    if (batched) writer.Int64(-1);
+    for (int64_t dim : tensor.dims()) writer.Int64(dim);
+    writer.EndArray();
+    writer.EndObject();
+  }
+  writer.EndArray();
+}
+
+void WriteDuration(json::Writer& writer, std::string_view key, const serve::Duration& duration) {
+  writer.Key(key);
+  writer.StartObject();
+  writer.Key("count");
+  writer.Uint64(duration.count);
+  writer.Key("ns");
+  writer.Uint64(duration.ns);
+  writer.EndObject();
+}
+
+void WriteModelStats(json::Writer& writer, const serve::ModelVersion& model) {
+  const serve::StatisticsSnapshot stats = model.statistics().Snapshot();
+  writer.StartObject();
+  writer.Key("name");
+  writer.String(model.name());
+  writer.Key("version");
+  writer.String(std::to_string(model.version()));
+  writer.Key("last_inference");
+  writer.Uint64(stats.last_inference_ms);
+  writer.Key("inference_count");
+  writer.Uint64(stats.inference_count);
+  writer.Key("execution_count");
+  writer.Uint64(stats.execution_count);
+  writer.Key("inference_stats");
+  writer.StartObject();
+  WriteDuration(writer, "success", stats.success);
+  WriteDuration(writer, "fail", stats.fail);
+  WriteDuration(writer, "queue", stats.queue);
+  WriteDuration(writer, "compute_input", stats.compute_input);
+  WriteDuration(writer, "compute_infer", stats.compute_infer);
+  WriteDuration(writer, "compute_output", stats.compute_output);
+  WriteDuration(writer, "cache_hit", {});
+  WriteDuration(writer, "cache_miss", {});
+  writer.EndObject();
+  writer.Key("batch_stats");
+  writer.StartArray();
+  for (const auto& [size, batch] : stats.batch_stats) {
+    writer.StartObject();
+    writer.Key("batch_size");
+    writer.Uint64(size);
+    WriteDuration(writer, "compute_input", batch.compute_input);
+    WriteDuration(writer, "compute_infer", batch.compute_infer);
+    WriteDuration(writer, "compute_output", batch.compute_output);
+    writer.EndObject();
+  }
+  writer.EndArray();
+  writer.EndObject();
+}
+
+net::HttpResponse EncodeResponse(Result<std::unique_ptr<serve::InferResponse>>& result,
+                                 const OutputEncoding& encoding) {
+  if (!result.ok()) return KServeError(result.status());
+  Result<EncodedInfer> encoded = EncodeInferResponse(**result, encoding);
+  if (!encoded.ok()) return KServeError(encoded.status());
+  net::HttpResponse response;
+  response.body = std::move(encoded->body);
+  if (encoded->header_length) {
+    response.content_type = "application/octet-stream";
+    response.headers.emplace_back("Inference-Header-Content-Length",
+                                  std::to_string(*encoded->header_length));
+  }
+  return response;
+}
+
+}  // namespace
+
+KServeHttp::KServeHttp(serve::InferenceServer& server, KServeHttpOptions options)
+    : server_(server), options_(std::move(options)) {}
+
+void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
+  const std::vector<std::string_view> path = SplitPath(request.path());
+  const bool get = request.method == "GET";
+  const bool post = request.method == "POST";
+  const auto method_not_allowed = [&] {
+    responder.Send(KServeError(InvalidArgument("method {} is not allowed on {}", request.method,
+                                               request.path())));
+  };
+  if (path.empty() || path[0] != "v2") {
+    responder.Send(KServeError(NotFound("no route for {}", request.path())));
+    return;
+  }
+  // /v2
+  if (path.size() == 1) {
+    get ? responder.Send(ServerMetadata()) : method_not_allowed();
+    return;
+  }
+  // /v2/health/{live,ready}
+  if (path[1] == "health" && path.size() == 3 && (path[2] == "live" || path[2] == "ready")) {
+    if (!get) return method_not_allowed();
+    const bool ok = path[2] == "live" ? server_.IsLive() : server_.IsReady();
+    responder.Send(Empty(ok ? 200 : 400));
+    return;
+  }
+  // /v2/repository/index, /v2/repository/models/{m}/{load,unload}
+  if (path[1] == "repository") {
+    if (path.size() == 3 && path[2] == "index") {
+      post ? responder.Send(RepositoryIndex(request)) : method_not_allowed();
+      return;
+    }
+    if (path.size() == 5 && path[2] == "models" && (path[4] == "load" || path[4] == "unload")) {
+      responder.Send(KServeError(Unimplemented(
+          "explicit model {} is not supported yet; models load at start-up", path[4])));
+      return;
+    }
+  }
+  if (path[1] != "models") {
+    responder.Send(KServeError(NotFound("no route for {}", request.path())));
+    return;
+  }
+  // /v2/models/stats
+  if (path.size() == 3 && path[2] == "stats") {
+    get ? responder.Send(Statistics("", serve::kLatestVersion)) : method_not_allowed();
+    return;
+  }
+  if (path.size() < 3) {
+    responder.Send(KServeError(NotFound("no route for {}", request.path())));
+    return;
+  }
+  std::optional<std::string> model = DecodeSegment(path[2]);
+  if (!model) {
+    responder.Send(KServeError(InvalidArgument("malformed model name in {}", request.path())));
+    return;
+  }
+  size_t next = 3;
+  int64_t version = serve::kLatestVersion;
+  if (path.size() >= 5 && path[3] == "versions") {
+    Result<int64_t> parsed = ParseVersion(path[4]);
+    if (!parsed.ok()) {
+      responder.Send(KServeError(parsed.status()));
+      return;
+    }
+    version = *parsed;
+    next = 5;
+  }
+  const std::string_view action = path.size() > next ? path[next] : std::string_view();
+  if (path.size() > next + 1) {
+    responder.Send(KServeError(NotFound("no route for {}", request.path())));
+    return;
+  }
+  if (action.empty()) {
+    get ? responder.Send(ModelMetadata(*model, version)) : method_not_allowed();
+  } else if (action == "ready") {
+    get ? responder.Send(ModelReady(*model, version)) : method_not_allowed();
+  } else if (action == "config") {
+    get ? responder.Send(ModelConfig(*model, version)) : method_not_allowed();
+  } else if (action == "stats") {
+    get ? responder.Send(Statistics(*model, version)) : method_not_allowed();
+  } else if (action == "infer") {
+    post ? Infer(std::move(request), *model, version, std::move(responder)) : method_not_allowed();
+  } else {
+    responder.Send(KServeError(NotFound("no route for {}", request.path())));
+  }
+}
+
+void KServeHttp::Infer(net::HttpRequest&& request, std::string_view model, int64_t version,
+                       net::Responder responder) {
+  Result<DecodedInfer> decoded = DecodeInferRequest(request.body, request.Header(kHeaderLength));
+  if (!decoded.ok()) {
+    responder.Send(KServeError(decoded.status()));
+    return;
+  }
+  std::unique_ptr<serve::InferRequest> infer = std::move(decoded->request);
+  infer->model_name = std::string(model);
+  infer->model_version = version;
+  infer->arrival = request.received;
+  server_.Infer(std::move(infer),
+                [responder = std::move(responder), encoding = std::move(decoded->encoding)](
+                    Result<std::unique_ptr<serve::InferResponse>> result) mutable {
+                  responder.SendWith([result = std::move(result),
+                                      encoding = std::move(encoding)]() mutable {
+                    return EncodeResponse(result, encoding);
+                  });
+                });
+}
+
+net::HttpResponse KServeHttp::ServerMetadata() const {
+  json::Writer writer;
+  writer.StartObject();
+  writer.Key("name");
+  writer.String(options_.server_name);
+  writer.Key("version");
+  writer.String(options_.server_version);
+  writer.Key("extensions");
+  writer.StartArray();
+  for (std::string_view extension :
+       {"binary_tensor_data", "model_configuration", "statistics", "model_repository"}) {
+    writer.String(extension);
+  }
+  writer.EndArray();
+  writer.EndObject();
+  return Json(writer.str());
+}
+
+net::HttpResponse KServeHttp::ModelMetadata(std::string_view model, int64_t version) const {
+  Result<std::shared_ptr<serve::ModelVersion>> loaded = server_.GetModel(model, version);
+  if (!loaded.ok()) return KServeError(loaded.status());
+  Result<std::vector<std::shared_ptr<serve::ModelVersion>>> versions = server_.GetVersions(model);
+  const model::ModelConfig& config = (*loaded)->config();
+  json::Writer writer;
+  writer.StartObject();
+  writer.Key("name");
+  writer.String(config.name());
+  writer.Key("versions");
+  writer.StartArray();
+  if (versions.ok()) {
+    for (const auto& each : *versions) writer.String(std::to_string(each->version()));
+  }
+  writer.EndArray();
+  writer.Key("platform");
+  writer.String(config.platform());
+  const bool batched = config.max_batch_size() > 0;
+  writer.Key("inputs");
+  WriteTensorMetadata(writer, config.input(), batched);
+  writer.Key("outputs");
+  WriteTensorMetadata(writer, config.output(), batched);
+  writer.EndObject();
+  return Json(writer.str());
+}
+
+net::HttpResponse KServeHttp::ModelConfig(std::string_view model, int64_t version) const {
+  Result<std::shared_ptr<serve::ModelVersion>> loaded = server_.GetModel(model, version);
+  if (!loaded.ok()) return KServeError(loaded.status());
+  return Json(model::ConfigToJson((*loaded)->config()));
+}
+
+net::HttpResponse KServeHttp::ModelReady(std::string_view model, int64_t version) const {
+  const bool ready = server_.IsReady() && server_.GetModel(model, version).ok();
+  return Empty(ready ? 200 : 400);
+}
+
+net::HttpResponse KServeHttp::Statistics(std::string_view model, int64_t version) const {
+  std::vector<std::shared_ptr<serve::ModelVersion>> models;
+  if (model.empty()) {
+    models = server_.AllModels();
+  } else if (version == serve::kLatestVersion) {
+    Result<std::vector<std::shared_ptr<serve::ModelVersion>>> versions =
+        server_.GetVersions(model);
+    if (!versions.ok()) return KServeError(versions.status());
+    models = std::move(versions).value();
+  } else {
+    Result<std::shared_ptr<serve::ModelVersion>> loaded = server_.GetModel(model, version);
+    if (!loaded.ok()) return KServeError(loaded.status());
+    models.push_back(std::move(loaded).value());
+  }
+  json::Writer writer;
+  writer.StartObject();
+  writer.Key("model_stats");
+  writer.StartArray();
+  for (const auto& each : models) WriteModelStats(writer, *each);
+  writer.EndArray();
+  writer.EndObject();
+  return Json(writer.str());
+}
+
+net::HttpResponse KServeHttp::RepositoryIndex(const net::HttpRequest& request) const {
+  bool ready_only = false;
+  if (!request.body.empty()) {
+    json::Parser parser;
+    Result<json::Value> body = parser.Parse(request.body);
+    if (!body.ok()) return KServeError(body.status());
+    if (!body->IsObject()) return KServeError(InvalidArgument("the body must be a JSON object"));
+    if (auto ready = body->Find("ready")) {
+      Result<bool> flag = ready->GetBool("ready");
+      if (!flag.ok()) return KServeError(flag.status());
+      ready_only = *flag;
+    }
+  }
+  json::Writer writer;
+  writer.StartArray();
+  for (const serve::ModelIndexEntry& entry : server_.RepositoryIndex()) {
+    if (ready_only && entry.state != "READY") continue;
+    writer.StartObject();
+    writer.Key("name");
+    writer.String(entry.name);
+    if (!entry.version.empty()) {
+      writer.Key("version");
+      writer.String(entry.version);
+    }
+    writer.Key("state");
+    writer.String(entry.state);
+    writer.Key("reason");
+    writer.String(entry.reason);
+    writer.EndObject();
+  }
+  writer.EndArray();
+  return Json(writer.str());
+}
+
+}  // namespace rampart::api

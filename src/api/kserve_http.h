@@ -1,0 +1,42 @@
+#pragma once
+
+// KServe v2 / Triton HTTP front end (PROTOCOLS.md §2): health, metadata, config, infer,
+// statistics and the repository index, on top of the InferenceServer.
+//
+// Handle() runs on an HTTP I/O thread and never blocks: infer requests are decoded there, handed
+// to the server, and answered from the completion callback (the response is serialized back on
+// the I/O thread). Thread-safe; holds no mutable state of its own.
+
+#include <string>
+
+#include "net/http_server.h"
+#include "serve/server.h"
+
+namespace rampart::api {
+
+struct KServeHttpOptions {
+  std::string server_name = "rampart";
+  std::string server_version;
+};
+
+class KServeHttp {
+ public:
+  KServeHttp(serve::InferenceServer& server, KServeHttpOptions options);
+
+  void Handle(net::HttpRequest&& request, net::Responder responder);
+
+ private:
+  void Infer(net::HttpRequest&& request, std::string_view model, int64_t version,
+             net::Responder responder);
+  net::HttpResponse ServerMetadata() const;
+  net::HttpResponse ModelMetadata(std::string_view model, int64_t version) const;
+  net::HttpResponse ModelConfig(std::string_view model, int64_t version) const;
+  net::HttpResponse ModelReady(std::string_view model, int64_t version) const;
+  net::HttpResponse Statistics(std::string_view model, int64_t version) const;
+  net::HttpResponse RepositoryIndex(const net::HttpRequest& request) const;
+
+  serve::InferenceServer& server_;
+  const KServeHttpOptions options_;
+};
+
+}  // namespace rampart::api

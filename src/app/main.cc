@@ -1,0 +1,197 @@
+// rampart: one binary, subcommands. `rampart serve` runs the model server.
+//
+// Wiring only: parse settings, build the backend registry, the InferenceServer and the HTTP
+// front end, wait for SIGINT/SIGTERM, then drain and exit.
+
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "api/kserve_http.h"
+#include "app/settings.h"
+#include "backend/torch/torch_backend.h"
+#include "core/logging.h"
+#include "net/http_server.h"
+#include "serve/server.h"
+
+#ifndef RAMPART_VERSION
+#define RAMPART_VERSION "0.0.0"
+#endif
+
+namespace rampart::app {
+namespace {
+
+// Blocks SIGINT and SIGTERM in every thread started after this, so sigwait sees them.
+sigset_t BlockShutdownSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+int Serve(const ServeSettings& settings) {
+  const sigset_t signals = BlockShutdownSignals();
+
+  backend::BackendRegistry backends;
+  backends.Register(backend::MakeTorchBackend());
+
+  serve::ServerOptions options;
+  options.repository = settings.model_repository;
+  options.control_mode = settings.model_control_mode == "explicit"
+                             ? serve::ModelControlMode::kExplicit
+                             : serve::ModelControlMode::kNone;
+  options.startup_models = settings.load_models;
+  options.threads_per_instance = settings.threads_per_instance;
+  auto server = std::make_unique<serve::InferenceServer>(options, backends);
+  if (Status loaded = server->LoadStartupModels(); !loaded.ok()) {
+    LOG_ERROR("{}", loaded.message());
+    return 1;
+  }
+
+  api::KServeHttp kserve(*server, {.server_name = "rampart", .server_version = RAMPART_VERSION});
+  net::HttpServerOptions http_options;
+  http_options.address = settings.http_address;
+  http_options.port = static_cast<uint16_t>(settings.http_port);
+  http_options.threads = settings.http_threads;
+  http_options.max_body_bytes = settings.http_max_input_size;
+  auto http = net::HttpServer::Start(
+      http_options, [&kserve](net::HttpRequest&& request, net::Responder responder) {
+        kserve.Handle(std::move(request), std::move(responder));
+      });
+  if (!http.ok()) {
+    LOG_ERROR("{}", http.status().message());
+    return 1;
+  }
+  LOG_INFO("KServe v2 HTTP listening on {}:{} (repository '{}')", settings.http_address,
+           (*http)->port(), settings.model_repository);
+  LOG_INFO("gRPC (--grpc-port {}) and metrics (--metrics-port {}) are not served by this build yet",
+           settings.grpc_port, settings.metrics_port);
+  std::printf("rampart: HTTP listening on %s:%u\n", settings.http_address.c_str(),
+              static_cast<unsigned>((*http)->port()));
+  std::fflush(stdout);
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  LOG_INFO("received {}, draining requests in flight (up to {} s)", strsignal(signal_number),
+           settings.exit_timeout_secs);
+
+  const auto timeout = std::chrono::seconds(settings.exit_timeout_secs);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  (*http)->StopAccepting();
+  const int64_t unfinished = server->Shutdown(timeout);
+  if (unfinished > 0) LOG_WARN("{} request(s) still running at the exit timeout", unfinished);
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(0)));
+  (*http)->Shutdown(left);
+  // Models go first: their threads may still hold responders that point into the HTTP server.
+  server.reset();
+  const net::HttpServer::Stats stats = (*http)->stats();
+  std::printf("rampart: http served=%llu handle_ns_total=%llu\n",
+              static_cast<unsigned long long>(stats.requests),
+              static_cast<unsigned long long>(stats.handle_ns_total));
+  std::fflush(stdout);
+  LOG_INFO("stopped");
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"Rampart: run AI on your own hardware. Serves models over Triton's KServe v2 "
+               "protocol."};
+  app.set_version_flag("--version", RAMPART_VERSION);
+  app.require_subcommand(1);
+
+  ServeSettings cli;
+  std::string config_file;
+  CLI::App* serve = app.add_subcommand(
+      "serve", "Serve the models of a Triton-layout model repository over KServe v2 HTTP.");
+  serve->add_option("--config", config_file,
+                    "YAML config file (sections server: and http:); flags override it")
+      ->check(CLI::ExistingFile);
+  auto* repository = serve->add_option("--model-repository", cli.model_repository,
+                                       "Model repository directory (Triton layout)");
+  auto* mode = serve->add_option("--model-control-mode", cli.model_control_mode,
+                                 "none: load every model at start; explicit: load only "
+                                 "--load-model models; poll: not supported yet")
+                   ->capture_default_str();
+  auto* poll = serve->add_option("--repository-poll-secs", cli.repository_poll_secs,
+                                 "Seconds between repository scans in poll mode")
+                   ->capture_default_str();
+  auto* load = serve->add_option("--load-model", cli.load_models,
+                                 "Model to load at start in explicit mode (repeatable; * = all)");
+  auto* http_address = serve->add_option("--http-address", cli.http_address,
+                                         "Address the HTTP server binds")
+                           ->capture_default_str();
+  auto* http_port = serve->add_option("--http-port", cli.http_port,
+                                      "HTTP port (0 picks a free one and prints it)")
+                        ->capture_default_str();
+  auto* http_threads = serve->add_option("--http-thread-count", cli.http_threads,
+                                         "HTTP I/O threads (0 = one per core)")
+                           ->capture_default_str();
+  auto* max_input = serve->add_option("--http-max-input-size", cli.http_max_input_size,
+                                      "Largest request body in bytes; larger bodies get 413")
+                        ->capture_default_str();
+  auto* grpc_port = serve->add_option("--grpc-port", cli.grpc_port,
+                                      "gRPC port (the gRPC front end is not in this build yet)")
+                        ->capture_default_str();
+  auto* metrics_port = serve->add_option("--metrics-port", cli.metrics_port,
+                                         "Prometheus metrics port (not in this build yet)")
+                           ->capture_default_str();
+  auto* exit_timeout = serve->add_option("--exit-timeout-secs", cli.exit_timeout_secs,
+                                         "On SIGINT/SIGTERM, how long to wait for requests in "
+                                         "flight before exiting")
+                           ->capture_default_str();
+  auto* threads = serve->add_option("--threads-per-instance", cli.threads_per_instance,
+                                    "Intra-op threads per model instance (0 = cores divided by "
+                                    "the model's instances); a model's INTRA_OP_THREAD_COUNT "
+                                    "parameter overrides it")
+                      ->capture_default_str();
+  auto* verbose = serve->add_option("--log-verbose", cli.log_verbose,
+                                    "Verbose logging level (0 = info, >0 = debug)")
+                      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  }
+
+  ServeSettings settings;
+  if (!config_file.empty()) {
+    if (Status applied = ApplyYamlFile(config_file, settings); !applied.ok()) {
+      std::fprintf(stderr, "rampart: %s\n", applied.message().c_str());
+      return 2;
+    }
+  }
+  // Flags given on the command line win over the config file.
+  const auto apply = [](CLI::Option* option, auto& target, const auto& value) {
+    if (option->count() > 0) target = value;
+  };
+  apply(repository, settings.model_repository, cli.model_repository);
+  apply(mode, settings.model_control_mode, cli.model_control_mode);
+  apply(poll, settings.repository_poll_secs, cli.repository_poll_secs);
+  apply(load, settings.load_models, cli.load_models);
+  apply(http_address, settings.http_address, cli.http_address);
+  apply(http_port, settings.http_port, cli.http_port);
+  apply(http_threads, settings.http_threads, cli.http_threads);
+  apply(max_input, settings.http_max_input_size, cli.http_max_input_size);
+  apply(grpc_port, settings.grpc_port, cli.grpc_port);
+  apply(metrics_port, settings.metrics_port, cli.metrics_port);
+  apply(exit_timeout, settings.exit_timeout_secs, cli.exit_timeout_secs);
+  apply(threads, settings.threads_per_instance, cli.threads_per_instance);
+  apply(verbose, settings.log_verbose, cli.log_verbose);
+  if (Status valid = Validate(settings); !valid.ok()) {
+    std::fprintf(stderr, "rampart: %s\n", valid.message().c_str());
+    return 2;
+  }
+  ConfigureLogging(settings.log_verbose);
+  return Serve(settings);
+}
+
+}  // namespace
+}  // namespace rampart::app
+
+int main(int argc, char** argv) { return rampart::app::Main(argc, argv); }

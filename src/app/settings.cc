@@ -1,0 +1,108 @@
+#include "app/settings.h"
+
+#include <functional>
+#include <map>
+
+#include <yaml-cpp/yaml.h>
+
+namespace rampart::app {
+namespace {
+
+template <typename T>
+std::function<Status(const YAML::Node&)> Field(T& target, std::string key) {
+  return [&target, key](const YAML::Node& node) -> Status {
+    try {
+      target = node.as<T>();
+    } catch (const YAML::Exception& error) {
+      return InvalidArgument("'{}' has the wrong type (line {}): {}", key, node.Mark().line + 1,
+                             error.msg);
+    }
+    return Status::Ok();
+  };
+}
+
+}  // namespace
+
+Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return NotFound("config file '{}' cannot be read", path);
+  } catch (const YAML::Exception& error) {
+    return InvalidArgument("config file '{}': {}", path, error.what());
+  }
+  if (root.IsNull()) return Status::Ok();
+  if (!root.IsMap()) return InvalidArgument("config file '{}': the top level must be a map", path);
+
+  // The YAML layout mirrors the flags: `server:` holds serve settings, `http:` the HTTP front end.
+  const std::map<std::string, std::function<Status(const YAML::Node&)>> server_fields = {
+      {"model_repository", Field(settings.model_repository, "server.model_repository")},
+      {"model_control_mode", Field(settings.model_control_mode, "server.model_control_mode")},
+      {"repository_poll_secs",
+       Field(settings.repository_poll_secs, "server.repository_poll_secs")},
+      {"load_models", Field(settings.load_models, "server.load_models")},
+      {"exit_timeout_secs", Field(settings.exit_timeout_secs, "server.exit_timeout_secs")},
+      {"threads_per_instance",
+       Field(settings.threads_per_instance, "server.threads_per_instance")},
+      {"log_verbose", Field(settings.log_verbose, "server.log_verbose")},
+      {"grpc_port", Field(settings.grpc_port, "server.grpc_port")},
+      {"metrics_port", Field(settings.metrics_port, "server.metrics_port")},
+  };
+  const std::map<std::string, std::function<Status(const YAML::Node&)>> http_fields = {
+      {"address", Field(settings.http_address, "http.address")},
+      {"port", Field(settings.http_port, "http.port")},
+      {"threads", Field(settings.http_threads, "http.threads")},
+      {"max_input_size", Field(settings.http_max_input_size, "http.max_input_size")},
+  };
+  const std::map<std::string, const std::map<std::string, std::function<Status(const YAML::Node&)>>*>
+      sections = {{"server", &server_fields}, {"http", &http_fields}};
+
+  for (const auto& section : root) {
+    const std::string name = section.first.as<std::string>();
+    auto found = sections.find(name);
+    if (found == sections.end()) {
+      return InvalidArgument("config file '{}': unknown section '{}' (known: server, http)", path,
+                             name);
+    }
+    if (!section.second.IsMap()) {
+      return InvalidArgument("config file '{}': '{}' must be a map", path, name);
+    }
+    for (const auto& entry : section.second) {
+      const std::string key = entry.first.as<std::string>();
+      auto field = found->second->find(key);
+      if (field == found->second->end()) {
+        return InvalidArgument("config file '{}': unknown key '{}.{}'", path, name, key);
+      }
+      RETURN_IF_ERROR(field->second(entry.second).WithContext(fmt::format("config file '{}'", path)));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Validate(const ServeSettings& settings) {
+  if (settings.model_repository.empty()) {
+    return InvalidArgument("--model-repository is required (or server.model_repository in --config)");
+  }
+  if (settings.model_control_mode == "poll") {
+    return Unimplemented(
+        "--model-control-mode=poll is not supported yet; use 'none' (load everything at start) "
+        "or 'explicit' with --load-model");
+  }
+  if (settings.model_control_mode != "none" && settings.model_control_mode != "explicit") {
+    return InvalidArgument("--model-control-mode must be none, poll or explicit, got '{}'",
+                           settings.model_control_mode);
+  }
+  for (auto [name, port] : {std::pair{"--http-port", settings.http_port},
+                            std::pair{"--grpc-port", settings.grpc_port},
+                            std::pair{"--metrics-port", settings.metrics_port}}) {
+    if (port < 0 || port > 65535) return InvalidArgument("{} must be in [0, 65535], got {}", name, port);
+  }
+  if (settings.http_max_input_size == 0) {
+    return InvalidArgument("--http-max-input-size must be positive");
+  }
+  if (settings.exit_timeout_secs < 0) return InvalidArgument("--exit-timeout-secs must be >= 0");
+  return Status::Ok();
+}
+
+}  // namespace rampart::app

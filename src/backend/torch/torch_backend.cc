@@ -1,0 +1,328 @@
+#include "backend/torch/torch_backend.h"
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+#include <torch/script.h>
+
+#include <charconv>
+#include <optional>
+
+#include <fmt/ranges.h>
+
+#include "core/clock.h"
+#include "core/logging.h"
+
+namespace rampart::backend {
+namespace {
+
+using tensor::DataType;
+
+std::optional<c10::ScalarType> ToScalarType(DataType type) {
+  switch (type) {
+    case DataType::kBool: return c10::ScalarType::Bool;
+    case DataType::kUint8: return c10::ScalarType::Byte;
+    case DataType::kInt8: return c10::ScalarType::Char;
+    case DataType::kInt16: return c10::ScalarType::Short;
+    case DataType::kInt32: return c10::ScalarType::Int;
+    case DataType::kInt64: return c10::ScalarType::Long;
+    case DataType::kFp16: return c10::ScalarType::Half;
+    case DataType::kBf16: return c10::ScalarType::BFloat16;
+    case DataType::kFp32: return c10::ScalarType::Float;
+    case DataType::kFp64: return c10::ScalarType::Double;
+    default: return std::nullopt;  // UINT16/32/64 have no LibTorch type; BYTES is List[str]
+  }
+}
+
+// "<prefix>__<i>" -> i.
+std::optional<size_t> ConventionIndex(std::string_view name) {
+  const size_t at = name.rfind("__");
+  if (at == std::string_view::npos || at + 2 >= name.size()) return std::nullopt;
+  size_t index = 0;
+  const char* begin = name.data() + at + 2;
+  const char* end = name.data() + name.size();
+  auto [ptr, error] = std::from_chars(begin, end, index);
+  if (error != std::errc() || ptr != end) return std::nullopt;
+  return index;
+}
+
+Status FromTorchError(std::string_view what, const std::exception& error) {
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) {
+    return Internal("{}: {}", what, torch_error->what_without_backtrace());
+  }
+  return Internal("{}: {}", what, error.what());
+}
+
+struct InputBinding {
+  size_t argument;          // forward() position, not counting self
+  DataType datatype;
+  std::optional<c10::ScalarType> scalar_type;
+};
+
+struct OutputBinding {
+  size_t element;           // position in the returned tuple/list
+  DataType datatype;
+  std::string name;
+};
+
+class TorchInstance final : public ModelInstance {
+ public:
+  TorchInstance(torch::jit::Module module, torch::Device device, int threads, size_t arguments,
+                std::vector<InputBinding> inputs, std::vector<OutputBinding> outputs,
+                std::string model_name)
+      : module_(std::move(module)),
+        device_(device),
+        threads_(threads),
+        argument_count_(arguments),
+        inputs_(std::move(inputs)),
+        outputs_(std::move(outputs)),
+        model_name_(std::move(model_name)) {}
+
+  void OnThreadStart() override {
+    // LibTorch's OpenMP pool takes its width from the calling thread, so each instance thread
+    // gets its own budget.
+    at::set_num_threads(threads_);
+  }
+
+  Result<ExecutionResult> Execute(std::vector<tensor::Tensor>& inputs) override {
+    try {
+      return Run(inputs);
+    } catch (const std::exception& error) {
+      return FromTorchError(fmt::format("model '{}'", model_name_), error);
+    }
+  }
+
+ private:
+  Result<ExecutionResult> Run(std::vector<tensor::Tensor>& inputs) {
+    c10::InferenceMode inference_mode;
+    ExecutionResult result;
+    const Clock& clock = Clock::Real();
+    const SteadyTime start = clock.Now();
+
+    std::vector<c10::IValue> arguments(argument_count_);
+    if (inputs.size() != inputs_.size()) {
+      return InvalidArgument("model '{}' takes {} inputs, got {}", model_name_, inputs_.size(),
+                             inputs.size());
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      ASSIGN_OR_RETURN(arguments[inputs_[i].argument], ToIValue(inputs[i], inputs_[i]));
+    }
+    const SteadyTime inputs_ready = clock.Now();
+
+    c10::IValue returned = module_.forward(std::move(arguments));
+    const SteadyTime inferred = clock.Now();
+
+    std::vector<c10::IValue> elements;
+    if (returned.isTuple()) {
+      elements = returned.toTupleRef().elements().vec();
+    } else if (returned.isTensorList()) {
+      for (const at::Tensor& t : returned.toTensorVector()) elements.emplace_back(t);
+    } else if (returned.isList() && outputs_.size() > 1) {
+      elements = returned.toListRef().vec();
+    } else {
+      elements.push_back(std::move(returned));
+    }
+    result.outputs.reserve(outputs_.size());
+    for (const OutputBinding& binding : outputs_) {
+      if (binding.element >= elements.size()) {
+        return Internal("model '{}' returned {} values, but output '{}' expects value {}",
+                        model_name_, elements.size(), binding.name, binding.element);
+      }
+      ASSIGN_OR_RETURN(tensor::Tensor out, FromIValue(elements[binding.element], binding));
+      result.outputs.push_back(std::move(out));
+    }
+    const SteadyTime done = clock.Now();
+    result.timing.compute_input_ns = NanosBetween(start, inputs_ready);
+    result.timing.compute_infer_ns = NanosBetween(inputs_ready, inferred);
+    result.timing.compute_output_ns = NanosBetween(inferred, done);
+    return result;
+  }
+
+  Result<c10::IValue> ToIValue(tensor::Tensor& input, const InputBinding& binding) {
+    if (binding.datatype == DataType::kBytes) {
+      ASSIGN_OR_RETURN(std::vector<std::string_view> elements,
+                       tensor::SplitBytesElements(input.data));
+      c10::List<std::string> strings;
+      strings.reserve(elements.size());
+      for (std::string_view element : elements) strings.push_back(std::string(element));
+      return c10::IValue(std::move(strings));
+    }
+    // The tensor's bytes stay owned by `input` until Execute returns; from_blob borrows them.
+    at::Tensor borrowed = torch::from_blob(input.data.data(), input.shape,
+                                           torch::TensorOptions().dtype(*binding.scalar_type));
+    if (device_.is_cuda()) return c10::IValue(borrowed.to(device_));
+    return c10::IValue(std::move(borrowed));
+  }
+
+  Result<tensor::Tensor> FromIValue(const c10::IValue& value, const OutputBinding& binding) {
+    tensor::Tensor out;
+    out.name = binding.name;
+    out.datatype = binding.datatype;
+    if (binding.datatype == DataType::kBytes) {
+      if (!value.isList()) {
+        return Internal("model '{}': output '{}' is BYTES, so forward() must return List[str]",
+                        model_name_, binding.name);
+      }
+      const c10::List<c10::IValue> list = value.toList();
+      for (const c10::IValue& element : list) {
+        if (!element.isString()) {
+          return Internal("model '{}': output '{}' must be a List[str]", model_name_,
+                          binding.name);
+        }
+        tensor::AppendBytesElement(element.toStringRef(), out.data);
+      }
+      out.shape = {static_cast<int64_t>(list.size())};
+      return out;
+    }
+    if (!value.isTensor()) {
+      return Internal("model '{}': output '{}' is not a tensor (got {})", model_name_,
+                      binding.name, value.tagKind());
+    }
+    at::Tensor result = value.toTensor();
+    const c10::ScalarType expected = *ToScalarType(binding.datatype);
+    if (result.scalar_type() != expected) {
+      return Internal("model '{}': output '{}' is {} but the config declares {}", model_name_,
+                      binding.name, c10::toString(result.scalar_type()),
+                      tensor::DataTypeName(binding.datatype));
+    }
+    result = result.to(torch::kCPU).contiguous();
+    out.shape.assign(result.sizes().begin(), result.sizes().end());
+    out.data.assign(static_cast<const char*>(result.data_ptr()), result.nbytes());
+    return out;
+  }
+
+  torch::jit::Module module_;
+  torch::Device device_;
+  int threads_;
+  size_t argument_count_;
+  std::vector<InputBinding> inputs_;
+  std::vector<OutputBinding> outputs_;
+  std::string model_name_;
+};
+
+Result<int> ThreadCount(const model::ModelConfig& config, int default_threads) {
+  auto it = config.parameters().find("INTRA_OP_THREAD_COUNT");
+  if (it == config.parameters().end()) return std::max(1, default_threads);
+  const std::string& text = it->second.string_value();
+  int threads = 0;
+  auto [ptr, error] = std::from_chars(text.data(), text.data() + text.size(), threads);
+  if (error != std::errc() || ptr != text.data() + text.size() || threads < 1) {
+    return InvalidArgument("parameters.INTRA_OP_THREAD_COUNT must be a positive integer, got '{}'",
+                           text);
+  }
+  return threads;
+}
+
+Result<torch::Device> ChooseDevice(const model::ModelConfig& config, const InstanceSpec& spec) {
+  const auto& group = config.instance_group(spec.group_index);
+  const bool cuda = torch::cuda::is_available();
+  if (group.kind() == inference::ModelInstanceGroup::KIND_GPU && !cuda) {
+    return InvalidArgument("instance_group[{}] asks for KIND_GPU but LibTorch sees no CUDA device",
+                           spec.group_index);
+  }
+  if (cuda && (group.kind() == inference::ModelInstanceGroup::KIND_GPU ||
+               group.kind() == inference::ModelInstanceGroup::KIND_AUTO)) {
+    const int gpu = group.gpus().empty()
+                        ? 0
+                        : group.gpus(spec.instance_index % group.gpus_size());
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(gpu));
+  }
+  return torch::Device(torch::kCPU);
+}
+
+class TorchBackend final : public Backend {
+ public:
+  std::string_view name() const override { return model::kPytorchBackend; }
+
+  Result<std::unique_ptr<ModelInstance>> CreateInstance(const InstanceSpec& spec) override {
+    const model::ModelConfig& config = *spec.config;
+    const std::string file_name =
+        config.default_model_filename().empty() ? "model.pt" : config.default_model_filename();
+    const std::filesystem::path path = spec.version_directory / file_name;
+    const std::string where = fmt::format("model '{}' version {}", config.name(), spec.version);
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error)) {
+      return NotFound("{}: model file '{}' not found", where, path.string());
+    }
+    ASSIGN_OR_RETURN(const int threads, ThreadCount(config, spec.default_threads));
+    ASSIGN_OR_RETURN(const torch::Device device, ChooseDevice(config, spec));
+
+    torch::jit::Module module;
+    std::vector<std::string> argument_names;
+    try {
+      module = torch::jit::load(path.string(), device);
+      module.eval();
+      const auto& schema = module.get_method("forward").function().getSchema();
+      // Argument 0 is `self`.
+      for (size_t i = 1; i < schema.arguments().size(); ++i) {
+        argument_names.push_back(schema.arguments()[i].name());
+      }
+    } catch (const std::exception& load_error) {
+      return FromTorchError(fmt::format("{}: cannot load '{}'", where, path.string()), load_error);
+    }
+
+    std::vector<InputBinding> inputs;
+    std::vector<bool> bound(argument_names.size(), false);
+    for (const auto& input : config.input()) {
+      InputBinding binding;
+      binding.datatype = model::ToTensorType(input.data_type());
+      binding.scalar_type = ToScalarType(binding.datatype);
+      if (binding.datatype != DataType::kBytes && !binding.scalar_type) {
+        return InvalidArgument("{}: input '{}': LibTorch has no {} type", where, input.name(),
+                               tensor::DataTypeName(binding.datatype));
+      }
+      const auto by_name = std::find(argument_names.begin(), argument_names.end(), input.name());
+      if (by_name != argument_names.end()) {
+        binding.argument = static_cast<size_t>(by_name - argument_names.begin());
+      } else if (auto index = ConventionIndex(input.name())) {
+        binding.argument = *index;
+      } else {
+        return InvalidArgument(
+            "{}: input '{}' matches no forward() argument (forward takes ({})); name it after "
+            "an argument or use the INPUT__<index> convention",
+            where, input.name(), fmt::join(argument_names, ", "));
+      }
+      if (binding.argument >= argument_names.size()) {
+        return InvalidArgument("{}: input '{}' refers to argument {} but forward() takes {}",
+                               where, input.name(), binding.argument, argument_names.size());
+      }
+      if (bound[binding.argument]) {
+        return InvalidArgument("{}: two inputs feed forward() argument '{}'", where,
+                               argument_names[binding.argument]);
+      }
+      bound[binding.argument] = true;
+      inputs.push_back(binding);
+    }
+    for (size_t i = 0; i < bound.size(); ++i) {
+      if (!bound[i]) {
+        return InvalidArgument("{}: forward() argument '{}' has no matching config input", where,
+                               argument_names[i]);
+      }
+    }
+
+    std::vector<OutputBinding> outputs;
+    for (int i = 0; i < config.output_size(); ++i) {
+      const auto& output = config.output(i);
+      OutputBinding binding;
+      binding.name = output.name();
+      binding.datatype = model::ToTensorType(output.data_type());
+      if (binding.datatype != DataType::kBytes && !ToScalarType(binding.datatype)) {
+        return InvalidArgument("{}: output '{}': LibTorch has no {} type", where, output.name(),
+                               tensor::DataTypeName(binding.datatype));
+      }
+      binding.element = ConventionIndex(output.name()).value_or(static_cast<size_t>(i));
+      outputs.push_back(std::move(binding));
+    }
+
+    LOG_INFO("{}: loaded '{}' on {} with {} intra-op thread(s)", where, path.string(),
+             device.str(), threads);
+    return std::unique_ptr<ModelInstance>(
+        new TorchInstance(std::move(module), device, threads, argument_names.size(),
+                          std::move(inputs), std::move(outputs), config.name()));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeTorchBackend() { return std::make_unique<TorchBackend>(); }
+
+}  // namespace rampart::backend

@@ -1,0 +1,193 @@
+#include "model/config.h"
+
+#include <set>
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/json_util.h>
+
+namespace rampart::model {
+namespace {
+
+// Collects TextFormat's diagnostics with the file name and position.
+class ErrorCollector final : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit ErrorCollector(std::string_view file) : file_(file) {}
+
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (error_.empty()) error_ = fmt::format("{}:{}:{}: {}", file_, line + 1, column + 1, message);
+  }
+  void AddWarning(int line, google::protobuf::io::ColumnNumber column,
+                  const std::string& message) override {
+    warnings_.push_back(fmt::format("{}:{}:{}: {}", file_, line + 1, column + 1, message));
+  }
+
+  const std::string& error() const { return error_; }
+  std::vector<std::string> TakeWarnings() { return std::move(warnings_); }
+
+ private:
+  std::string file_;
+  std::string error_;
+  std::vector<std::string> warnings_;
+};
+
+Status CheckDims(std::string_view file, std::string_view what,
+                 const google::protobuf::RepeatedField<int64_t>& dims, bool has_reshape) {
+  if (dims.empty() && !has_reshape) {
+    return InvalidArgument("{}: {}: 'dims' must list at least one dimension", file, what);
+  }
+  for (int64_t dim : dims) {
+    if (dim == 0 || dim < -1) {
+      return InvalidArgument("{}: {}: dims must be positive or -1 (variable), got {}", file, what,
+                             dim);
+    }
+  }
+  return Status::Ok();
+}
+
+template <typename Tensors>
+Status CheckTensors(std::string_view file, std::string_view kind, const Tensors& tensors) {
+  std::set<std::string> seen;
+  for (int i = 0; i < tensors.size(); ++i) {
+    const auto& tensor = tensors.Get(i);
+    const std::string what = fmt::format("{}[{}] '{}'", kind, i, tensor.name());
+    if (tensor.name().empty()) return InvalidArgument("{}: {}[{}]: 'name' is required", file, kind, i);
+    if (!seen.insert(tensor.name()).second) {
+      return InvalidArgument("{}: {}: the name is used twice", file, what);
+    }
+    if (tensor.data_type() == inference::TYPE_INVALID) {
+      return InvalidArgument("{}: {}: 'data_type' is required", file, what);
+    }
+    RETURN_IF_ERROR(CheckDims(file, what, tensor.dims(), tensor.has_reshape()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ParsedConfig> ParseConfigText(std::string_view text, std::string_view file) {
+  ErrorCollector errors(file);
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  // Triton adds fields over time; skipping what we do not know (with a warning) keeps newer
+  // configs loadable. Typos in fields we do know still fail below through validation.
+  parser.AllowUnknownField(true);
+  parser.AllowUnknownExtension(true);
+  ParsedConfig parsed;
+  const std::string owned(text);
+  if (!parser.ParseFromString(owned, &parsed.config)) {
+    return InvalidArgument("{}", errors.error().empty()
+                                     ? fmt::format("{}: not a valid model configuration", file)
+                                     : errors.error());
+  }
+  parsed.warnings = errors.TakeWarnings();
+  return parsed;
+}
+
+Status CompleteAndValidate(ModelConfig& config, std::string_view folder_name,
+                           std::string_view file) {
+  if (config.name().empty()) config.set_name(std::string(folder_name));
+  if (config.name() != folder_name) {
+    return InvalidArgument("{}: name: '{}' must match the model's folder name '{}'", file,
+                           config.name(), folder_name);
+  }
+
+  // platform and backend are two spellings of the same choice for the built-in backends.
+  if (config.platform() == kPytorchPlatform && config.backend().empty()) {
+    config.set_backend(std::string(kPytorchBackend));
+  } else if (config.backend() == kPytorchBackend && config.platform().empty()) {
+    config.set_platform(std::string(kPytorchPlatform));
+  }
+  if (config.platform().empty() && config.backend().empty()) {
+    return InvalidArgument("{}: one of 'platform' or 'backend' is required (e.g. backend: \"{}\")",
+                           file, kPytorchBackend);
+  }
+  if (config.platform() == kPytorchPlatform && config.backend() != kPytorchBackend) {
+    return InvalidArgument("{}: platform '{}' conflicts with backend '{}'", file,
+                           config.platform(), config.backend());
+  }
+
+  if (config.max_batch_size() < 0) {
+    return InvalidArgument("{}: max_batch_size: must be >= 0, got {}", file,
+                           config.max_batch_size());
+  }
+  if (config.platform() != kEnsemblePlatform) {
+    if (config.input_size() == 0) return InvalidArgument("{}: input: at least one is required", file);
+    if (config.output_size() == 0) {
+      return InvalidArgument("{}: output: at least one is required", file);
+    }
+  }
+  RETURN_IF_ERROR(CheckTensors(file, "input", config.input()));
+  RETURN_IF_ERROR(CheckTensors(file, "output", config.output()));
+
+  if (!config.has_version_policy()) config.mutable_version_policy()->mutable_latest();
+  const auto& policy = config.version_policy();
+  if (policy.has_latest()) {
+    if (policy.latest().num_versions() == 0) {
+      config.mutable_version_policy()->mutable_latest()->set_num_versions(1);
+    }
+  } else if (policy.has_specific()) {
+    if (policy.specific().versions().empty()) {
+      return InvalidArgument("{}: version_policy.specific: list at least one version", file);
+    }
+    for (int64_t version : policy.specific().versions()) {
+      if (version < 0) {
+        return InvalidArgument("{}: version_policy.specific: version {} is negative", file,
+                               version);
+      }
+    }
+  } else if (!policy.has_all()) {
+    config.mutable_version_policy()->mutable_latest()->set_num_versions(1);
+  }
+
+  if (config.has_dynamic_batching()) {
+    if (config.max_batch_size() == 0) {
+      return InvalidArgument(
+          "{}: dynamic_batching: needs max_batch_size > 0 (this model does not batch)", file);
+    }
+    for (int size : config.dynamic_batching().preferred_batch_size()) {
+      if (size <= 0 || size > config.max_batch_size()) {
+        return InvalidArgument(
+            "{}: dynamic_batching.preferred_batch_size: {} must be in [1, max_batch_size={}]",
+            file, size, config.max_batch_size());
+      }
+    }
+  }
+  if (config.has_sequence_batching()) {
+    return Unimplemented("{}: sequence_batching: sequence batching is not supported by Rampart yet",
+                         file);
+  }
+
+  if (config.instance_group_size() == 0) {
+    auto* group = config.add_instance_group();
+    group->set_kind(inference::ModelInstanceGroup::KIND_CPU);
+  }
+  for (int i = 0; i < config.instance_group_size(); ++i) {
+    auto* group = config.mutable_instance_group(i);
+    if (group->name().empty()) group->set_name(fmt::format("{}_{}", config.name(), i));
+    if (group->count() < 0) {
+      return InvalidArgument("{}: instance_group[{}].count: must be >= 1, got {}", file, i,
+                             group->count());
+    }
+    if (group->count() == 0) group->set_count(1);
+  }
+  return Status::Ok();
+}
+
+std::string ConfigToJson(const ModelConfig& config) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  // Printing a message we built ourselves cannot fail; an error would be an invariant breach.
+  const auto status = google::protobuf::util::MessageToJsonString(config, &json, options);
+  if (!status.ok()) return "{}";
+  return json;
+}
+
+tensor::DataType ToTensorType(inference::DataType type) {
+  return static_cast<tensor::DataType>(static_cast<int>(type));
+}
+
+}  // namespace rampart::model

@@ -1,0 +1,47 @@
+#pragma once
+
+// Reading, completing and validating Triton model configurations (config.pbtxt).
+//
+// Parsing uses protobuf's TextFormat against Rampart's copy of Triton's schema
+// (model_config.proto), so Triton's files parse unchanged. Fields the schema does not know are
+// skipped and reported as warnings, never a crash. Every error names the file, the field and the
+// reason. Functions are pure and thread-safe.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "model/model_config.pb.h"
+#include "tensor/tensor.h"
+
+namespace rampart::model {
+
+using inference::ModelConfig;
+
+struct ParsedConfig {
+  ModelConfig config;
+  std::vector<std::string> warnings;  // e.g. unknown fields that were skipped
+};
+
+// Parses config.pbtxt text. `file` only labels messages.
+Result<ParsedConfig> ParseConfigText(std::string_view text, std::string_view file);
+
+// Fills what Triton fills when a config leaves it out (name from the model's folder, version
+// policy latest/1, one CPU instance, backend <-> platform) and checks every rule Rampart relies on
+// later. `file` labels messages.
+Status CompleteAndValidate(ModelConfig& config, std::string_view folder_name,
+                           std::string_view file);
+
+// The config in protobuf's JSON mapping with Triton's field names (int64 as strings).
+std::string ConfigToJson(const ModelConfig& config);
+
+// A config's data type as a wire tensor type (TYPE_STRING -> BYTES).
+tensor::DataType ToTensorType(inference::DataType type);
+
+// The canonical platform/backend names of the backends Rampart knows about.
+inline constexpr std::string_view kPytorchPlatform = "pytorch_libtorch";
+inline constexpr std::string_view kPytorchBackend = "pytorch";
+inline constexpr std::string_view kEnsemblePlatform = "ensemble";
+
+}  // namespace rampart::model

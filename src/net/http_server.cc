@@ -1,0 +1,333 @@
+#include "net/http_server.h"
+
+#include <atomic>
+#include <cctype>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "core/logging.h"
+#include "json/writer.h"
+
+namespace rampart::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+class HttpServer::Impl {
+ public:
+  Impl(const HttpServerOptions& options, HttpHandler handler)
+      : options_(options), handler_(std::move(handler)) {
+    const int threads = options.threads > 0
+                            ? options.threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    for (int i = 0; i < threads; ++i) {
+      contexts_.push_back(std::make_unique<asio::io_context>(1));
+      guards_.emplace_back(asio::make_work_guard(*contexts_.back()));
+    }
+    acceptor_.emplace(*contexts_[0]);
+  }
+
+  ~Impl() { Shutdown(std::chrono::milliseconds(0)); }
+
+  Status Listen() {
+    beast::error_code error;
+    const auto address = asio::ip::make_address(options_.address, error);
+    if (error) return InvalidArgument("bad HTTP address '{}': {}", options_.address, error.message());
+    const tcp::endpoint endpoint(address, options_.port);
+    acceptor_->open(endpoint.protocol(), error);
+    if (!error) acceptor_->set_option(asio::socket_base::reuse_address(true), error);
+    if (!error) acceptor_->bind(endpoint, error);
+    if (!error) acceptor_->listen(asio::socket_base::max_listen_connections, error);
+    if (error) {
+      return Unavailable("cannot listen on {}:{}: {}", options_.address, options_.port,
+                         error.message());
+    }
+    port_ = acceptor_->local_endpoint().port();
+    Accept();
+    for (auto& context : contexts_) {
+      threads_.emplace_back([raw = context.get()] { raw->run(); });
+    }
+    return Status::Ok();
+  }
+
+  uint16_t port() const { return port_; }
+  const HttpServerOptions& options() const { return options_; }
+
+  void Dispatch(HttpRequest&& request, Responder responder) {
+    in_flight_.fetch_add(1);
+    handler_(std::move(request), std::move(responder));
+  }
+
+  void Finished(SteadyTime received) {
+    handle_ns_.fetch_add(static_cast<uint64_t>(NanosBetween(received, Clock::Real().Now())),
+                         std::memory_order_relaxed);
+    requests_.fetch_add(1, std::memory_order_relaxed);
+    if (in_flight_.fetch_sub(1) == 1 && draining_.load()) {
+      std::lock_guard lock(drain_mutex_);
+      drained_.notify_all();
+    }
+  }
+
+  void Abandoned() {
+    if (in_flight_.fetch_sub(1) == 1 && draining_.load()) {
+      std::lock_guard lock(drain_mutex_);
+      drained_.notify_all();
+    }
+  }
+
+  void StopAccepting() {
+    if (!acceptor_) return;
+    std::promise<void> closed;
+    asio::post(*contexts_[0], [this, &closed] {
+      beast::error_code ignored;
+      acceptor_->close(ignored);
+      closed.set_value();
+    });
+    if (!threads_.empty()) closed.get_future().wait();
+  }
+
+  void Shutdown(std::chrono::milliseconds timeout) {
+    if (stopped_) return;
+    stopped_ = true;
+    if (!threads_.empty()) {
+      StopAccepting();
+      draining_.store(true);
+      std::unique_lock lock(drain_mutex_);
+      drained_.wait_for(lock, timeout, [this] { return in_flight_.load() == 0; });
+    }
+    guards_.clear();
+    for (auto& context : contexts_) context->stop();
+    for (auto& thread : threads_) thread.join();
+    threads_.clear();
+  }
+
+  HttpServer::Stats stats() const {
+    return {requests_.load(std::memory_order_relaxed), handle_ns_.load(std::memory_order_relaxed)};
+  }
+
+ private:
+  void Accept();
+
+  const HttpServerOptions options_;
+  HttpHandler handler_;
+  std::vector<std::unique_ptr<asio::io_context>> contexts_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+  std::optional<tcp::acceptor> acceptor_;
+  std::vector<std::thread> threads_;
+  size_t next_context_ = 0;  // only touched by the accept handler on contexts_[0]
+  uint16_t port_ = 0;
+  bool stopped_ = false;
+
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<bool> draining_{false};
+  std::atomic<uint64_t> requests_{0};
+  std::atomic<uint64_t> handle_ns_{0};
+  std::mutex drain_mutex_;
+  std::condition_variable drained_;
+};
+
+// One client connection: read a request, hand it to the handler, write the answer, repeat.
+// Lives on one I/O thread; kept alive by the pending operation's shared_ptr (and a Responder's).
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, HttpServer::Impl& server)
+      : stream_(std::move(socket)), server_(server) {}
+
+  void Start() { ReadNext(); }
+
+  asio::any_io_executor executor() { return stream_.get_executor(); }
+
+  // On this connection's thread.
+  void Write(HttpResponse response) {
+    response_.emplace(static_cast<http::status>(response.status), version_);
+    response_->set(http::field::server, "rampart");
+    if (!response.body.empty() || response.status >= 200) {
+      response_->set(http::field::content_type, response.content_type);
+    }
+    for (auto& [name, value] : response.headers) response_->set(name, value);
+    response_->body() = std::move(response.body);
+    response_->keep_alive(keep_alive_ && !close_after_write_);
+    response_->prepare_payload();
+    http::async_write(stream_, *response_,
+                      [self = shared_from_this()](beast::error_code error, size_t) {
+                        self->OnWrite(error);
+                      });
+  }
+
+ private:
+  void ReadNext() {
+    parser_.emplace();
+    parser_->body_limit(server_.options().max_body_bytes);
+    parser_->header_limit(64 * 1024);
+    stream_.expires_after(server_.options().idle_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code error, size_t) {
+                       self->OnRead(error);
+                     });
+  }
+
+  void OnRead(beast::error_code error) {
+    if (error == http::error::body_limit) {
+      RejectAndClose(413, fmt::format("request body exceeds the {} byte limit "
+                                      "(--http-max-input-size)",
+                                      server_.options().max_body_bytes));
+      return;
+    }
+    if (error == http::error::end_of_stream || error == beast::error::timeout ||
+        error == asio::error::operation_aborted) {
+      Close();
+      return;
+    }
+    if (error) {
+      if (error.category() == http::make_error_code(http::error::bad_target).category()) {
+        RejectAndClose(400, fmt::format("malformed HTTP request: {}", error.message()));
+      } else {
+        Close();
+      }
+      return;
+    }
+    stream_.expires_never();
+    auto& message = parser_->get();
+    keep_alive_ = message.keep_alive();
+    version_ = message.version();
+    HttpRequest request;
+    request.method = std::string(message.method_string());
+    request.target = std::string(message.target());
+    request.headers.reserve(8);
+    for (const auto& field : message) {
+      std::string name(field.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      request.headers.emplace_back(std::move(name), std::string(field.value()));
+    }
+    request.body = std::move(message.body());
+    request.received = Clock::Real().Now();
+    received_ = request.received;
+    counted_ = true;
+    server_.Dispatch(std::move(request), Responder(shared_from_this()));
+  }
+
+  void OnWrite(beast::error_code error) {
+    if (counted_) {
+      counted_ = false;
+      if (error) {
+        server_.Abandoned();
+      } else {
+        server_.Finished(received_);
+      }
+    }
+    if (error || close_after_write_ || !keep_alive_) {
+      Close();
+      return;
+    }
+    ReadNext();
+  }
+
+  // A request we will not dispatch: answer it and end the connection.
+  void RejectAndClose(int status, std::string message) {
+    close_after_write_ = true;
+    counted_ = false;
+    HttpResponse response;
+    response.status = status;
+    json::Writer body;
+    body.StartObject();
+    body.Key("error");
+    body.String(message);
+    body.EndObject();
+    response.body = body.str();
+    Write(std::move(response));
+  }
+
+  void Close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+  }
+
+  beast::tcp_stream stream_;
+  HttpServer::Impl& server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::string_body>> response_;
+  SteadyTime received_{};
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+  bool close_after_write_ = false;
+  bool counted_ = false;  // the current request was dispatched and counts as in flight
+};
+
+void HttpServer::Impl::Accept() {
+  asio::io_context& target = *contexts_[next_context_];
+  next_context_ = (next_context_ + 1) % contexts_.size();
+  acceptor_->async_accept(target, [this](beast::error_code error, tcp::socket socket) {
+    if (error == asio::error::operation_aborted || !acceptor_->is_open()) return;
+    if (!error) {
+      beast::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      auto connection = std::make_shared<Connection>(std::move(socket), *this);
+      // Start on the connection's own thread.
+      asio::post(connection->executor(), [connection] { connection->Start(); });
+    } else {
+      LOG_WARN("accept failed: {}", error.message());
+    }
+    Accept();
+  });
+}
+
+Responder::Responder(std::shared_ptr<Connection> connection)
+    : connection_(std::move(connection)) {}
+
+Responder::~Responder() {
+  if (connection_) {
+    HttpResponse response;
+    response.status = 500;
+    response.body = R"({"error":"internal error: request was dropped without an answer"})";
+    Send(std::move(response));
+  }
+}
+
+void Responder::Send(HttpResponse response) {
+  std::shared_ptr<Connection> connection = std::move(connection_);
+  if (!connection) return;
+  auto executor = connection->executor();
+  asio::dispatch(executor, [connection = std::move(connection),
+                            response = std::move(response)]() mutable {
+    connection->Write(std::move(response));
+  });
+}
+
+void Responder::SendWith(UniqueFunction<HttpResponse()> make_response) {
+  std::shared_ptr<Connection> connection = std::move(connection_);
+  if (!connection) return;
+  auto executor = connection->executor();
+  asio::dispatch(executor, [connection = std::move(connection),
+                            make_response = std::move(make_response)]() mutable {
+    connection->Write(make_response());
+  });
+}
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpServer::~HttpServer() = default;
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
+                                                     HttpHandler handler) {
+  auto impl = std::make_unique<Impl>(options, std::move(handler));
+  RETURN_IF_ERROR(impl->Listen());
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+uint16_t HttpServer::port() const { return impl_->port(); }
+void HttpServer::StopAccepting() { impl_->StopAccepting(); }
+void HttpServer::Shutdown(std::chrono::milliseconds timeout) { impl_->Shutdown(timeout); }
+HttpServer::Stats HttpServer::stats() const { return impl_->stats(); }
+
+}  // namespace rampart::net

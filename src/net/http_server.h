@@ -1,0 +1,83 @@
+#pragma once
+
+// HttpServer: HTTP/1.1 with keep-alive over Boost.Beast, on a fixed set of I/O threads.
+//
+// Each I/O thread runs its own event loop; a connection lives on one thread for its whole life.
+// The handler is called on that thread and must not block: it answers through the Responder,
+// from any thread, exactly once. Bodies over `max_body_bytes` are answered 413 without being
+// read; unparsable requests get 400. Both close the connection.
+//
+// Thread safety: Start/StopAccepting/Shutdown from one controlling thread; stats() from any.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "core/unique_function.h"
+#include "net/http.h"
+
+namespace rampart::net {
+
+class Connection;
+
+// Answers one request. Move-only; Send may be called from any thread. A Responder dropped
+// without Send answers 500, so a forgotten path never hangs a client.
+class Responder {
+ public:
+  explicit Responder(std::shared_ptr<Connection> connection);
+  Responder(Responder&&) noexcept = default;
+  Responder& operator=(Responder&&) noexcept = default;
+  ~Responder();
+
+  void Send(HttpResponse response);
+  // Builds the response on the connection's own I/O thread, so serialization never runs on (and
+  // slows) the thread that completed the work.
+  void SendWith(UniqueFunction<HttpResponse()> make_response);
+
+ private:
+  std::shared_ptr<Connection> connection_;
+};
+
+using HttpHandler = std::function<void(HttpRequest&& request, Responder responder)>;
+
+struct HttpServerOptions {
+  std::string address = "0.0.0.0";
+  uint16_t port = 8000;  // 0 picks a free port; see HttpServer::port()
+  int threads = 0;       // 0 = one per core
+  uint64_t max_body_bytes = 64ull << 20;
+  std::chrono::seconds idle_timeout{300};
+};
+
+class HttpServer {
+ public:
+  // Binds, listens and starts the I/O threads. Errors: Unavailable when the address cannot be
+  // bound (with the OS reason).
+  static Result<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                   HttpHandler handler);
+  ~HttpServer();  // Shutdown(0) if not done
+
+  uint16_t port() const;
+
+  // Closes the listening socket; open connections keep being served.
+  void StopAccepting();
+  // Waits (up to `timeout`) until every request read has been answered and written, then stops
+  // the I/O threads and closes all connections.
+  void Shutdown(std::chrono::milliseconds timeout);
+
+  struct Stats {
+    uint64_t requests = 0;         // responses written
+    uint64_t handle_ns_total = 0;  // request read -> response written, summed
+  };
+  Stats stats() const;
+
+  class Impl;
+
+ private:
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rampart::net

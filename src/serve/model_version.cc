@@ -1,0 +1,230 @@
+#include "serve/model_version.h"
+
+#include <algorithm>
+
+#include "core/logging.h"
+
+namespace rampart::serve {
+namespace {
+
+// Shape the model sees for an input: the config's reshape (if any) in place of its dims.
+tensor::Shape ModelShape(const inference::ModelInput& input, const tensor::Shape& request_shape,
+                         bool batched) {
+  if (!input.has_reshape()) return request_shape;
+  tensor::Shape shape;
+  if (batched) shape.push_back(request_shape[0]);
+  shape.insert(shape.end(), input.reshape().shape().begin(), input.reshape().shape().end());
+  return shape;
+}
+
+bool DimsMatch(const google::protobuf::RepeatedField<int64_t>& dims, const tensor::Shape& shape,
+               size_t offset) {
+  if (shape.size() != static_cast<size_t>(dims.size()) + offset) return false;
+  for (int i = 0; i < dims.size(); ++i) {
+    if (dims[i] != -1 && dims[i] != shape[offset + static_cast<size_t>(i)]) return false;
+  }
+  return true;
+}
+
+std::string ExpectedShape(const google::protobuf::RepeatedField<int64_t>& dims, bool batched) {
+  tensor::Shape shape;
+  if (batched) shape.push_back(-1);
+  shape.insert(shape.end(), dims.begin(), dims.end());
+  return tensor::ShapeToString(shape);
+}
+
+}  // namespace
+
+ModelVersion::ModelVersion(model::ModelConfig config, int64_t version)
+    : config_(std::move(config)), version_(version) {}
+
+Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSource& source,
+                                                         int64_t version,
+                                                         const backend::BackendRegistry& backends,
+                                                         int default_threads) {
+  backend::Backend* backend = backends.Find(source.config.backend());
+  if (backend == nullptr) {
+    return InvalidArgument("model '{}': unknown backend '{}' (this build has: {})", source.name,
+                           source.config.backend(), fmt::join(backends.Names(), ", "));
+  }
+  std::shared_ptr<ModelVersion> loaded(new ModelVersion(source.config, version));
+  backend::InstanceSpec spec;
+  spec.config = &loaded->config_;
+  spec.version_directory = source.directory / std::to_string(version);
+  spec.version = version;
+  spec.default_threads = default_threads;
+  for (int group = 0; group < loaded->config_.instance_group_size(); ++group) {
+    for (int i = 0; i < loaded->config_.instance_group(group).count(); ++i) {
+      spec.group_index = group;
+      spec.instance_index = i;
+      ASSIGN_OR_RETURN(std::unique_ptr<backend::ModelInstance> instance,
+                       backend->CreateInstance(spec));
+      loaded->instances_.push_back(std::move(instance));
+    }
+  }
+  for (auto& instance : loaded->instances_) {
+    loaded->threads_.emplace_back([raw = loaded.get(), instance = instance.get()] {
+      raw->RunInstance(instance);
+    });
+  }
+  return loaded;
+}
+
+ModelVersion::~ModelVersion() { Stop(); }
+
+void ModelVersion::Stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_available_.notify_all();
+  for (std::thread& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
+}
+
+Status ModelVersion::Validate(InferRequest& request) const {
+  const std::string& model = config_.name();
+  const bool batched = config_.max_batch_size() > 0;
+  std::vector<tensor::Tensor> ordered;
+  ordered.reserve(static_cast<size_t>(config_.input_size()));
+  std::vector<std::string> missing;
+  int64_t batch_size = -1;
+
+  for (const tensor::Tensor& given : request.inputs) {
+    const bool known = std::any_of(config_.input().begin(), config_.input().end(),
+                                   [&](const auto& input) { return input.name() == given.name; });
+    if (!known) {
+      return InvalidArgument("unexpected inference input '{}' for model '{}'", given.name, model);
+    }
+  }
+  for (const auto& input : config_.input()) {
+    auto it = std::find_if(request.inputs.begin(), request.inputs.end(),
+                           [&](const tensor::Tensor& t) { return t.name == input.name(); });
+    if (it == request.inputs.end()) {
+      if (!input.optional()) missing.push_back(input.name());
+      continue;
+    }
+    if (std::count_if(request.inputs.begin(), request.inputs.end(),
+                      [&](const tensor::Tensor& t) { return t.name == input.name(); }) > 1) {
+      return InvalidArgument("input '{}' appears more than once in the request for model '{}'",
+                             input.name(), model);
+    }
+    const tensor::DataType expected = model::ToTensorType(input.data_type());
+    if (it->datatype != expected) {
+      return InvalidArgument("inference input '{}' data-type is '{}', but model '{}' expects '{}'",
+                             input.name(), tensor::DataTypeName(it->datatype), model,
+                             tensor::DataTypeName(expected));
+    }
+    if (batched) {
+      if (it->shape.empty()) {
+        return InvalidArgument("input '{}' for model '{}' must have a batch dimension; expected {}",
+                               input.name(), model, ExpectedShape(input.dims(), true));
+      }
+      if (it->shape[0] < 1 || it->shape[0] > config_.max_batch_size()) {
+        return InvalidArgument("inference request batch-size must be <= {} for '{}' (got {})",
+                               config_.max_batch_size(), model, it->shape[0]);
+      }
+      if (batch_size >= 0 && it->shape[0] != batch_size) {
+        return InvalidArgument(
+            "input '{}' has batch size {} but other inputs of the request have {}", input.name(),
+            it->shape[0], batch_size);
+      }
+      batch_size = it->shape[0];
+    }
+    if (!DimsMatch(input.dims(), it->shape, batched ? 1 : 0)) {
+      return InvalidArgument("unexpected shape for input '{}' for model '{}'. Expected {}, got {}",
+                             input.name(), model, ExpectedShape(input.dims(), batched),
+                             tensor::ShapeToString(it->shape));
+    }
+    RETURN_IF_ERROR(tensor::ValidateByteSize(
+        fmt::format("input '{}' for model '{}'", input.name(), model), it->datatype, it->shape,
+        it->data));
+    ordered.push_back(std::move(*it));
+    ordered.back().shape = ModelShape(input, ordered.back().shape, batched);
+  }
+  if (!missing.empty()) {
+    return InvalidArgument(
+        "expected {} inputs but got {} inputs for model '{}'; missing required input(s) {}",
+        config_.input_size(), request.inputs.size(), model, fmt::join(missing, ", "));
+  }
+  for (const std::string& name : request.requested_outputs) {
+    const bool known = std::any_of(config_.output().begin(), config_.output().end(),
+                                   [&](const auto& output) { return output.name() == name; });
+    if (!known) {
+      return InvalidArgument("unexpected inference output '{}' for model '{}'", name, model);
+    }
+  }
+  request.inputs = std::move(ordered);
+  return Status::Ok();
+}
+
+void ModelVersion::Enqueue(std::unique_ptr<InferRequest> request, InferCallback done) {
+  auto pending = std::make_unique<Pending>();
+  if (config_.max_batch_size() > 0 && !request->inputs.empty() &&
+      !request->inputs[0].shape.empty()) {
+    pending->batch_items = request->inputs[0].shape[0];
+  }
+  pending->request = std::move(request);
+  pending->done = std::move(done);
+  pending->enqueued = Clock::Real().Now();
+  {
+    std::unique_lock lock(mutex_);
+    if (stopping_) {
+      lock.unlock();
+      pending->done(Unavailable("model '{}' version {} is unloading", name(), version_));
+      return;
+    }
+    queue_.push_back(std::move(pending));
+  }
+  work_available_.notify_one();
+}
+
+std::unique_ptr<ModelVersion::Pending> ModelVersion::Next() {
+  std::unique_lock lock(mutex_);
+  work_available_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+  if (queue_.empty()) return nullptr;  // stopping, and everything queued has been taken
+  std::unique_ptr<Pending> pending = std::move(queue_.front());
+  queue_.pop_front();
+  return pending;
+}
+
+void ModelVersion::RunInstance(backend::ModelInstance* instance) {
+  instance->OnThreadStart();
+  while (std::unique_ptr<Pending> pending = Next()) Execute(*instance, *pending);
+}
+
+void ModelVersion::Execute(backend::ModelInstance& instance, Pending& pending) {
+  const SteadyTime started = Clock::Real().Now();
+  Result<backend::ExecutionResult> result = instance.Execute(pending.request->inputs);
+  const SteadyTime finished = Clock::Real().Now();
+  const int64_t total_ns = NanosBetween(pending.request->arrival, finished);
+  if (!result.ok()) {
+    statistics_.RecordFailure(total_ns);
+    LOG_DEBUG("model '{}' version {}: {}", name(), version_, result.status().ToString());
+    pending.done(result.status());
+    return;
+  }
+  const backend::ExecutionTiming& timing = result->timing;
+  statistics_.RecordExecution(static_cast<uint64_t>(pending.batch_items), timing.compute_input_ns,
+                              timing.compute_infer_ns, timing.compute_output_ns);
+
+  auto response = std::make_unique<InferResponse>();
+  response->model_name = name();
+  response->model_version = version_;
+  response->id = std::move(pending.request->id);
+  response->timing = {NanosBetween(pending.enqueued, started), timing.compute_input_ns,
+                      timing.compute_infer_ns, timing.compute_output_ns};
+  const auto& wanted = pending.request->requested_outputs;
+  for (tensor::Tensor& output : result->outputs) {
+    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), output.name) != wanted.end()) {
+      response->outputs.push_back(std::move(output));
+    }
+  }
+  statistics_.RecordSuccess(total_ns, response->timing.queue_ns, timing.compute_input_ns,
+                            timing.compute_infer_ns, timing.compute_output_ns,
+                            static_cast<uint64_t>(pending.batch_items));
+  pending.done(std::move(response));
+}
+
+}  // namespace rampart::serve

@@ -1,0 +1,51 @@
+#pragma once
+
+// InferRequest and InferResponse: what every protocol front end hands to the InferenceServer and
+// gets back. Requests and responses move as unique_ptr; ownership passes with them.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "core/unique_function.h"
+#include "tensor/tensor.h"
+
+namespace rampart::serve {
+
+inline constexpr int64_t kLatestVersion = -1;
+
+struct InferRequest {
+  std::string model_name;
+  int64_t model_version = kLatestVersion;
+  std::string id;  // echoed in the response
+  std::vector<tensor::Tensor> inputs;
+  // Names of the outputs to return; empty returns every output the model declares.
+  std::vector<std::string> requested_outputs;
+  // When the front end finished reading the request; the start of its end-to-end latency.
+  SteadyTime arrival{};
+};
+
+// Where one request's time went, in nanoseconds (the same numbers the statistics add up).
+struct RequestTiming {
+  int64_t queue_ns = 0;
+  int64_t compute_input_ns = 0;
+  int64_t compute_infer_ns = 0;
+  int64_t compute_output_ns = 0;
+};
+
+struct InferResponse {
+  std::string model_name;
+  int64_t model_version = 0;
+  std::string id;
+  std::vector<tensor::Tensor> outputs;  // in the model's config order
+  RequestTiming timing;
+};
+
+// Called exactly once per request, on a server thread (never the caller's I/O thread while it
+// waits); it must not block.
+using InferCallback = UniqueFunction<void(Result<std::unique_ptr<InferResponse>>)>;
+
+}  // namespace rampart::serve

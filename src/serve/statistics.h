@@ -1,0 +1,58 @@
+#pragma once
+
+// Per-model-version inference statistics in Triton's terms (PROTOCOLS.md §2): request outcomes,
+// per-stage durations, and per-batch-size execution figures. Recorded by instance threads,
+// read by front ends; every method is thread-safe (one mutex, held for a few additions).
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+namespace rampart::serve {
+
+struct Duration {
+  uint64_t count = 0;
+  uint64_t ns = 0;
+  void Add(int64_t nanos) {
+    ++count;
+    ns += static_cast<uint64_t>(nanos < 0 ? 0 : nanos);
+  }
+};
+
+struct BatchStats {
+  Duration compute_input;
+  Duration compute_infer;
+  Duration compute_output;
+};
+
+struct StatisticsSnapshot {
+  uint64_t last_inference_ms = 0;  // Unix milliseconds of the last completed request
+  uint64_t inference_count = 0;    // batch items inferred
+  uint64_t execution_count = 0;    // backend executions
+  Duration success;
+  Duration fail;
+  Duration queue;
+  Duration compute_input;
+  Duration compute_infer;
+  Duration compute_output;
+  std::map<uint64_t, BatchStats> batch_stats;  // by batch size
+};
+
+class Statistics {
+ public:
+  // One backend execution of `batch_size` items.
+  void RecordExecution(uint64_t batch_size, int64_t input_ns, int64_t infer_ns,
+                       int64_t output_ns);
+  // One request that succeeded, with its share of the stages.
+  void RecordSuccess(int64_t total_ns, int64_t queue_ns, int64_t input_ns, int64_t infer_ns,
+                     int64_t output_ns, uint64_t batch_items);
+  void RecordFailure(int64_t total_ns);
+
+  StatisticsSnapshot Snapshot() const;
+
+ private:
+  mutable std::mutex mutex_;
+  StatisticsSnapshot stats_;  // guarded by mutex_
+};
+
+}  // namespace rampart::serve

@@ -1,0 +1,73 @@
+#pragma once
+
+// DataType, Shape and Tensor: the values that move between protocol front ends, the scheduler
+// and backends.
+//
+// A Tensor owns its bytes, row-major and little-endian. BYTES tensors hold their elements in
+// Triton's serialized form: each element is a 4-byte little-endian length followed by its bytes,
+// so the same buffer travels unchanged through the binary HTTP extension and gRPC raw contents.
+// Values; not synchronised.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace rampart::tensor {
+
+// Numbers match Triton's inference.DataType so config values convert by cast.
+enum class DataType : int {
+  kInvalid = 0,
+  kBool = 1,
+  kUint8 = 2,
+  kUint16 = 3,
+  kUint32 = 4,
+  kUint64 = 5,
+  kInt8 = 6,
+  kInt16 = 7,
+  kInt32 = 8,
+  kInt64 = 9,
+  kFp16 = 10,
+  kFp32 = 11,
+  kFp64 = 12,
+  kBytes = 13,
+  kBf16 = 14,
+};
+
+// Wire name without the TYPE_ prefix: "FP32", "BYTES", ...; "INVALID" for kInvalid.
+std::string_view DataTypeName(DataType type);
+// Accepts wire names ("FP32", "BYTES"); nullopt otherwise.
+std::optional<DataType> DataTypeFromName(std::string_view name);
+// Bytes per element; 0 for BYTES (variable) and kInvalid.
+size_t DataTypeSize(DataType type);
+
+using Shape = std::vector<int64_t>;
+
+// Product of dims; nullopt when a dim is negative or the product overflows.
+std::optional<int64_t> ElementCount(const Shape& shape);
+std::string ShapeToString(const Shape& shape);  // "[1,16]"
+
+struct Tensor {
+  std::string name;
+  DataType datatype = DataType::kInvalid;
+  Shape shape;
+  std::string data;  // raw bytes; see the file comment for BYTES
+};
+
+// Appends one BYTES element (length prefix + bytes) to `out`.
+void AppendBytesElement(std::string_view element, std::string& out);
+
+// Splits a serialized BYTES buffer into its elements (views into `data`). Fails when a length
+// prefix runs past the end of the buffer.
+Result<std::vector<std::string_view>> SplitBytesElements(std::string_view data);
+
+// Checks that `data_size` bytes are exactly what `shape` of `type` needs (for BYTES: that the
+// buffer holds exactly ElementCount(shape) well-formed elements). `what` names the tensor.
+Status ValidateByteSize(std::string_view what, DataType type, const Shape& shape,
+                        std::string_view data);
+
+}  // namespace rampart::tensor

@@ -1,0 +1,150 @@
+#include "api/kserve_codec.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace rampart::api {
+namespace {
+
+template <typename T>
+std::vector<T> Values(const tensor::Tensor& t) {
+  std::vector<T> out(t.data.size() / sizeof(T));
+  std::memcpy(out.data(), t.data.data(), t.data.size());
+  return out;
+}
+
+TEST(DecodeInferRequest, ReadsFlatAndNestedData) {
+  auto decoded = DecodeInferRequest(R"({"id":"r1","inputs":[
+      {"name":"a","shape":[2,2],"datatype":"INT32","data":[1,2,3,4]},
+      {"name":"b","shape":[2,2],"datatype":"FP32","data":[[0.5,1],[2,-3]]},
+      {"name":"c","shape":[2],"datatype":"BOOL","data":[true,false]},
+      {"name":"d","shape":[1],"datatype":"BYTES","data":["hi"]}],
+      "outputs":[{"name":"y","parameters":{"binary_data":true}}]})", std::nullopt);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  const serve::InferRequest& request = *decoded->request;
+  EXPECT_EQ(request.id, "r1");
+  ASSERT_EQ(request.inputs.size(), 4u);
+  EXPECT_EQ(Values<int32_t>(request.inputs[0]), (std::vector<int32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(Values<float>(request.inputs[1]), (std::vector<float>{0.5f, 1, 2, -3}));
+  EXPECT_EQ(request.inputs[2].data, std::string("\x01\x00", 2));
+  EXPECT_EQ(request.inputs[3].data, std::string("\x02\x00\x00\x00hi", 6));
+  EXPECT_EQ(request.requested_outputs, (std::vector<std::string>{"y"}));
+  EXPECT_TRUE(decoded->encoding.Binary("y"));
+  EXPECT_FALSE(decoded->encoding.Binary("z"));
+}
+
+TEST(DecodeInferRequest, ReadsBinaryTensorData) {
+  const std::string json =
+      R"({"inputs":[{"name":"a","shape":[2],"datatype":"INT32","parameters":{"binary_data_size":8}},)"
+      R"({"name":"b","shape":[1],"datatype":"FP16","parameters":{"binary_data_size":2}}],)"
+      R"("parameters":{"binary_data_output":true}})";
+  std::string body = json;
+  const int32_t values[2] = {7, -7};
+  body.append(reinterpret_cast<const char*>(values), 8);
+  body.append("\x00\x3c", 2);  // 1.0 in FP16
+  const std::string length = std::to_string(json.size());
+  auto decoded = DecodeInferRequest(body, length);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(Values<int32_t>(decoded->request->inputs[0]), (std::vector<int32_t>{7, -7}));
+  EXPECT_EQ(decoded->request->inputs[1].data.size(), 2u);
+  EXPECT_TRUE(decoded->encoding.Binary("anything"));
+}
+
+struct BadBody {
+  std::string body;
+  std::optional<std::string> header_length;
+  std::string message;
+};
+
+TEST(DecodeInferRequest, RejectsBadInputPrecisely) {
+  const std::string binary_json =
+      R"({"inputs":[{"name":"a","shape":[2],"datatype":"INT32","parameters":{"binary_data_size":8}}]})";
+  const std::vector<BadBody> cases = {
+      {"{not json", std::nullopt, "malformed JSON"},
+      {"[]", std::nullopt, "must be a JSON object"},
+      {R"({})", std::nullopt, "'inputs' is required"},
+      {R"({"inputs":[{"shape":[1],"datatype":"INT32","data":[1]}]})", std::nullopt,
+       "'name' is required"},
+      {R"({"inputs":[{"name":"a","shape":[1],"datatype":"INT33","data":[1]}]})", std::nullopt,
+       "unknown datatype 'INT33'"},
+      {R"({"inputs":[{"name":"a","shape":[3],"datatype":"INT32","data":[1,2]}]})", std::nullopt,
+       "shape [3] needs 3 elements but 'data' has 2"},
+      {R"({"inputs":[{"name":"a","shape":[2],"datatype":"INT32","data":[1,"x"]}]})", std::nullopt,
+       "data element 1 must be an integer, got string"},
+      {R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":["1.0"]}]})", std::nullopt,
+       "must be a number, got string"},
+      {R"({"inputs":[{"name":"a","shape":[1],"datatype":"INT8","data":[300]}]})", std::nullopt,
+       "out of range for INT8"},
+      {R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP16","data":[1.0]}]})", std::nullopt,
+       "cannot be sent as JSON"},
+      {R"({"inputs":[{"name":"a","shape":[-1],"datatype":"INT32","data":[1]}]})", std::nullopt,
+       "'shape' must hold non-negative integers"},
+      {binary_json + std::string(4, '\0'), std::to_string(binary_json.size()),
+       "runs past the end of the binary data"},
+      {binary_json + std::string(12, '\0'), std::to_string(binary_json.size()),
+       "4 bytes of binary data follow the JSON but no input claims them"},
+      {binary_json, std::string("9999"), "larger than the request body"},
+      {binary_json, std::string("12abc"), "is not a byte count"},
+      {binary_json + std::string(8, '\0'), std::to_string(binary_json.size() - 1),
+       "malformed JSON"},
+  };
+  for (const BadBody& bad : cases) {
+    std::optional<std::string_view> length;
+    if (bad.header_length) length = *bad.header_length;
+    auto decoded = DecodeInferRequest(bad.body, length);
+    ASSERT_FALSE(decoded.ok()) << bad.body;
+    EXPECT_EQ(decoded.status().code(), StatusCode::kInvalidArgument) << bad.body;
+    EXPECT_NE(decoded.status().message().find(bad.message), std::string::npos)
+        << bad.body << " -> " << decoded.status().message();
+  }
+}
+
+serve::InferResponse SampleResponse() {
+  serve::InferResponse response;
+  response.model_name = "m";
+  response.model_version = 3;
+  response.id = "abc";
+  tensor::Tensor out{"y", tensor::DataType::kFp32, {1, 2}, {}};
+  const float values[2] = {0.1f, -2.0f};
+  out.data.assign(reinterpret_cast<const char*>(values), 8);
+  response.outputs.push_back(out);
+  tensor::Tensor text{"s", tensor::DataType::kBytes, {1}, {}};
+  tensor::AppendBytesElement("ok", text.data);
+  response.outputs.push_back(text);
+  return response;
+}
+
+TEST(EncodeInferResponse, WritesJsonData) {
+  auto encoded = EncodeInferResponse(SampleResponse(), {});
+  ASSERT_TRUE(encoded.ok());
+  EXPECT_FALSE(encoded->header_length.has_value());
+  EXPECT_EQ(encoded->body,
+            R"({"model_name":"m","model_version":"3","id":"abc","outputs":[)"
+            R"({"name":"y","datatype":"FP32","shape":[1,2],"data":[0.1,-2.0]},)"
+            R"({"name":"s","datatype":"BYTES","shape":[1],"data":["ok"]}]})");
+}
+
+TEST(EncodeInferResponse, AppendsBinaryOutputsAfterTheJson) {
+  OutputEncoding encoding;
+  encoding.per_output.emplace_back("y", true);
+  auto encoded = EncodeInferResponse(SampleResponse(), encoding);
+  ASSERT_TRUE(encoded.ok());
+  ASSERT_TRUE(encoded->header_length.has_value());
+  const std::string json = encoded->body.substr(0, *encoded->header_length);
+  EXPECT_NE(json.find(R"("parameters":{"binary_data_size":8})"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("data":["ok"])"), std::string::npos) << json;
+  EXPECT_EQ(encoded->body.size(), *encoded->header_length + 8);
+}
+
+TEST(EncodeInferResponse, Fp16NeedsBinary) {
+  serve::InferResponse response;
+  response.outputs.push_back({"h", tensor::DataType::kFp16, {1}, std::string(2, '\0')});
+  EXPECT_EQ(EncodeInferResponse(response, {}).status().code(), StatusCode::kInvalidArgument);
+  OutputEncoding binary;
+  binary.all_binary = true;
+  EXPECT_TRUE(EncodeInferResponse(response, binary).ok());
+}
+
+}  // namespace
+}  // namespace rampart::api

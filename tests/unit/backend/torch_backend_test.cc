@@ -1,0 +1,178 @@
+#include "backend/torch/torch_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+namespace rampart::backend {
+namespace {
+
+namespace fs = std::filesystem;
+using tensor::DataType;
+
+// Lays out <tmp>/<model>/1/model.pt from a fixture and builds an InstanceSpec for it.
+class TorchBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("rampart_torch_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(root_ / "1");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  Result<std::unique_ptr<ModelInstance>> Load(const std::string& fixture,
+                                              const std::string& config_text) {
+    fs::copy_file(fs::path(RAMPART_FIXTURE_DIR) / fixture, root_ / "1" / "model.pt",
+                  fs::copy_options::overwrite_existing);
+    auto parsed = model::ParseConfigText(config_text, "config.pbtxt");
+    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+    config_ = parsed->config;
+    Status valid = model::CompleteAndValidate(config_, "m", "config.pbtxt");
+    EXPECT_TRUE(valid.ok()) << valid.ToString();
+    InstanceSpec spec;
+    spec.config = &config_;
+    spec.version_directory = root_ / "1";
+    spec.version = 1;
+    spec.default_threads = 1;
+    return backend_->CreateInstance(spec);
+  }
+
+  std::unique_ptr<Backend> backend_ = MakeTorchBackend();
+  model::ModelConfig config_;
+  fs::path root_;
+};
+
+std::string IdentityConfig(std::string_view type) {
+  return fmt::format(R"pb(name: "m" backend: "pytorch" max_batch_size: 4
+      input [ {{ name: "x" data_type: TYPE_{0} dims: [ 3 ] }} ]
+      output [ {{ name: "y" data_type: TYPE_{0} dims: [ 3 ] }} ])pb",
+                     type);
+}
+
+TEST_F(TorchBackendTest, IdentityRoundTripsEveryTorchDataType) {
+  const std::vector<std::pair<std::string, DataType>> types = {
+      {"BOOL", DataType::kBool},   {"UINT8", DataType::kUint8}, {"INT8", DataType::kInt8},
+      {"INT16", DataType::kInt16}, {"INT32", DataType::kInt32}, {"INT64", DataType::kInt64},
+      {"FP16", DataType::kFp16},   {"BF16", DataType::kBf16},   {"FP32", DataType::kFp32},
+      {"FP64", DataType::kFp64}};
+  for (const auto& [name, type] : types) {
+    auto instance = Load("identity.pt", IdentityConfig(name));
+    ASSERT_TRUE(instance.ok()) << name << ": " << instance.status().ToString();
+    (*instance)->OnThreadStart();
+    const size_t bytes = 2 * 3 * tensor::DataTypeSize(type);
+    std::string data(bytes, '\0');
+    for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>(type == DataType::kBool ? (i % 2) : i + 1);
+    std::vector<tensor::Tensor> inputs = {{"x", type, {2, 3}, data}};
+    auto result = (*instance)->Execute(inputs);
+    ASSERT_TRUE(result.ok()) << name << ": " << result.status().ToString();
+    ASSERT_EQ(result->outputs.size(), 1u);
+    EXPECT_EQ(result->outputs[0].name, "y");
+    EXPECT_EQ(result->outputs[0].datatype, type);
+    EXPECT_EQ(result->outputs[0].shape, (tensor::Shape{2, 3}));
+    EXPECT_EQ(result->outputs[0].data, data) << name;
+  }
+}
+
+TEST_F(TorchBackendTest, MatchesInputsByArgumentNameAndOutputsByPosition) {
+  // Config order (b, a) differs from forward(a, b); outputs follow the returned tuple.
+  auto instance = Load("add_sub.pt", R"pb(name: "m" backend: "pytorch" max_batch_size: 0
+      input [ { name: "b" data_type: TYPE_INT32 dims: [ 2 ] },
+              { name: "a" data_type: TYPE_INT32 dims: [ 2 ] } ]
+      output [ { name: "SUM" data_type: TYPE_INT32 dims: [ 2 ] },
+               { name: "DIFF" data_type: TYPE_INT32 dims: [ 2 ] } ])pb");
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  const int32_t a[2] = {10, 20};
+  const int32_t b[2] = {1, 2};
+  std::vector<tensor::Tensor> inputs = {
+      {"b", DataType::kInt32, {2}, std::string(reinterpret_cast<const char*>(b), 8)},
+      {"a", DataType::kInt32, {2}, std::string(reinterpret_cast<const char*>(a), 8)}};
+  auto result = (*instance)->Execute(inputs);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  int32_t sum[2];
+  int32_t diff[2];
+  std::memcpy(sum, result->outputs[0].data.data(), 8);
+  std::memcpy(diff, result->outputs[1].data.data(), 8);
+  EXPECT_EQ(sum[1], 22);
+  EXPECT_EQ(diff[0], 9);
+}
+
+TEST_F(TorchBackendTest, MatchesByTritonIndexConvention) {
+  auto instance = Load("add_sub.pt", R"pb(name: "m" backend: "pytorch"
+      input [ { name: "INPUT__1" data_type: TYPE_FP32 dims: [ 1 ] },
+              { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 1 ] } ]
+      output [ { name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 1 ] } ])pb");
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  const float zero = 5.0f;
+  const float one = 2.0f;
+  std::vector<tensor::Tensor> inputs = {
+      {"INPUT__1", DataType::kFp32, {1}, std::string(reinterpret_cast<const char*>(&one), 4)},
+      {"INPUT__0", DataType::kFp32, {1}, std::string(reinterpret_cast<const char*>(&zero), 4)}};
+  auto result = (*instance)->Execute(inputs);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  float difference = 0;
+  std::memcpy(&difference, result->outputs[0].data.data(), 4);
+  EXPECT_FLOAT_EQ(difference, 3.0f);  // OUTPUT__1 = INPUT__0 - INPUT__1
+}
+
+TEST_F(TorchBackendTest, ModelExceptionsBecomeStatus) {
+  auto instance = Load("raises.pt", IdentityConfig("FP32"));
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  const float negative[3] = {-1, -2, -3};
+  std::vector<tensor::Tensor> inputs = {
+      {"x", DataType::kFp32, {1, 3}, std::string(reinterpret_cast<const char*>(negative), 12)}};
+  auto result = (*instance)->Execute(inputs);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kInternal);
+  EXPECT_NE(result.status().message().find("input sum is negative"), std::string::npos)
+      << result.status().message();
+}
+
+TEST_F(TorchBackendTest, OutputTypeMismatchIsReported) {
+  // scale.pt returns float; the config claims INT32 in and out.
+  auto instance = Load("scale.pt", IdentityConfig("INT32"));
+  ASSERT_TRUE(instance.ok());
+  std::vector<tensor::Tensor> inputs = {{"x", DataType::kInt32, {1, 3}, std::string(12, '\0')}};
+  auto result = (*instance)->Execute(inputs);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("but the config declares INT32"), std::string::npos)
+      << result.status().message();
+}
+
+TEST_F(TorchBackendTest, LoadErrorsAreClear) {
+  auto unmatched = Load("add_sub.pt", R"pb(name: "m" backend: "pytorch"
+      input [ { name: "left" data_type: TYPE_FP32 dims: [ 1 ] },
+              { name: "b" data_type: TYPE_FP32 dims: [ 1 ] } ]
+      output [ { name: "y" data_type: TYPE_FP32 dims: [ 1 ] } ])pb");
+  ASSERT_FALSE(unmatched.ok());
+  EXPECT_NE(unmatched.status().message().find("input 'left' matches no forward() argument"),
+            std::string::npos)
+      << unmatched.status().message();
+
+  auto unsupported = Load("identity.pt", IdentityConfig("UINT32"));
+  ASSERT_FALSE(unsupported.ok());
+  EXPECT_NE(unsupported.status().message().find("LibTorch has no UINT32 type"), std::string::npos);
+
+  auto threads = Load("identity.pt", IdentityConfig("FP32") +
+                                         R"pb( parameters { key: "INTRA_OP_THREAD_COUNT"
+                                               value: { string_value: "many" } })pb");
+  ASSERT_FALSE(threads.ok());
+  EXPECT_NE(threads.status().message().find("INTRA_OP_THREAD_COUNT"), std::string::npos);
+
+  ASSERT_TRUE(Load("identity.pt", IdentityConfig("FP32")).ok());
+  std::ofstream(root_ / "1" / "model.pt", std::ios::trunc) << "not a torchscript zip";
+  InstanceSpec spec;
+  spec.config = &config_;
+  spec.version_directory = root_ / "1";
+  auto corrupt = backend_->CreateInstance(spec);
+  ASSERT_FALSE(corrupt.ok());
+  EXPECT_NE(corrupt.status().message().find("cannot load"), std::string::npos)
+      << corrupt.status().message();
+
+  spec.version_directory = root_ / "2";
+  EXPECT_EQ(backend_->CreateInstance(spec).status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace rampart::backend

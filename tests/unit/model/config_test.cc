@@ -1,0 +1,143 @@
+#include "model/config.h"
+
+#include <gtest/gtest.h>
+
+namespace rampart::model {
+namespace {
+
+// A config as Triton users write them, including fields Rampart does not act on.
+constexpr std::string_view kTritonConfig = R"pb(
+name: "mlp"
+backend: "pytorch"
+max_batch_size: 32
+input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 256 ] } ]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 10 ] label_filename: "labels.txt" } ]
+dynamic_batching { preferred_batch_size: [ 16, 32 ] max_queue_delay_microseconds: 2000 }
+instance_group [ { count: 2 kind: KIND_CPU } ]
+optimization { input_pinned_memory { enable: true } }
+parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "1" } }
+)pb";
+
+ModelConfig ParseOrDie(std::string_view text) {
+  Result<ParsedConfig> parsed = ParseConfigText(text, "config.pbtxt");
+  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+  return parsed.ok() ? parsed->config : ModelConfig();
+}
+
+TEST(ParseConfigText, ReadsTritonFieldNames) {
+  ModelConfig config = ParseOrDie(kTritonConfig);
+  EXPECT_EQ(config.name(), "mlp");
+  EXPECT_EQ(config.max_batch_size(), 32);
+  ASSERT_EQ(config.input_size(), 1);
+  EXPECT_EQ(config.input(0).data_type(), inference::TYPE_FP32);
+  EXPECT_EQ(config.dynamic_batching().preferred_batch_size_size(), 2);
+  EXPECT_EQ(config.instance_group(0).count(), 2);
+  EXPECT_EQ(config.parameters().at("INTRA_OP_THREAD_COUNT").string_value(), "1");
+}
+
+TEST(ParseConfigText, UnknownFieldsAreSkippedWithAWarning) {
+  Result<ParsedConfig> parsed = ParseConfigText(
+      "name: \"m\"\nbackend: \"pytorch\"\nfuture_field: 7\nmax_batch_size: 4\n", "m/config.pbtxt");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->config.max_batch_size(), 4);
+  ASSERT_EQ(parsed->warnings.size(), 1u);
+  EXPECT_NE(parsed->warnings[0].find("m/config.pbtxt:3"), std::string::npos);
+  EXPECT_NE(parsed->warnings[0].find("future_field"), std::string::npos);
+}
+
+TEST(ParseConfigText, SyntaxErrorsNameFileLineAndColumn) {
+  Result<ParsedConfig> parsed = ParseConfigText("name: \"m\"\nmax_batch_size: \"eight\"\n",
+                                                "repo/m/config.pbtxt");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parsed.status().message().rfind("repo/m/config.pbtxt:2:", 0), 0u)
+      << parsed.status().message();
+}
+
+TEST(CompleteAndValidate, FillsTritonDefaults) {
+  ModelConfig config = ParseOrDie(R"pb(
+    platform: "pytorch_libtorch"
+    input [ { name: "x" data_type: TYPE_INT32 dims: [ -1 ] } ]
+    output [ { name: "y" data_type: TYPE_INT32 dims: [ -1 ] } ]
+  )pb");
+  ASSERT_TRUE(CompleteAndValidate(config, "folder", "f").ok());
+  EXPECT_EQ(config.name(), "folder");
+  EXPECT_EQ(config.backend(), "pytorch");
+  EXPECT_EQ(config.version_policy().latest().num_versions(), 1u);
+  ASSERT_EQ(config.instance_group_size(), 1);
+  EXPECT_EQ(config.instance_group(0).count(), 1);
+  EXPECT_EQ(config.instance_group(0).kind(), inference::ModelInstanceGroup::KIND_CPU);
+
+  ModelConfig by_backend = ParseOrDie(kTritonConfig);
+  ASSERT_TRUE(CompleteAndValidate(by_backend, "mlp", "f").ok());
+  EXPECT_EQ(by_backend.platform(), "pytorch_libtorch");
+}
+
+struct BadConfig {
+  std::string_view text;
+  std::string_view expected_message;
+};
+
+class CompleteAndValidateRejects : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(CompleteAndValidateRejects, WithAPreciseMessage) {
+  ModelConfig config = ParseOrDie(GetParam().text);
+  Status status = CompleteAndValidate(config, "m", "m/config.pbtxt");
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find(GetParam().expected_message), std::string::npos)
+      << status.message();
+  EXPECT_EQ(status.message().rfind("m/config.pbtxt", 0), 0u) << status.message();
+}
+
+constexpr std::string_view kIo = R"pb(
+  input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
+  output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]
+)pb";
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, CompleteAndValidateRejects,
+    ::testing::Values(
+        BadConfig{"name: \"other\" backend: \"pytorch\"", "must match the model's folder name"},
+        BadConfig{"input [ { name: \"x\" data_type: TYPE_FP32 dims: [4] } ]",
+                  "one of 'platform' or 'backend' is required"},
+        BadConfig{"backend: \"pytorch\" max_batch_size: -1", "max_batch_size: must be >= 0"},
+        BadConfig{"backend: \"pytorch\" output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] } ]",
+                  "input: at least one is required"},
+        BadConfig{"backend: \"pytorch\" input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 0 ] } ] "
+                  "output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] } ]",
+                  "input[0] 'x': dims must be positive or -1"},
+        BadConfig{"backend: \"pytorch\" input [ { name: \"x\" dims: [ 1 ] } ] "
+                  "output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] } ]",
+                  "'data_type' is required"},
+        BadConfig{"backend: \"pytorch\" input [ { name: \"x\" data_type: TYPE_FP32 } ] "
+                  "output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] } ]",
+                  "'dims' must list at least one dimension"},
+        BadConfig{"backend: \"pytorch\" input [ { name: \"x\" data_type: TYPE_FP32 dims: [1] }, "
+                  "{ name: \"x\" data_type: TYPE_FP32 dims: [1] } ] "
+                  "output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] } ]",
+                  "the name is used twice"},
+        BadConfig{"platform: \"pytorch_libtorch\" backend: \"onnxruntime\"",
+                  "conflicts with backend"},
+        BadConfig{"backend: \"pytorch\" max_batch_size: 8 dynamic_batching { "
+                  "preferred_batch_size: [ 16 ] } input [ { name: \"x\" data_type: TYPE_FP32 "
+                  "dims: [1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] } ]",
+                  "preferred_batch_size: 16 must be in [1, max_batch_size=8]"},
+        BadConfig{"backend: \"pytorch\" dynamic_batching { } input [ { name: \"x\" data_type: "
+                  "TYPE_FP32 dims: [1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] } ]",
+                  "needs max_batch_size > 0"},
+        BadConfig{"backend: \"pytorch\" version_policy { specific { } } input [ { name: \"x\" "
+                  "data_type: TYPE_FP32 dims: [1] } ] output [ { name: \"y\" data_type: TYPE_FP32 "
+                  "dims: [1] } ]",
+                  "list at least one version"}));
+
+TEST(ConfigToJson, UsesTritonNamesAndInt64AsStrings) {
+  ModelConfig config = ParseOrDie(kTritonConfig);
+  const std::string json = ConfigToJson(config);
+  EXPECT_NE(json.find(R"("max_batch_size":32)"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("dims":["256"])"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("data_type":"TYPE_FP32")"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("max_queue_delay_microseconds":"2000")"), std::string::npos) << json;
+}
+
+}  // namespace
+}  // namespace rampart::model

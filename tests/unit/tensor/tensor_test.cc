@@ -1,0 +1,71 @@
+#include "tensor/tensor.h"
+
+#include <gtest/gtest.h>
+
+namespace rampart::tensor {
+namespace {
+
+TEST(DataType, WireNamesRoundTrip) {
+  for (int i = 1; i <= 14; ++i) {
+    const auto type = static_cast<DataType>(i);
+    EXPECT_EQ(DataTypeFromName(DataTypeName(type)), type) << DataTypeName(type);
+  }
+  EXPECT_EQ(DataTypeName(DataType::kBytes), "BYTES");
+  EXPECT_FALSE(DataTypeFromName("TYPE_FP32").has_value());
+  EXPECT_FALSE(DataTypeFromName("INVALID").has_value());
+  EXPECT_FALSE(DataTypeFromName("fp32").has_value());
+}
+
+TEST(DataType, SizesMatchTheWireFormat) {
+  EXPECT_EQ(DataTypeSize(DataType::kBool), 1u);
+  EXPECT_EQ(DataTypeSize(DataType::kFp16), 2u);
+  EXPECT_EQ(DataTypeSize(DataType::kBf16), 2u);
+  EXPECT_EQ(DataTypeSize(DataType::kInt32), 4u);
+  EXPECT_EQ(DataTypeSize(DataType::kFp64), 8u);
+  EXPECT_EQ(DataTypeSize(DataType::kBytes), 0u);
+}
+
+TEST(ElementCount, RejectsNegativeDimsAndOverflow) {
+  EXPECT_EQ(ElementCount({}), 1);
+  EXPECT_EQ(ElementCount({2, 3, 4}), 24);
+  EXPECT_EQ(ElementCount({0, 5}), 0);
+  EXPECT_FALSE(ElementCount({-1, 4}).has_value());
+  EXPECT_FALSE(ElementCount({1ll << 40, 1ll << 40}).has_value());
+}
+
+TEST(BytesElements, RoundTripThroughLengthPrefixes) {
+  std::string buffer;
+  AppendBytesElement("hello", buffer);
+  AppendBytesElement("", buffer);
+  AppendBytesElement(std::string_view("w\0rld", 5), buffer);
+  EXPECT_EQ(buffer.size(), 4u + 5 + 4 + 0 + 4 + 5);
+  EXPECT_EQ(buffer.substr(0, 4), std::string("\x05\x00\x00\x00", 4));
+  auto elements = SplitBytesElements(buffer);
+  ASSERT_TRUE(elements.ok());
+  ASSERT_EQ(elements->size(), 3u);
+  EXPECT_EQ((*elements)[0], "hello");
+  EXPECT_EQ((*elements)[1], "");
+  EXPECT_EQ((*elements)[2], std::string_view("w\0rld", 5));
+}
+
+TEST(BytesElements, TruncatedBufferIsAnError) {
+  std::string buffer;
+  AppendBytesElement("hello", buffer);
+  EXPECT_FALSE(SplitBytesElements(std::string_view(buffer).substr(0, 7)).ok());
+  EXPECT_FALSE(SplitBytesElements(std::string_view(buffer).substr(0, 2)).ok());
+}
+
+TEST(ValidateByteSize, ChecksFixedAndVariableSizes) {
+  EXPECT_TRUE(ValidateByteSize("x", DataType::kInt32, {2, 2}, std::string(16, '\0')).ok());
+  Status wrong = ValidateByteSize("input 'x'", DataType::kInt32, {2, 2}, std::string(15, '\0'));
+  EXPECT_EQ(wrong.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(wrong.message(), "input 'x' has 15 bytes but shape [2,2] of INT32 needs 16");
+  std::string strings;
+  AppendBytesElement("a", strings);
+  AppendBytesElement("bc", strings);
+  EXPECT_TRUE(ValidateByteSize("s", DataType::kBytes, {2}, strings).ok());
+  EXPECT_FALSE(ValidateByteSize("s", DataType::kBytes, {3}, strings).ok());
+}
+
+}  // namespace
+}  // namespace rampart::tensor

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package Rampart needs to build, test, run and benchmark.
+# Idempotent: runs `apt-get update` only when something is missing. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  # toolchain
+  g++ cmake ninja-build ccache pkg-config make git clang-format clang-tidy curl
+  # serving core
+  libboost-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  libsimdjson-dev rapidjson-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libssl-dev
+  # LibTorch with a fast BLAS; python3-torch scripts the example/test TorchScript models
+  libtorch-dev libopenblas0-pthread python3-torch python3-numpy
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev nginx-light wrk prometheus
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
