@@ -24,8 +24,12 @@ import os
 import sys
 from typing import Dict, List, Tuple
 
-import torch
-from torch import Tensor
+try:
+    import torch
+    from torch import Tensor
+except ImportError:
+    sys.exit(f"{os.path.basename(__file__)}: needs torch; run it with Debian's /usr/bin/python3 "
+             f"(python3-torch), not {sys.executable}")
 
 # Wire datatype names of the torch dtypes the examples use.
 _WIRE_DATATYPE = {

@@ -218,8 +218,7 @@ Result<tensor::Tensor> DecodeInput(json::Value input, size_t position, std::stri
 Status DecodeParameters(json::Value parameters, DecodedInfer& decoded) {
   if (!parameters.IsObject()) return InvalidArgument("'parameters' must be an object");
   if (auto binary = parameters.Find("binary_data_output")) {
-    ASSIGN_OR_RETURN(decoded.encoding.all_binary,
-                     binary->GetBool("parameters.binary_data_output"));
+    ASSIGN_OR_RETURN(decoded.encoding.all_binary, binary->GetBool("parameters.binary_data_output"));
   }
   // priority, timeout and sequence parameters are type-checked here; the scheduler acts on them.
   if (auto priority = parameters.Find("priority")) {

@@ -18,7 +18,7 @@ namespace rampart::api {
 
 // How the caller wants outputs encoded.
 struct OutputEncoding {
-  bool all_binary = false;  // request parameter binary_data_output
+  bool all_binary = false;                               // request parameter binary_data_output
   std::vector<std::pair<std::string, bool>> per_output;  // outputs[].parameters.binary_data
   bool Binary(std::string_view output) const;
 };

@@ -168,8 +168,8 @@ void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
   const bool get = request.method == "GET";
   const bool post = request.method == "POST";
   const auto method_not_allowed = [&] {
-    responder.Send(KServeError(InvalidArgument("method {} is not allowed on {}", request.method,
-                                               request.path())));
+    responder.Send(KServeError(
+        InvalidArgument("method {} is not allowed on {}", request.method, request.path())));
   };
   if (path.empty() || path[0] != "v2") {
     responder.Send(KServeError(NotFound("no route for {}", request.path())));
@@ -259,14 +259,13 @@ void KServeHttp::Infer(net::HttpRequest&& request, std::string_view model, int64
   infer->model_name = std::string(model);
   infer->model_version = version;
   infer->arrival = request.received;
-  server_.Infer(std::move(infer),
-                [responder = std::move(responder), encoding = std::move(decoded->encoding)](
-                    Result<std::unique_ptr<serve::InferResponse>> result) mutable {
-                  responder.SendWith([result = std::move(result),
-                                      encoding = std::move(encoding)]() mutable {
-                    return EncodeResponse(result, encoding);
-                  });
-                });
+  server_.Infer(
+      std::move(infer), [responder = std::move(responder), encoding = std::move(decoded->encoding)](
+                            Result<std::unique_ptr<serve::InferResponse>> result) mutable {
+        responder.SendWith([result = std::move(result), encoding = std::move(encoding)]() mutable {
+          return EncodeResponse(result, encoding);
+        });
+      });
 }
 
 net::HttpResponse KServeHttp::ServerMetadata() const {
@@ -329,8 +328,7 @@ net::HttpResponse KServeHttp::Statistics(std::string_view model, int64_t version
   if (model.empty()) {
     models = server_.AllModels();
   } else if (version == serve::kLatestVersion) {
-    Result<std::vector<std::shared_ptr<serve::ModelVersion>>> versions =
-        server_.GetVersions(model);
+    Result<std::vector<std::shared_ptr<serve::ModelVersion>>> versions = server_.GetVersions(model);
     if (!versions.ok()) return KServeError(versions.status());
     models = std::move(versions).value();
   } else {

@@ -84,8 +84,8 @@ int Serve(const ServeSettings& settings) {
   (*http)->StopAccepting();
   const int64_t unfinished = server->Shutdown(timeout);
   if (unfinished > 0) LOG_WARN("{} request(s) still running at the exit timeout", unfinished);
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(0)));
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(std::max(
+      deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(0)));
   (*http)->Shutdown(left);
   // Models go first: their threads may still hold responders that point into the HTTP server.
   server.reset();
@@ -99,8 +99,9 @@ int Serve(const ServeSettings& settings) {
 }
 
 int Main(int argc, char** argv) {
-  CLI::App app{"Rampart: run AI on your own hardware. Serves models over Triton's KServe v2 "
-               "protocol."};
+  CLI::App app{
+      "Rampart: run AI on your own hardware. Serves models over Triton's KServe v2 "
+      "protocol."};
   app.set_version_flag("--version", RAMPART_VERSION);
   app.require_subcommand(1);
 
@@ -108,49 +109,60 @@ int Main(int argc, char** argv) {
   std::string config_file;
   CLI::App* serve = app.add_subcommand(
       "serve", "Serve the models of a Triton-layout model repository over KServe v2 HTTP.");
-  serve->add_option("--config", config_file,
-                    "YAML config file (sections server: and http:); flags override it")
+  serve
+      ->add_option("--config", config_file,
+                   "YAML config file (sections server: and http:); flags override it")
       ->check(CLI::ExistingFile);
   auto* repository = serve->add_option("--model-repository", cli.model_repository,
                                        "Model repository directory (Triton layout)");
-  auto* mode = serve->add_option("--model-control-mode", cli.model_control_mode,
-                                 "none: load every model at start; explicit: load only "
-                                 "--load-model models; poll: not supported yet")
+  auto* mode = serve
+                   ->add_option("--model-control-mode", cli.model_control_mode,
+                                "none: load every model at start; explicit: load only "
+                                "--load-model models; poll: not supported yet")
                    ->capture_default_str();
-  auto* poll = serve->add_option("--repository-poll-secs", cli.repository_poll_secs,
-                                 "Seconds between repository scans in poll mode")
+  auto* poll = serve
+                   ->add_option("--repository-poll-secs", cli.repository_poll_secs,
+                                "Seconds between repository scans in poll mode")
                    ->capture_default_str();
   auto* load = serve->add_option("--load-model", cli.load_models,
                                  "Model to load at start in explicit mode (repeatable; * = all)");
-  auto* http_address = serve->add_option("--http-address", cli.http_address,
-                                         "Address the HTTP server binds")
+  auto* http_address =
+      serve->add_option("--http-address", cli.http_address, "Address the HTTP server binds")
+          ->capture_default_str();
+  auto* http_port =
+      serve
+          ->add_option("--http-port", cli.http_port, "HTTP port (0 picks a free one and prints it)")
+          ->capture_default_str();
+  auto* http_threads = serve
+                           ->add_option("--http-thread-count", cli.http_threads,
+                                        "HTTP I/O threads (0 = one per core)")
                            ->capture_default_str();
-  auto* http_port = serve->add_option("--http-port", cli.http_port,
-                                      "HTTP port (0 picks a free one and prints it)")
+  auto* max_input = serve
+                        ->add_option("--http-max-input-size", cli.http_max_input_size,
+                                     "Largest request body in bytes; larger bodies get 413")
                         ->capture_default_str();
-  auto* http_threads = serve->add_option("--http-thread-count", cli.http_threads,
-                                         "HTTP I/O threads (0 = one per core)")
-                           ->capture_default_str();
-  auto* max_input = serve->add_option("--http-max-input-size", cli.http_max_input_size,
-                                      "Largest request body in bytes; larger bodies get 413")
+  auto* grpc_port = serve
+                        ->add_option("--grpc-port", cli.grpc_port,
+                                     "gRPC port (the gRPC front end is not in this build yet)")
                         ->capture_default_str();
-  auto* grpc_port = serve->add_option("--grpc-port", cli.grpc_port,
-                                      "gRPC port (the gRPC front end is not in this build yet)")
-                        ->capture_default_str();
-  auto* metrics_port = serve->add_option("--metrics-port", cli.metrics_port,
-                                         "Prometheus metrics port (not in this build yet)")
+  auto* metrics_port = serve
+                           ->add_option("--metrics-port", cli.metrics_port,
+                                        "Prometheus metrics port (not in this build yet)")
                            ->capture_default_str();
-  auto* exit_timeout = serve->add_option("--exit-timeout-secs", cli.exit_timeout_secs,
-                                         "On SIGINT/SIGTERM, how long to wait for requests in "
-                                         "flight before exiting")
+  auto* exit_timeout = serve
+                           ->add_option("--exit-timeout-secs", cli.exit_timeout_secs,
+                                        "On SIGINT/SIGTERM, how long to wait for requests in "
+                                        "flight before exiting")
                            ->capture_default_str();
-  auto* threads = serve->add_option("--threads-per-instance", cli.threads_per_instance,
-                                    "Intra-op threads per model instance (0 = cores divided by "
-                                    "the model's instances); a model's INTRA_OP_THREAD_COUNT "
-                                    "parameter overrides it")
+  auto* threads = serve
+                      ->add_option("--threads-per-instance", cli.threads_per_instance,
+                                   "Intra-op threads per model instance (0 = cores divided by "
+                                   "the model's instances); a model's INTRA_OP_THREAD_COUNT "
+                                   "parameter overrides it")
                       ->capture_default_str();
-  auto* verbose = serve->add_option("--log-verbose", cli.log_verbose,
-                                    "Verbose logging level (0 = info, >0 = debug)")
+  auto* verbose = serve
+                      ->add_option("--log-verbose", cli.log_verbose,
+                                   "Verbose logging level (0 = info, >0 = debug)")
                       ->capture_default_str();
 
   try {

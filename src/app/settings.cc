@@ -39,12 +39,10 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
   const std::map<std::string, std::function<Status(const YAML::Node&)>> server_fields = {
       {"model_repository", Field(settings.model_repository, "server.model_repository")},
       {"model_control_mode", Field(settings.model_control_mode, "server.model_control_mode")},
-      {"repository_poll_secs",
-       Field(settings.repository_poll_secs, "server.repository_poll_secs")},
+      {"repository_poll_secs", Field(settings.repository_poll_secs, "server.repository_poll_secs")},
       {"load_models", Field(settings.load_models, "server.load_models")},
       {"exit_timeout_secs", Field(settings.exit_timeout_secs, "server.exit_timeout_secs")},
-      {"threads_per_instance",
-       Field(settings.threads_per_instance, "server.threads_per_instance")},
+      {"threads_per_instance", Field(settings.threads_per_instance, "server.threads_per_instance")},
       {"log_verbose", Field(settings.log_verbose, "server.log_verbose")},
       {"grpc_port", Field(settings.grpc_port, "server.grpc_port")},
       {"metrics_port", Field(settings.metrics_port, "server.metrics_port")},
@@ -55,7 +53,8 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"threads", Field(settings.http_threads, "http.threads")},
       {"max_input_size", Field(settings.http_max_input_size, "http.max_input_size")},
   };
-  const std::map<std::string, const std::map<std::string, std::function<Status(const YAML::Node&)>>*>
+  const std::map<std::string,
+                 const std::map<std::string, std::function<Status(const YAML::Node&)>>*>
       sections = {{"server", &server_fields}, {"http", &http_fields}};
 
   for (const auto& section : root) {
@@ -74,7 +73,8 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       if (field == found->second->end()) {
         return InvalidArgument("config file '{}': unknown key '{}.{}'", path, name, key);
       }
-      RETURN_IF_ERROR(field->second(entry.second).WithContext(fmt::format("config file '{}'", path)));
+      RETURN_IF_ERROR(
+          field->second(entry.second).WithContext(fmt::format("config file '{}'", path)));
     }
   }
   return Status::Ok();
@@ -82,7 +82,8 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
 
 Status Validate(const ServeSettings& settings) {
   if (settings.model_repository.empty()) {
-    return InvalidArgument("--model-repository is required (or server.model_repository in --config)");
+    return InvalidArgument(
+        "--model-repository is required (or server.model_repository in --config)");
   }
   if (settings.model_control_mode == "poll") {
     return Unimplemented(
@@ -93,10 +94,11 @@ Status Validate(const ServeSettings& settings) {
     return InvalidArgument("--model-control-mode must be none, poll or explicit, got '{}'",
                            settings.model_control_mode);
   }
-  for (auto [name, port] : {std::pair{"--http-port", settings.http_port},
-                            std::pair{"--grpc-port", settings.grpc_port},
-                            std::pair{"--metrics-port", settings.metrics_port}}) {
-    if (port < 0 || port > 65535) return InvalidArgument("{} must be in [0, 65535], got {}", name, port);
+  for (auto [name, port] :
+       {std::pair{"--http-port", settings.http_port}, std::pair{"--grpc-port", settings.grpc_port},
+        std::pair{"--metrics-port", settings.metrics_port}}) {
+    if (port < 0 || port > 65535)
+      return InvalidArgument("{} must be in [0, 65535], got {}", name, port);
   }
   if (settings.http_max_input_size == 0) {
     return InvalidArgument("--http-max-input-size must be positive");

@@ -52,7 +52,7 @@ class ModelInstance {
 
 struct InstanceSpec {
   const model::ModelConfig* config = nullptr;  // completed and validated; outlives the instance
-  std::filesystem::path version_directory;      // <repository>/<model>/<version>
+  std::filesystem::path version_directory;     // <repository>/<model>/<version>
   int64_t version = 0;
   int group_index = 0;     // which instance_group
   int instance_index = 0;  // index within the group

@@ -68,9 +68,9 @@ class [[nodiscard]] Status {
 };
 
 // Formatting constructors: InvalidArgument("dims of '{}' must be positive", name).
-#define RAMPART_STATUS_FACTORY(Name)                                               \
-  template <typename... Args>                                                      \
-  Status Name(fmt::format_string<Args...> format, Args&&... args) {                \
+#define RAMPART_STATUS_FACTORY(Name)                                                      \
+  template <typename... Args>                                                             \
+  Status Name(fmt::format_string<Args...> format, Args&&... args) {                       \
     return Status(StatusCode::k##Name, fmt::format(format, std::forward<Args>(args)...)); \
   }
 RAMPART_STATUS_FACTORY(Cancelled)
@@ -91,7 +91,7 @@ RAMPART_STATUS_FACTORY(PayloadTooLarge)
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : value_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : value_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(value_).ok()) {
       value_ = Status(StatusCode::kInternal, "Result constructed from an OK status");
@@ -123,9 +123,9 @@ class [[nodiscard]] Result {
 #define RAMPART_CONCAT_INNER(a, b) a##b
 #define RAMPART_CONCAT(a, b) RAMPART_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                 \
-  do {                                        \
-    ::rampart::Status rampart_status_ = (expr); \
+#define RETURN_IF_ERROR(expr)                          \
+  do {                                                 \
+    ::rampart::Status rampart_status_ = (expr);        \
     if (!rampart_status_.ok()) return rampart_status_; \
   } while (0)
 

@@ -16,9 +16,9 @@ template <typename R, typename... Args>
 class UniqueFunction<R(Args...)> {
  public:
   UniqueFunction() = default;
-  template <typename F, typename = std::enable_if_t<
-                            !std::is_same_v<std::decay_t<F>, UniqueFunction> &&
-                            std::is_invocable_r_v<R, F&, Args...>>>
+  template <typename F,
+            typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, UniqueFunction> &&
+                                        std::is_invocable_r_v<R, F&, Args...>>>
   UniqueFunction(F&& f)  // NOLINT(google-explicit-constructor)
       : callable_(std::make_unique<Model<std::decay_t<F>>>(std::forward<F>(f))) {}
 

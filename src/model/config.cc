@@ -52,7 +52,8 @@ Status CheckTensors(std::string_view file, std::string_view kind, const Tensors&
   for (int i = 0; i < tensors.size(); ++i) {
     const auto& tensor = tensors.Get(i);
     const std::string what = fmt::format("{}[{}] '{}'", kind, i, tensor.name());
-    if (tensor.name().empty()) return InvalidArgument("{}: {}[{}]: 'name' is required", file, kind, i);
+    if (tensor.name().empty())
+      return InvalidArgument("{}: {}[{}]: 'name' is required", file, kind, i);
     if (!seen.insert(tensor.name()).second) {
       return InvalidArgument("{}: {}: the name is used twice", file, what);
     }
@@ -104,8 +105,8 @@ Status CompleteAndValidate(ModelConfig& config, std::string_view folder_name,
                            file, kPytorchBackend);
   }
   if (config.platform() == kPytorchPlatform && config.backend() != kPytorchBackend) {
-    return InvalidArgument("{}: platform '{}' conflicts with backend '{}'", file,
-                           config.platform(), config.backend());
+    return InvalidArgument("{}: platform '{}' conflicts with backend '{}'", file, config.platform(),
+                           config.backend());
   }
 
   if (config.max_batch_size() < 0) {
@@ -113,7 +114,8 @@ Status CompleteAndValidate(ModelConfig& config, std::string_view folder_name,
                            config.max_batch_size());
   }
   if (config.platform() != kEnsemblePlatform) {
-    if (config.input_size() == 0) return InvalidArgument("{}: input: at least one is required", file);
+    if (config.input_size() == 0)
+      return InvalidArgument("{}: input: at least one is required", file);
     if (config.output_size() == 0) {
       return InvalidArgument("{}: output: at least one is required", file);
     }
@@ -149,8 +151,8 @@ Status CompleteAndValidate(ModelConfig& config, std::string_view folder_name,
     for (int size : config.dynamic_batching().preferred_batch_size()) {
       if (size <= 0 || size > config.max_batch_size()) {
         return InvalidArgument(
-            "{}: dynamic_batching.preferred_batch_size: {} must be in [1, max_batch_size={}]",
-            file, size, config.max_batch_size());
+            "{}: dynamic_batching.preferred_batch_size: {} must be in [1, max_batch_size={}]", file,
+            size, config.max_batch_size());
       }
     }
   }

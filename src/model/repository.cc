@@ -49,8 +49,8 @@ std::vector<int64_t> SelectVersions(const inference::ModelVersionPolicy& policy,
     }
     return selected;
   }
-  const size_t count = policy.has_latest() ? std::max<uint32_t>(1, policy.latest().num_versions())
-                                           : 1;
+  const size_t count =
+      policy.has_latest() ? std::max<uint32_t>(1, policy.latest().num_versions()) : 1;
   const size_t skip = available.size() > count ? available.size() - count : 0;
   return std::vector<int64_t>(available.begin() + static_cast<std::ptrdiff_t>(skip),
                               available.end());

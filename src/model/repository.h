@@ -21,8 +21,8 @@ namespace rampart::model {
 struct ModelSource {
   std::string name;
   std::filesystem::path directory;
-  ModelConfig config;              // completed and validated
-  std::vector<int64_t> versions;   // the versions the policy selects, ascending
+  ModelConfig config;             // completed and validated
+  std::vector<int64_t> versions;  // the versions the policy selects, ascending
 };
 
 // Reads and validates one model folder, and selects versions by the config's policy.

@@ -15,8 +15,8 @@
 namespace rampart::net {
 
 struct HttpRequest {
-  std::string method;   // "GET", "POST", ...
-  std::string target;   // path and query as sent
+  std::string method;                                        // "GET", "POST", ...
+  std::string target;                                        // path and query as sent
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
   std::string body;
   SteadyTime received{};  // when the whole request had been read

@@ -42,7 +42,8 @@ class HttpServer::Impl {
   Status Listen() {
     beast::error_code error;
     const auto address = asio::ip::make_address(options_.address, error);
-    if (error) return InvalidArgument("bad HTTP address '{}': {}", options_.address, error.message());
+    if (error)
+      return InvalidArgument("bad HTTP address '{}': {}", options_.address, error.message());
     const tcp::endpoint endpoint(address, options_.port);
     acceptor_->open(endpoint.protocol(), error);
     if (!error) acceptor_->set_option(asio::socket_base::reuse_address(true), error);
@@ -158,10 +159,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     response_->body() = std::move(response.body);
     response_->keep_alive(keep_alive_ && !close_after_write_);
     response_->prepare_payload();
-    http::async_write(stream_, *response_,
-                      [self = shared_from_this()](beast::error_code error, size_t) {
-                        self->OnWrite(error);
-                      });
+    http::async_write(
+        stream_, *response_,
+        [self = shared_from_this()](beast::error_code error, size_t) { self->OnWrite(error); });
   }
 
  private:
@@ -170,10 +170,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_->body_limit(server_.options().max_body_bytes);
     parser_->header_limit(64 * 1024);
     stream_.expires_after(server_.options().idle_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code error, size_t) {
-                       self->OnRead(error);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code error, size_t) { self->OnRead(error); });
   }
 
   void OnRead(beast::error_code error) {
@@ -283,8 +282,7 @@ void HttpServer::Impl::Accept() {
   });
 }
 
-Responder::Responder(std::shared_ptr<Connection> connection)
-    : connection_(std::move(connection)) {}
+Responder::Responder(std::shared_ptr<Connection> connection) : connection_(std::move(connection)) {}
 
 Responder::~Responder() {
   if (connection_) {
@@ -299,10 +297,10 @@ void Responder::Send(HttpResponse response) {
   std::shared_ptr<Connection> connection = std::move(connection_);
   if (!connection) return;
   auto executor = connection->executor();
-  asio::dispatch(executor, [connection = std::move(connection),
-                            response = std::move(response)]() mutable {
-    connection->Write(std::move(response));
-  });
+  asio::dispatch(executor,
+                 [connection = std::move(connection), response = std::move(response)]() mutable {
+                   connection->Write(std::move(response));
+                 });
 }
 
 void Responder::SendWith(UniqueFunction<HttpResponse()> make_response) {
@@ -319,7 +317,7 @@ HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpServer::~HttpServer() = default;
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
-                                                     HttpHandler handler) {
+                                                      HttpHandler handler) {
   auto impl = std::make_unique<Impl>(options, std::move(handler));
   RETURN_IF_ERROR(impl->Listen());
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

@@ -63,9 +63,8 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSourc
     }
   }
   for (auto& instance : loaded->instances_) {
-    loaded->threads_.emplace_back([raw = loaded.get(), instance = instance.get()] {
-      raw->RunInstance(instance);
-    });
+    loaded->threads_.emplace_back(
+        [raw = loaded.get(), instance = instance.get()] { raw->RunInstance(instance); });
   }
   return loaded;
 }
@@ -137,9 +136,9 @@ Status ModelVersion::Validate(InferRequest& request) const {
                              input.name(), model, ExpectedShape(input.dims(), batched),
                              tensor::ShapeToString(it->shape));
     }
-    RETURN_IF_ERROR(tensor::ValidateByteSize(
-        fmt::format("input '{}' for model '{}'", input.name(), model), it->datatype, it->shape,
-        it->data));
+    RETURN_IF_ERROR(
+        tensor::ValidateByteSize(fmt::format("input '{}' for model '{}'", input.name(), model),
+                                 it->datatype, it->shape, it->data));
     ordered.push_back(std::move(*it));
     ordered.back().shape = ModelShape(input, ordered.back().shape, batched);
   }

@@ -75,7 +75,7 @@ class ModelVersion {
   std::mutex mutex_;
   std::condition_variable work_available_;
   std::deque<std::unique_ptr<Pending>> queue_;  // guarded by mutex_
-  bool stopping_ = false;                        // guarded by mutex_
+  bool stopping_ = false;                       // guarded by mutex_
 };
 
 }  // namespace rampart::serve

@@ -140,8 +140,8 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
     done(Unavailable("the server is shutting down"));
     return;
   }
-  Result<std::shared_ptr<ModelVersion>> model = GetModel(request->model_name,
-                                                         request->model_version);
+  Result<std::shared_ptr<ModelVersion>> model =
+      GetModel(request->model_name, request->model_version);
   if (!model.ok()) {
     done(model.status());
     return;
@@ -151,12 +151,11 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
     return;
   }
   in_flight_.fetch_add(1);
-  (*model)->Enqueue(std::move(request),
-                    [this, done = std::move(done)](
-                        Result<std::unique_ptr<InferResponse>> result) mutable {
-                      done(std::move(result));
-                      FinishRequest();
-                    });
+  (*model)->Enqueue(std::move(request), [this, done = std::move(done)](
+                                            Result<std::unique_ptr<InferResponse>> result) mutable {
+    done(std::move(result));
+    FinishRequest();
+  });
 }
 
 void InferenceServer::FinishRequest() {

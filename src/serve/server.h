@@ -79,7 +79,7 @@ class InferenceServer {
  private:
   struct ModelEntry {
     std::map<int64_t, std::shared_ptr<ModelVersion>> versions;  // loaded
-    std::map<int64_t, std::string> failures;                   // version -> reason
+    std::map<int64_t, std::string> failures;                    // version -> reason
     std::string reason;  // why the model as a whole failed (bad config, ...)
   };
 

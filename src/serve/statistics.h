@@ -41,8 +41,7 @@ struct StatisticsSnapshot {
 class Statistics {
  public:
   // One backend execution of `batch_size` items.
-  void RecordExecution(uint64_t batch_size, int64_t input_ns, int64_t infer_ns,
-                       int64_t output_ns);
+  void RecordExecution(uint64_t batch_size, int64_t input_ns, int64_t infer_ns, int64_t output_ns);
   // One request that succeeded, with its share of the stages.
   void RecordSuccess(int64_t total_ns, int64_t queue_ns, int64_t input_ns, int64_t infer_ns,
                      int64_t output_ns, uint64_t batch_items);

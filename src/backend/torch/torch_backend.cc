@@ -53,13 +53,13 @@ Status FromTorchError(std::string_view what, const std::exception& error) {
 }
 
 struct InputBinding {
-  size_t argument;          // forward() position, not counting self
+  size_t argument;  // forward() position, not counting self
   DataType datatype;
   std::optional<c10::ScalarType> scalar_type;
 };
 
 struct OutputBinding {
-  size_t element;           // position in the returned tuple/list
+  size_t element;  // position in the returned tuple/list
   DataType datatype;
   std::string name;
 };
@@ -165,8 +165,7 @@ class TorchInstance final : public ModelInstance {
       const c10::List<c10::IValue> list = value.toList();
       for (const c10::IValue& element : list) {
         if (!element.isString()) {
-          return Internal("model '{}': output '{}' must be a List[str]", model_name_,
-                          binding.name);
+          return Internal("model '{}': output '{}' must be a List[str]", model_name_, binding.name);
         }
         tensor::AppendBytesElement(element.toStringRef(), out.data);
       }
@@ -174,8 +173,8 @@ class TorchInstance final : public ModelInstance {
       return out;
     }
     if (!value.isTensor()) {
-      return Internal("model '{}': output '{}' is not a tensor (got {})", model_name_,
-                      binding.name, value.tagKind());
+      return Internal("model '{}': output '{}' is not a tensor (got {})", model_name_, binding.name,
+                      value.tagKind());
     }
     at::Tensor result = value.toTensor();
     const c10::ScalarType expected = *ToScalarType(binding.datatype);
@@ -221,9 +220,7 @@ Result<torch::Device> ChooseDevice(const model::ModelConfig& config, const Insta
   }
   if (cuda && (group.kind() == inference::ModelInstanceGroup::KIND_GPU ||
                group.kind() == inference::ModelInstanceGroup::KIND_AUTO)) {
-    const int gpu = group.gpus().empty()
-                        ? 0
-                        : group.gpus(spec.instance_index % group.gpus_size());
+    const int gpu = group.gpus().empty() ? 0 : group.gpus(spec.instance_index % group.gpus_size());
     return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(gpu));
   }
   return torch::Device(torch::kCPU);
@@ -282,8 +279,8 @@ class TorchBackend final : public Backend {
             where, input.name(), fmt::join(argument_names, ", "));
       }
       if (binding.argument >= argument_names.size()) {
-        return InvalidArgument("{}: input '{}' refers to argument {} but forward() takes {}",
-                               where, input.name(), binding.argument, argument_names.size());
+        return InvalidArgument("{}: input '{}' refers to argument {} but forward() takes {}", where,
+                               input.name(), binding.argument, argument_names.size());
       }
       if (bound[binding.argument]) {
         return InvalidArgument("{}: two inputs feed forward() argument '{}'", where,
@@ -313,8 +310,8 @@ class TorchBackend final : public Backend {
       outputs.push_back(std::move(binding));
     }
 
-    LOG_INFO("{}: loaded '{}' on {} with {} intra-op thread(s)", where, path.string(),
-             device.str(), threads);
+    LOG_INFO("{}: loaded '{}' on {} with {} intra-op thread(s)", where, path.string(), device.str(),
+             threads);
     return std::unique_ptr<ModelInstance>(
         new TorchInstance(std::move(module), device, threads, argument_names.size(),
                           std::move(inputs), std::move(outputs), config.name()));

@@ -20,7 +20,8 @@ TEST(DecodeInferRequest, ReadsFlatAndNestedData) {
       {"name":"b","shape":[2,2],"datatype":"FP32","data":[[0.5,1],[2,-3]]},
       {"name":"c","shape":[2],"datatype":"BOOL","data":[true,false]},
       {"name":"d","shape":[1],"datatype":"BYTES","data":["hi"]}],
-      "outputs":[{"name":"y","parameters":{"binary_data":true}}]})", std::nullopt);
+      "outputs":[{"name":"y","parameters":{"binary_data":true}}]})",
+                                    std::nullopt);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   const serve::InferRequest& request = *decoded->request;
   EXPECT_EQ(request.id, "r1");
@@ -119,10 +120,9 @@ TEST(EncodeInferResponse, WritesJsonData) {
   auto encoded = EncodeInferResponse(SampleResponse(), {});
   ASSERT_TRUE(encoded.ok());
   EXPECT_FALSE(encoded->header_length.has_value());
-  EXPECT_EQ(encoded->body,
-            R"({"model_name":"m","model_version":"3","id":"abc","outputs":[)"
-            R"({"name":"y","datatype":"FP32","shape":[1,2],"data":[0.1,-2.0]},)"
-            R"({"name":"s","datatype":"BYTES","shape":[1],"data":["ok"]}]})");
+  EXPECT_EQ(encoded->body, R"({"model_name":"m","model_version":"3","id":"abc","outputs":[)"
+                           R"({"name":"y","datatype":"FP32","shape":[1,2],"data":[0.1,-2.0]},)"
+                           R"({"name":"s","datatype":"BYTES","shape":[1],"data":["ok"]}]})");
 }
 
 TEST(EncodeInferResponse, AppendsBinaryOutputsAfterTheJson) {

@@ -9,11 +9,10 @@ namespace rampart::app {
 namespace {
 
 std::string WriteTemp(const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("rampart_settings_" + std::to_string(::testing::UnitTest::GetInstance()
-                                                               ->random_seed()) +
-                     "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
-                     ".yaml");
+  const auto path =
+      std::filesystem::temp_directory_path() /
+      ("rampart_settings_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+       "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".yaml");
   std::ofstream(path) << text;
   return path.string();
 }

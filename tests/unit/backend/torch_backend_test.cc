@@ -45,9 +45,25 @@ class TorchBackendTest : public ::testing::Test {
 };
 
 std::string IdentityConfig(std::string_view type) {
-  return fmt::format(R"pb(name: "m" backend: "pytorch" max_batch_size: 4
-      input [ {{ name: "x" data_type: TYPE_{0} dims: [ 3 ] }} ]
-      output [ {{ name: "y" data_type: TYPE_{0} dims: [ 3 ] }} ])pb",
+  return fmt::format(R"pb(name: "m"
+                          backend: "pytorch"
+                          max_batch_size: 4 input
+                          [ {
+                            {
+                              name: "x"
+                              data_type:
+                              TYPE_ { 0 }
+                              dims: [ 3 ]
+                            }
+                          }] output
+                          [ {
+                            {
+                              name: "y"
+                              data_type:
+                              TYPE_ { 0 }
+                              dims: [ 3 ]
+                            }
+                          }])pb",
                      type);
 }
 
@@ -63,7 +79,8 @@ TEST_F(TorchBackendTest, IdentityRoundTripsEveryTorchDataType) {
     (*instance)->OnThreadStart();
     const size_t bytes = 2 * 3 * tensor::DataTypeSize(type);
     std::string data(bytes, '\0');
-    for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>(type == DataType::kBool ? (i % 2) : i + 1);
+    for (size_t i = 0; i < bytes; ++i)
+      data[i] = static_cast<char>(type == DataType::kBool ? (i % 2) : i + 1);
     std::vector<tensor::Tensor> inputs = {{"x", type, {2, 3}, data}};
     auto result = (*instance)->Execute(inputs);
     ASSERT_TRUE(result.ok()) << name << ": " << result.status().ToString();
@@ -77,11 +94,29 @@ TEST_F(TorchBackendTest, IdentityRoundTripsEveryTorchDataType) {
 
 TEST_F(TorchBackendTest, MatchesInputsByArgumentNameAndOutputsByPosition) {
   // Config order (b, a) differs from forward(a, b); outputs follow the returned tuple.
-  auto instance = Load("add_sub.pt", R"pb(name: "m" backend: "pytorch" max_batch_size: 0
-      input [ { name: "b" data_type: TYPE_INT32 dims: [ 2 ] },
-              { name: "a" data_type: TYPE_INT32 dims: [ 2 ] } ]
-      output [ { name: "SUM" data_type: TYPE_INT32 dims: [ 2 ] },
-               { name: "DIFF" data_type: TYPE_INT32 dims: [ 2 ] } ])pb");
+  auto instance = Load("add_sub.pt", R"pb(name: "m"
+                                          backend: "pytorch"
+                                          max_batch_size: 0 input
+                                          [ {
+                                            name: "b"
+                                            data_type: TYPE_INT32
+                                            dims: [ 2 ]
+                                          }
+                                            , {
+                                              name: "a"
+                                              data_type: TYPE_INT32
+                                              dims: [ 2 ]
+                                            }] output
+                                          [ {
+                                            name: "SUM"
+                                            data_type: TYPE_INT32
+                                            dims: [ 2 ]
+                                          }
+                                            , {
+                                              name: "DIFF"
+                                              data_type: TYPE_INT32
+                                              dims: [ 2 ]
+                                            }])pb");
   ASSERT_TRUE(instance.ok()) << instance.status().ToString();
   const int32_t a[2] = {10, 20};
   const int32_t b[2] = {1, 2};
@@ -99,10 +134,23 @@ TEST_F(TorchBackendTest, MatchesInputsByArgumentNameAndOutputsByPosition) {
 }
 
 TEST_F(TorchBackendTest, MatchesByTritonIndexConvention) {
-  auto instance = Load("add_sub.pt", R"pb(name: "m" backend: "pytorch"
-      input [ { name: "INPUT__1" data_type: TYPE_FP32 dims: [ 1 ] },
-              { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 1 ] } ]
-      output [ { name: "OUTPUT__1" data_type: TYPE_FP32 dims: [ 1 ] } ])pb");
+  auto instance = Load("add_sub.pt", R"pb(name: "m"
+                                          backend: "pytorch" input
+                                          [ {
+                                            name: "INPUT__1"
+                                            data_type: TYPE_FP32
+                                            dims: [ 1 ]
+                                          }
+                                            , {
+                                              name: "INPUT__0"
+                                              data_type: TYPE_FP32
+                                              dims: [ 1 ]
+                                            }] output
+                                          [ {
+                                            name: "OUTPUT__1"
+                                            data_type: TYPE_FP32
+                                            dims: [ 1 ]
+                                          }])pb");
   ASSERT_TRUE(instance.ok()) << instance.status().ToString();
   const float zero = 5.0f;
   const float one = 2.0f;
@@ -141,10 +189,23 @@ TEST_F(TorchBackendTest, OutputTypeMismatchIsReported) {
 }
 
 TEST_F(TorchBackendTest, LoadErrorsAreClear) {
-  auto unmatched = Load("add_sub.pt", R"pb(name: "m" backend: "pytorch"
-      input [ { name: "left" data_type: TYPE_FP32 dims: [ 1 ] },
-              { name: "b" data_type: TYPE_FP32 dims: [ 1 ] } ]
-      output [ { name: "y" data_type: TYPE_FP32 dims: [ 1 ] } ])pb");
+  auto unmatched = Load("add_sub.pt", R"pb(name: "m"
+                                           backend: "pytorch" input
+                                           [ {
+                                             name: "left"
+                                             data_type: TYPE_FP32
+                                             dims: [ 1 ]
+                                           }
+                                             , {
+                                               name: "b"
+                                               data_type: TYPE_FP32
+                                               dims: [ 1 ]
+                                             }] output
+                                           [ {
+                                             name: "y"
+                                             data_type: TYPE_FP32
+                                             dims: [ 1 ]
+                                           }])pb");
   ASSERT_FALSE(unmatched.ok());
   EXPECT_NE(unmatched.status().message().find("input 'left' matches no forward() argument"),
             std::string::npos)
@@ -155,8 +216,10 @@ TEST_F(TorchBackendTest, LoadErrorsAreClear) {
   EXPECT_NE(unsupported.status().message().find("LibTorch has no UINT32 type"), std::string::npos);
 
   auto threads = Load("identity.pt", IdentityConfig("FP32") +
-                                         R"pb( parameters { key: "INTRA_OP_THREAD_COUNT"
-                                               value: { string_value: "many" } })pb");
+                                         R"pb(parameters {
+                                                key: "INTRA_OP_THREAD_COUNT"
+                                                value: { string_value: "many" }
+                                              })pb");
   ASSERT_FALSE(threads.ok());
   EXPECT_NE(threads.status().message().find("INTRA_OP_THREAD_COUNT"), std::string::npos);
 

@@ -7,15 +7,30 @@ namespace {
 
 // A config as Triton users write them, including fields Rampart does not act on.
 constexpr std::string_view kTritonConfig = R"pb(
-name: "mlp"
-backend: "pytorch"
-max_batch_size: 32
-input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 256 ] } ]
-output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 10 ] label_filename: "labels.txt" } ]
-dynamic_batching { preferred_batch_size: [ 16, 32 ] max_queue_delay_microseconds: 2000 }
-instance_group [ { count: 2 kind: KIND_CPU } ]
-optimization { input_pinned_memory { enable: true } }
-parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "1" } }
+  name: "mlp"
+  backend: "pytorch"
+  max_batch_size: 32 input
+  [ {
+    name: "INPUT__0"
+    data_type: TYPE_FP32
+    dims: [ 256 ]
+  }] output
+  [ {
+    name: "OUTPUT__0"
+    data_type: TYPE_FP32
+    dims: [ 10 ]
+    label_filename: "labels.txt"
+  }]
+  dynamic_batching {
+    preferred_batch_size: [ 16, 32 ]
+    max_queue_delay_microseconds: 2000
+  } instance_group
+  [ { count: 2 kind: KIND_CPU }]
+  optimization { input_pinned_memory { enable: true } }
+  parameters {
+    key: "INTRA_OP_THREAD_COUNT"
+    value: { string_value: "1" }
+  }
 )pb";
 
 ModelConfig ParseOrDie(std::string_view text) {
@@ -46,8 +61,8 @@ TEST(ParseConfigText, UnknownFieldsAreSkippedWithAWarning) {
 }
 
 TEST(ParseConfigText, SyntaxErrorsNameFileLineAndColumn) {
-  Result<ParsedConfig> parsed = ParseConfigText("name: \"m\"\nmax_batch_size: \"eight\"\n",
-                                                "repo/m/config.pbtxt");
+  Result<ParsedConfig> parsed =
+      ParseConfigText("name: \"m\"\nmax_batch_size: \"eight\"\n", "repo/m/config.pbtxt");
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(parsed.status().message().rfind("repo/m/config.pbtxt:2:", 0), 0u)
@@ -56,9 +71,17 @@ TEST(ParseConfigText, SyntaxErrorsNameFileLineAndColumn) {
 
 TEST(CompleteAndValidate, FillsTritonDefaults) {
   ModelConfig config = ParseOrDie(R"pb(
-    platform: "pytorch_libtorch"
-    input [ { name: "x" data_type: TYPE_INT32 dims: [ -1 ] } ]
-    output [ { name: "y" data_type: TYPE_INT32 dims: [ -1 ] } ]
+    platform: "pytorch_libtorch" input
+    [ {
+      name: "x"
+      data_type: TYPE_INT32
+      dims: [ -1 ]
+    }] output
+    [ {
+      name: "y"
+      data_type: TYPE_INT32
+      dims: [ -1 ]
+    }]
   )pb");
   ASSERT_TRUE(CompleteAndValidate(config, "folder", "f").ok());
   EXPECT_EQ(config.name(), "folder");
@@ -90,8 +113,17 @@ TEST_P(CompleteAndValidateRejects, WithAPreciseMessage) {
 }
 
 constexpr std::string_view kIo = R"pb(
-  input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
-  output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]
+  input
+  [ {
+    name: "x"
+    data_type: TYPE_FP32
+    dims: [ 4 ]
+  }] output
+  [ {
+    name: "y"
+    data_type: TYPE_FP32
+    dims: [ 4 ]
+  }]
 )pb";
 
 INSTANTIATE_TEST_SUITE_P(
@@ -122,9 +154,10 @@ INSTANTIATE_TEST_SUITE_P(
                   "preferred_batch_size: [ 16 ] } input [ { name: \"x\" data_type: TYPE_FP32 "
                   "dims: [1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] } ]",
                   "preferred_batch_size: 16 must be in [1, max_batch_size=8]"},
-        BadConfig{"backend: \"pytorch\" dynamic_batching { } input [ { name: \"x\" data_type: "
-                  "TYPE_FP32 dims: [1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] } ]",
-                  "needs max_batch_size > 0"},
+        BadConfig{
+            "backend: \"pytorch\" dynamic_batching { } input [ { name: \"x\" data_type: "
+            "TYPE_FP32 dims: [1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] } ]",
+            "needs max_batch_size > 0"},
         BadConfig{"backend: \"pytorch\" version_policy { specific { } } input [ { name: \"x\" "
                   "data_type: TYPE_FP32 dims: [1] } ] output [ { name: \"y\" data_type: TYPE_FP32 "
                   "dims: [1] } ]",

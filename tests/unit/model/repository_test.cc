@@ -24,7 +24,8 @@ class RepositoryTest : public ::testing::Test {
                   std::initializer_list<std::string> versions) {
     fs::create_directories(root_ / name);
     std::ofstream(root_ / name / "config.pbtxt")
-        << "backend: \"pytorch\"\n" << extra
+        << "backend: \"pytorch\"\n"
+        << extra
         << "input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n"
            "output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n";
     for (const std::string& version : versions) fs::create_directories(root_ / name / version);
@@ -82,8 +83,7 @@ TEST_F(RepositoryTest, ReadModelReportsWhatIsMissing) {
             std::string::npos);
 
   WriteModel("policy", "version_policy { specific { versions: [ 9 ] } }\n", {"1"});
-  EXPECT_NE(ReadModel(root_ / "policy").status().message().find("selects none"),
-            std::string::npos);
+  EXPECT_NE(ReadModel(root_ / "policy").status().message().find("selects none"), std::string::npos);
 }
 
 }  // namespace

@@ -36,8 +36,8 @@ class Client {
 
   // Sends only headers announcing a body of `length` bytes, then reads the answer.
   http::response<http::string_body> SendHeadersOnly(uint64_t length) {
-    const std::string head = "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-                             std::to_string(length) + "\r\n\r\n";
+    const std::string head =
+        "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(length) + "\r\n\r\n";
     asio::write(stream_.socket(), asio::buffer(head));
     http::response<http::string_body> response;
     http::read(stream_, buffer_, response);

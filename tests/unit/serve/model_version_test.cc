@@ -23,7 +23,8 @@ class AddInstance final : public backend::ModelInstance {
     auto* out = reinterpret_cast<int32_t*>(sum.data.data());
     for (size_t i = 0; i < sum.data.size() / 4; ++i) out[i] = a[i] + b[i];
     result.outputs.push_back(std::move(sum));
-    result.outputs.push_back({"OUTPUT1", tensor::DataType::kInt32, inputs[0].shape, inputs[0].data});
+    result.outputs.push_back(
+        {"OUTPUT1", tensor::DataType::kInt32, inputs[0].shape, inputs[0].data});
     result.timing.compute_infer_ns = 1000;
     return result;
   }
@@ -43,12 +44,31 @@ model::ModelSource AddModel() {
   source.name = "add";
   source.directory = "/nonexistent/add";
   auto parsed = model::ParseConfigText(R"pb(
-    name: "add" backend: "fake" max_batch_size: 4
-    input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] },
-            { name: "INPUT1" data_type: TYPE_INT32 dims: [ -1 ] } ]
-    output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] },
-             { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ -1 ] } ]
-  )pb", "add");
+                                         name: "add"
+                                         backend: "fake"
+                                         max_batch_size: 4 input
+                                         [ {
+                                           name: "INPUT0"
+                                           data_type: TYPE_INT32
+                                           dims: [ -1 ]
+                                         }
+                                           , {
+                                             name: "INPUT1"
+                                             data_type: TYPE_INT32
+                                             dims: [ -1 ]
+                                           }] output
+                                         [ {
+                                           name: "OUTPUT0"
+                                           data_type: TYPE_INT32
+                                           dims: [ -1 ]
+                                         }
+                                           , {
+                                             name: "OUTPUT1"
+                                             data_type: TYPE_INT32
+                                             dims: [ -1 ]
+                                           }]
+                                       )pb",
+                                       "add");
   source.config = parsed->config;
   EXPECT_TRUE(model::CompleteAndValidate(source.config, "add", "add").ok());
   source.versions = {1};
@@ -83,10 +103,9 @@ class ModelVersionTest : public ::testing::Test {
     if (Status valid = model_->Validate(*request); !valid.ok()) return valid;
     std::promise<Result<std::unique_ptr<InferResponse>>> promise;
     auto future = promise.get_future();
-    model_->Enqueue(std::move(request),
-                    [&promise](Result<std::unique_ptr<InferResponse>> result) {
-                      promise.set_value(std::move(result));
-                    });
+    model_->Enqueue(std::move(request), [&promise](Result<std::unique_ptr<InferResponse>> result) {
+      promise.set_value(std::move(result));
+    });
     return future.get();
   }
 
@@ -95,8 +114,8 @@ class ModelVersionTest : public ::testing::Test {
 };
 
 TEST_F(ModelVersionTest, RunsAValidRequestAndReordersInputs) {
-  auto response = Run(Request({Int32Tensor("INPUT1", {1, 3}, {10, 20, 30}),
-                               Int32Tensor("INPUT0", {1, 3}, {1, 2, 3})}));
+  auto response = Run(Request(
+      {Int32Tensor("INPUT1", {1, 3}, {10, 20, 30}), Int32Tensor("INPUT0", {1, 3}, {1, 2, 3})}));
   ASSERT_TRUE(response.ok()) << response.status().ToString();
   ASSERT_EQ((*response)->outputs.size(), 2u);
   const auto* sum = reinterpret_cast<const int32_t*>((*response)->outputs[0].data.data());
@@ -122,7 +141,10 @@ struct BadRequest {
 
 TEST_F(ModelVersionTest, ValidationNamesTheProblem) {
   const std::vector<BadRequest> cases = {
-      {"missing input", [] { return Request({Int32Tensor("INPUT0", {1, 1}, {1})}); },
+      {"missing input",
+       [] {
+         return Request({Int32Tensor("INPUT0", {1, 1}, {1})});
+       },
        "missing required input(s) INPUT1"},
       {"unknown input",
        [] {
@@ -145,19 +167,22 @@ TEST_F(ModelVersionTest, ValidationNamesTheProblem) {
        "batch-size must be <= 4"},
       {"rank mismatch",
        [] {
-         return Request({Int32Tensor("INPUT0", {1, 1, 1}, {1}), Int32Tensor("INPUT1", {1, 1}, {1})});
+         return Request(
+             {Int32Tensor("INPUT0", {1, 1, 1}, {1}), Int32Tensor("INPUT1", {1, 1}, {1})});
        },
        "unexpected shape for input 'INPUT0' for model 'add'. Expected [-1,-1], got [1,1,1]"},
       {"byte size",
        [] {
-         auto r = Request({Int32Tensor("INPUT0", {1, 2}, {1, 2}), Int32Tensor("INPUT1", {1, 2}, {1, 2})});
+         auto r = Request(
+             {Int32Tensor("INPUT0", {1, 2}, {1, 2}), Int32Tensor("INPUT1", {1, 2}, {1, 2})});
          r->inputs[0].data.pop_back();
          return r;
        },
        "has 7 bytes but shape [1,2] of INT32 needs 8"},
       {"unequal batch",
        [] {
-         return Request({Int32Tensor("INPUT0", {1, 1}, {1}), Int32Tensor("INPUT1", {2, 1}, {1, 2})});
+         return Request(
+             {Int32Tensor("INPUT0", {1, 1}, {1}), Int32Tensor("INPUT1", {2, 1}, {1, 2})});
        },
        "has batch size 2 but other inputs of the request have 1"},
       {"unknown output",
@@ -179,12 +204,13 @@ TEST_F(ModelVersionTest, ValidationNamesTheProblem) {
 }
 
 TEST_F(ModelVersionTest, StatisticsCountSuccessesFailuresAndBatchItems) {
-  ASSERT_TRUE(Run(Request({Int32Tensor("INPUT0", {2, 1}, {1, 2}),
-                           Int32Tensor("INPUT1", {2, 1}, {1, 2})})).ok());
-  ASSERT_TRUE(Run(Request({Int32Tensor("INPUT0", {1, 1}, {1}),
-                           Int32Tensor("INPUT1", {1, 1}, {1})})).ok());
-  auto failed = Run(Request({Int32Tensor("INPUT0", {1, 1}, {-1}),
-                             Int32Tensor("INPUT1", {1, 1}, {1})}));
+  ASSERT_TRUE(
+      Run(Request({Int32Tensor("INPUT0", {2, 1}, {1, 2}), Int32Tensor("INPUT1", {2, 1}, {1, 2})}))
+          .ok());
+  ASSERT_TRUE(
+      Run(Request({Int32Tensor("INPUT0", {1, 1}, {1}), Int32Tensor("INPUT1", {1, 1}, {1})})).ok());
+  auto failed =
+      Run(Request({Int32Tensor("INPUT0", {1, 1}, {-1}), Int32Tensor("INPUT1", {1, 1}, {1})}));
   EXPECT_EQ(failed.status().message(), "negative input");
   const StatisticsSnapshot stats = model_->statistics().Snapshot();
   EXPECT_EQ(stats.success.count, 2u);
@@ -222,7 +248,8 @@ TEST(InferenceServer, UnknownModelAndVersionUseTritonWording) {
   EXPECT_EQ(unknown.code(), StatusCode::kNotFound);
   EXPECT_EQ(unknown.message(), "Request for unknown model: 'nope' is not found");
   Status done;
-  server.Infer(Request({}), [&done](Result<std::unique_ptr<InferResponse>> r) { done = r.status(); });
+  server.Infer(Request({}),
+               [&done](Result<std::unique_ptr<InferResponse>> r) { done = r.status(); });
   EXPECT_EQ(done.code(), StatusCode::kNotFound);
 }
 
