@@ -71,7 +71,8 @@ Result<int64_t> ParseVersion(std::string_view text) {
   int64_t version = 0;
   auto [ptr, error] = std::from_chars(text.data(), text.data() + text.size(), version);
   if (error != std::errc() || ptr != text.data() + text.size() || version < 0) {
-    return InvalidArgument("'{}' is not a valid model version", text);
+    // Triton's routes only match digits here, so anything else is an unknown path: 404.
+    return NotFound("'{}' is not a valid model version", text);
   }
   return version;
 }
@@ -168,8 +169,11 @@ void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
   const bool get = request.method == "GET";
   const bool post = request.method == "POST";
   const auto method_not_allowed = [&] {
-    responder.Send(KServeError(
-        InvalidArgument("method {} is not allowed on {}", request.method, request.path())));
+    // Triton answers a known route with the wrong method 405 (not a Status code of ours).
+    net::HttpResponse response = KServeError(
+        InvalidArgument("method {} is not allowed on {}", request.method, request.path()));
+    response.status = 405;
+    responder.Send(std::move(response));
   };
   if (path.empty() || path[0] != "v2") {
     responder.Send(KServeError(NotFound("no route for {}", request.path())));

@@ -170,6 +170,35 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_->body_limit(server_.options().max_body_bytes);
     parser_->header_limit(64 * 1024);
     stream_.expires_after(server_.options().idle_timeout);
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code error, size_t) { self->OnHeader(error); });
+  }
+
+  // Clients that send `Expect: 100-continue` (curl does for bodies over 1 MiB) wait for an
+  // interim answer before sending the body; oversized bodies were already refused above.
+  void OnHeader(beast::error_code error) {
+    if (error) {
+      OnRead(error);
+      return;
+    }
+    const auto expect = parser_->get()[http::field::expect];
+    if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
+      continue_.emplace(http::status::continue_, parser_->get().version());
+      http::async_write(stream_, *continue_,
+                        [self = shared_from_this()](beast::error_code write_error, size_t) {
+                          if (write_error) {
+                            self->Close();
+                            return;
+                          }
+                          self->ReadBody();
+                        });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
     http::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code error, size_t) { self->OnRead(error); });
@@ -257,6 +286,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> response_;
+  std::optional<http::response<http::empty_body>> continue_;
   SteadyTime received_{};
   unsigned version_ = 11;
   bool keep_alive_ = true;

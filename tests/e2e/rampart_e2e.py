@@ -1,0 +1,634 @@
+"""Shared helpers for Rampart's end-to-end tests: run the real binary, talk HTTP to it.
+
+Standard library only, so the drivers run under any Python 3.9+.
+
+    with Server(binary, repository) as server:      # port 0, waits for /v2/health/ready
+        client = server.client()                    # one keep-alive connection
+        response = client.request("GET", "/v2")
+        response.status, response.json()
+    # leaving the block sends SIGTERM and checks that the exit code is 0
+
+Synchronisation is by events only: the server's "listening" line on stdout, then polling
+/v2/health/ready under a bounded deadline. No fixed sleeps.
+"""
+
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+LISTENING_PATTERN = re.compile(r"^rampart: HTTP listening on ([0-9.]+):(\d+)$")
+SERVED_PATTERN = re.compile(r"^rampart: http served=(\d+) handle_ns_total=(\d+)$")
+
+DEFAULT_START_TIMEOUT_S = 60.0
+DEFAULT_STOP_TIMEOUT_S = 30.0
+
+
+class E2eError(AssertionError):
+    """A check against the server failed; the message says what was expected and what came."""
+
+
+# --------------------------------------------------------------------------------------------
+# Server process
+
+
+class Server:
+    """One `rampart serve` process on 127.0.0.1 with an OS-chosen port.
+
+    stdout is read by a thread (it carries the listening and the served lines); stderr goes
+    to a file in a private temporary folder so that a chatty server can never block on a pipe.
+    """
+
+    def __init__(self, binary: str, repository: str, extra_args: Sequence[str] = (),
+                 wait_for: str = "ready", start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
+                 env: Optional[Dict[str, str]] = None) -> None:
+        if wait_for not in ("ready", "live", "listening"):
+            raise ValueError(f"wait_for must be ready, live or listening, not {wait_for}")
+        self.binary = os.path.abspath(binary)
+        self.repository = os.path.abspath(repository)
+        self.extra_args = list(extra_args)
+        self.wait_for = wait_for
+        self.start_timeout_s = start_timeout_s
+        self.env = env
+        self.process: Optional[subprocess.Popen] = None
+        self.host = "127.0.0.1"
+        self.port: Optional[int] = None
+        self.stdout_lines: List[str] = []
+        self.exit_code: Optional[int] = None
+        self._listening = threading.Event()
+        self._stdout_closed = threading.Event()
+        self._lock = threading.Lock()
+        self._work_dir = tempfile.mkdtemp(prefix="rampart-e2e-")
+        self.stderr_path = os.path.join(self._work_dir, "stderr.log")
+
+    @property
+    def command(self) -> List[str]:
+        return [self.binary, "serve", "--model-repository", self.repository,
+                "--http-port", "0", "--http-address", "127.0.0.1"] + self.extra_args
+
+    def start(self) -> "Server":
+        environment = dict(os.environ)
+        if self.env:
+            environment.update(self.env)
+        self._stderr_file = open(self.stderr_path, "wb")
+        try:
+            self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.PIPE, stderr=self._stderr_file,
+                                            env=environment)
+        except OSError as error:
+            self._stderr_file.close()
+            raise E2eError(f"cannot run {self.binary}: {error}")
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        deadline = time.monotonic() + self.start_timeout_s
+        while not self._listening.wait(timeout=0.05):
+            if self.process.poll() is not None and self._stdout_closed.is_set():
+                raise E2eError(f"server exited with {self.process.returncode} before listening"
+                               f"\n{self.describe()}")
+            if time.monotonic() > deadline:
+                self.kill()
+                raise E2eError(f"server did not print its listening line within "
+                               f"{self.start_timeout_s:.0f} s\n{self.describe()}")
+        if self.wait_for != "listening":
+            self.wait_until_healthy(self.wait_for, deadline)
+        return self
+
+    def _read_stdout(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        for raw in self.process.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            with self._lock:
+                self.stdout_lines.append(line)
+            match = LISTENING_PATTERN.match(line)
+            if match and not self._listening.is_set():
+                self.host, self.port = match.group(1), int(match.group(2))
+                self._listening.set()
+        self._stdout_closed.set()
+
+    def wait_until_healthy(self, what: str = "ready", deadline: Optional[float] = None) -> None:
+        """Polls /v2/health/<what> until it answers 200 or the deadline passes."""
+        if deadline is None:
+            deadline = time.monotonic() + self.start_timeout_s
+        last = "no answer"
+        while True:
+            if self.process is not None and self.process.poll() is not None:
+                raise E2eError(f"server exited with {self.process.returncode} while waiting "
+                               f"for {what}\n{self.describe()}")
+            try:
+                status = self.client(timeout=5).request("GET", f"/v2/health/{what}").status
+                if status == 200:
+                    return
+                last = f"status {status}"
+            except OSError as error:
+                last = repr(error)
+            if time.monotonic() > deadline:
+                raise E2eError(f"/v2/health/{what} not 200 before the deadline ({last})\n"
+                               f"{self.describe()}")
+            time.sleep(0.05)
+
+    def client(self, timeout: float = 30.0) -> "Client":
+        if self.port is None:
+            raise E2eError("server is not listening")
+        return Client(self.host, self.port, timeout=timeout)
+
+    def send_signal(self, signal_number: int = signal.SIGTERM) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal_number)
+
+    def stop(self, expect_exit_code: Optional[int] = 0,
+             timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> int:
+        """Sends SIGTERM, waits for the exit and checks the exit code (None: any)."""
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.wait(expect_exit_code, timeout_s)
+
+    def wait(self, expect_exit_code: Optional[int] = 0,
+             timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> int:
+        assert self.process is not None
+        try:
+            self.exit_code = self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise E2eError(f"server did not exit within {timeout_s:.0f} s of SIGTERM\n"
+                           f"{self.describe()}")
+        self._stdout_closed.wait(timeout=5)
+        self._stderr_file.close()
+        if expect_exit_code is not None and self.exit_code != expect_exit_code:
+            raise E2eError(f"server exit code {self.exit_code}, expected {expect_exit_code}\n"
+                           f"{self.describe()}")
+        return self.exit_code
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def served_summary(self) -> Optional[Tuple[int, int]]:
+        """(served, handle_ns_total) from the shutdown line, or None if it was not printed."""
+        with self._lock:
+            for line in self.stdout_lines:
+                match = SERVED_PATTERN.match(line)
+                if match:
+                    return int(match.group(1)), int(match.group(2))
+        return None
+
+    def stderr_text(self) -> str:
+        try:
+            with open(self.stderr_path, "rb") as log:
+                return log.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def describe(self, tail_lines: int = 30) -> str:
+        with self._lock:
+            stdout = "\n".join(self.stdout_lines[-tail_lines:])
+        stderr = "\n".join(self.stderr_text().splitlines()[-tail_lines:])
+        return (f"  command: {' '.join(self.command)}\n  stdout:\n{_indent(stdout)}\n"
+                f"  stderr (tail):\n{_indent(stderr)}")
+
+    def cleanup(self) -> None:
+        self.kill()
+        shutil.rmtree(self._work_dir, ignore_errors=True)
+
+    def __enter__(self) -> "Server":
+        try:
+            return self.start()
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        try:
+            if exc_type is None:
+                self.stop()
+        finally:
+            self.cleanup()
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines()) or "    (empty)"
+
+
+def copy_repository(source: str, destination_parent: str, name: str = "models") -> str:
+    """Copies a model repository (configs and generated .pt files) into a temp folder."""
+    destination = os.path.join(destination_parent, name)
+    shutil.copytree(source, destination,
+                    ignore=shutil.ignore_patterns("*.py", "*.md", ".gitignore", "__pycache__"))
+    return destination
+
+
+# --------------------------------------------------------------------------------------------
+# HTTP client
+
+
+class Response:
+    def __init__(self, status: int, reason: str, headers: List[Tuple[str, str]],
+                 body: bytes) -> None:
+        self.status = status
+        self.reason = reason
+        self.header_list = headers
+        self.body = body
+
+    def header(self, name: str) -> Optional[str]:
+        lowered = name.lower()
+        for key, value in self.header_list:
+            if key.lower() == lowered:
+                return value
+        return None
+
+    def json(self):
+        return json.loads(self.body.decode("utf-8"))
+
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+    def __repr__(self) -> str:
+        preview = self.body[:300]
+        return f"<{self.status} {self.reason} {preview!r}{'...' if len(self.body) > 300 else ''}>"
+
+
+class Client:
+    """A keep-alive HTTP/1.1 connection. If the server closed an idle reused connection, the
+    request is retried once on a fresh one (only then: a request is never sent twice after
+    the server may have seen it)."""
+
+    def __init__(self, host: str, port: int, timeout: float = 30.0) -> None:
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+        self.connection: Optional[http.client.HTTPConnection] = None
+        self.connections_opened = 0
+
+    def _connect(self) -> http.client.HTTPConnection:
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        connection.connect()
+        connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.connections_opened += 1
+        return connection
+
+    def request(self, method: str, path: str, body: Optional[bytes] = None,
+                headers: Optional[Dict[str, str]] = None) -> Response:
+        headers = dict(headers or {})
+        for attempt in (0, 1):
+            reused = self.connection is not None and self.connection.sock is not None
+            if not reused:
+                self.close()
+                self.connection = self._connect()
+            try:
+                self.connection.request(method, path, body=body, headers=headers)
+                raw = self.connection.getresponse()
+                payload = raw.read()
+                response = Response(raw.status, raw.reason, raw.getheaders(), payload)
+                if raw.will_close:
+                    self.close()
+                return response
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                self.close()
+                if not reused or attempt == 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def get(self, path: str) -> Response:
+        return self.request("GET", path)
+
+    def post_json(self, path: str, document) -> Response:
+        return self.request("POST", path, json.dumps(document).encode(),
+                            {"Content-Type": "application/json"})
+
+    def infer(self, model: str, request: "InferRequest", version: Optional[str] = None,
+              extra_headers: Optional[Dict[str, str]] = None) -> Response:
+        path = f"/v2/models/{model}" + (f"/versions/{version}" if version else "") + "/infer"
+        body, header_length = request.encode()
+        headers = {"Content-Type": "application/octet-stream" if header_length is not None
+                   else "application/json"}
+        if header_length is not None:
+            headers["Inference-Header-Content-Length"] = str(header_length)
+        headers.update(extra_headers or {})
+        return self.request("POST", path, body, headers)
+
+    @property
+    def socket(self) -> Optional[socket.socket]:
+        return self.connection.sock if self.connection is not None else None
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+
+def raw_request(method: str, path: str, body: bytes = b"",
+                headers: Optional[Dict[str, str]] = None, host: str = "127.0.0.1") -> bytes:
+    """The bytes of an HTTP/1.1 request, for tests that drive a socket by hand."""
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}"]
+    merged = dict(headers or {})
+    if body or method == "POST":
+        merged.setdefault("Content-Length", str(len(body)))
+    lines += [f"{name}: {value}" for name, value in merged.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+class ResponseReader:
+    """Reads successive HTTP responses from a socket driven by hand; the buffer is shared, so
+    pipelined responses that arrive together are not lost between reads."""
+
+    class _KeepOpen:
+        def __init__(self, file) -> None:
+            self._file = file
+
+        def __getattr__(self, name):
+            return getattr(self._file, name)
+
+        def close(self) -> None:
+            pass
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._file = sock.makefile("rb")
+
+    def makefile(self, *args, **kwargs):
+        return ResponseReader._KeepOpen(self._file)
+
+    def read(self, method: str = "GET") -> Response:
+        raw = http.client.HTTPResponse(self, method=method)  # type: ignore[arg-type]
+        raw.begin()
+        payload = raw.read()
+        return Response(raw.status, raw.reason, raw.getheaders(), payload)
+
+
+# --------------------------------------------------------------------------------------------
+# Tensors and the binary tensor extension
+
+# datatype -> (struct format character, bytes per element); BYTES is length-prefixed.
+_FIXED_SIZE = {
+    "BOOL": ("?", 1), "UINT8": ("B", 1), "UINT16": ("H", 2), "UINT32": ("I", 4),
+    "UINT64": ("Q", 8), "INT8": ("b", 1), "INT16": ("h", 2), "INT32": ("i", 4),
+    "INT64": ("q", 8), "FP16": ("e", 2), "FP32": ("f", 4), "FP64": ("d", 8), "BF16": (None, 2),
+}
+FLOAT_DATATYPES = {"FP16", "FP32", "FP64", "BF16"}
+
+
+def element_count(shape: Sequence[int]) -> int:
+    count = 1
+    for dimension in shape:
+        count *= int(dimension)
+    return count
+
+
+def flatten(data) -> list:
+    """Row-major flattening of nested lists (a scalar becomes a one-element list)."""
+    if not isinstance(data, list):
+        return [data]
+    flat: list = []
+    for item in data:
+        flat.extend(flatten(item))
+    return flat
+
+
+def nest(flat: Sequence, shape: Sequence[int]):
+    """Reshapes a flat row-major list into nested lists of `shape`."""
+    if len(shape) == 0:
+        return flat[0]
+    if len(shape) == 1:
+        return list(flat)
+    stride = element_count(shape[1:])
+    return [nest(flat[i * stride:(i + 1) * stride], shape[1:]) for i in range(int(shape[0]))]
+
+
+def encode_tensor(datatype: str, flat: Sequence) -> bytes:
+    """Raw little-endian bytes of a tensor, as the binary tensor extension carries it."""
+    if datatype == "BYTES":
+        out = bytearray()
+        for element in flat:
+            raw = element.encode("utf-8") if isinstance(element, str) else bytes(element)
+            out += struct.pack("<I", len(raw)) + raw
+        return bytes(out)
+    if datatype == "BF16":
+        return b"".join(struct.pack("<f", float(value))[2:] for value in flat)
+    code, _ = _FIXED_SIZE[datatype]
+    return struct.pack(f"<{len(flat)}{code}", *flat)
+
+
+def decode_tensor(datatype: str, raw: bytes, shape: Optional[Sequence[int]] = None) -> list:
+    """Inverse of encode_tensor; BYTES elements come back as str (bytes if not UTF-8)."""
+    if datatype == "BYTES":
+        values, offset = [], 0
+        while offset < len(raw):
+            if offset + 4 > len(raw):
+                raise E2eError(f"BYTES tensor: truncated length prefix at offset {offset}")
+            (length,) = struct.unpack_from("<I", raw, offset)
+            offset += 4
+            if offset + length > len(raw):
+                raise E2eError(f"BYTES tensor: element of {length} bytes overruns the buffer")
+            element = raw[offset:offset + length]
+            offset += length
+            try:
+                values.append(element.decode("utf-8"))
+            except UnicodeDecodeError:
+                values.append(element)
+        if shape is not None and len(values) != element_count(shape):
+            raise E2eError(f"BYTES tensor has {len(values)} elements, shape {list(shape)}")
+        return values
+    code, size = _FIXED_SIZE[datatype]
+    if len(raw) % size:
+        raise E2eError(f"{datatype} tensor of {len(raw)} bytes is not a whole number of elements")
+    count = len(raw) // size
+    if shape is not None and count != element_count(shape):
+        raise E2eError(f"{datatype} tensor has {count} elements, shape {list(shape)}")
+    if datatype == "BF16":
+        return [struct.unpack("<f", b"\0\0" + raw[i:i + 2])[0] for i in range(0, len(raw), 2)]
+    return list(struct.unpack(f"<{count}{code}", raw))
+
+
+class InferRequest:
+    """Builds a KServe v2 infer body, JSON-only or with the binary tensor extension.
+
+    inputs: list of dicts {name, datatype, shape, data (flat or nested), binary: bool,
+    parameters?}. outputs: list of dicts {name, binary_data?: bool, parameters?} or None.
+    """
+
+    def __init__(self, inputs: List[Dict], outputs: Optional[List[Dict]] = None,
+                 request_id: Optional[str] = None, parameters: Optional[Dict] = None,
+                 extra_fields: Optional[Dict] = None) -> None:
+        self.inputs = inputs
+        self.outputs = outputs
+        self.request_id = request_id
+        self.parameters = parameters
+        self.extra_fields = extra_fields or {}
+
+    def header_and_payload(self) -> Tuple[Dict, bytes]:
+        header: Dict = {}
+        if self.request_id is not None:
+            header["id"] = self.request_id
+        if self.parameters is not None:
+            header["parameters"] = self.parameters
+        payload = bytearray()
+        header["inputs"] = []
+        for tensor in self.inputs:
+            entry = {key: tensor[key] for key in ("name", "shape", "datatype") if key in tensor}
+            parameters = dict(tensor.get("parameters") or {})
+            if tensor.get("binary"):
+                raw = encode_tensor(tensor["datatype"], flatten(tensor["data"]))
+                parameters.setdefault("binary_data_size", len(raw))
+                payload += raw
+            elif "data" in tensor:
+                entry["data"] = tensor["data"]
+            if parameters:
+                entry["parameters"] = parameters
+            header["inputs"].append(entry)
+        if self.outputs is not None:
+            header["outputs"] = []
+            for output in self.outputs:
+                entry = {"name": output["name"]}
+                parameters = dict(output.get("parameters") or {})
+                if "binary_data" in output:
+                    parameters["binary_data"] = output["binary_data"]
+                if parameters:
+                    entry["parameters"] = parameters
+                header["outputs"].append(entry)
+        header.update(self.extra_fields)
+        return header, bytes(payload)
+
+    def encode(self) -> Tuple[bytes, Optional[int]]:
+        """(body, Inference-Header-Content-Length or None when no input is binary)."""
+        header, payload = self.header_and_payload()
+        header_bytes = json.dumps(header, separators=(",", ":")).encode()
+        if not payload and not any(tensor.get("binary") for tensor in self.inputs):
+            return header_bytes, None
+        return header_bytes + payload, len(header_bytes)
+
+
+def split_binary_response(response: Response) -> Tuple[Dict, bytes]:
+    """Parses an infer response body into (JSON header, binary payload)."""
+    header_length = response.header("Inference-Header-Content-Length")
+    if header_length is None:
+        return response.json(), b""
+    try:
+        length = int(header_length)
+    except ValueError:
+        raise E2eError(f"Inference-Header-Content-Length {header_length!r} is not a number")
+    if not 0 <= length <= len(response.body):
+        raise E2eError(f"Inference-Header-Content-Length {length} outside a body of "
+                       f"{len(response.body)} bytes")
+    return json.loads(response.body[:length].decode("utf-8")), response.body[length:]
+
+
+def decode_infer_response(response: Response) -> Tuple[Dict, Dict[str, Dict]]:
+    """(JSON header, {output name: {datatype, shape, data (flat), binary: bool}})."""
+    header, payload = split_binary_response(response)
+    outputs: Dict[str, Dict] = {}
+    offset = 0
+    for output in header.get("outputs", []):
+        name = output.get("name")
+        datatype = output.get("datatype")
+        shape = output.get("shape")
+        size = (output.get("parameters") or {}).get("binary_data_size")
+        if size is not None:
+            if offset + size > len(payload):
+                raise E2eError(f"output {name}: binary_data_size {size} overruns the "
+                               f"{len(payload) - offset} payload bytes left")
+            data = decode_tensor(datatype, payload[offset:offset + size], shape)
+            offset += size
+            binary = True
+        else:
+            if "data" not in output:
+                raise E2eError(f"output {name} has neither data nor binary_data_size")
+            data = flatten(output["data"])
+            binary = False
+        if name in outputs:
+            raise E2eError(f"output {name} appears twice")
+        outputs[name] = {"datatype": datatype, "shape": shape, "data": data, "binary": binary}
+    if offset != len(payload):
+        raise E2eError(f"{len(payload) - offset} binary payload bytes are not claimed by any "
+                       f"output")
+    return header, outputs
+
+
+def values_close(expected, actual, datatype: str, rtol: float, atol: float) -> Optional[str]:
+    """None when equal within tolerance, else a description of the first difference."""
+    if len(expected) != len(actual):
+        return f"{len(actual)} elements, expected {len(expected)}"
+    for index, (want, got) in enumerate(zip(expected, actual)):
+        if datatype in FLOAT_DATATYPES:
+            if not isinstance(got, (int, float)) or isinstance(got, bool):
+                return f"element {index}: {got!r} is not a number"
+            if abs(got - want) > atol + rtol * abs(want):
+                return f"element {index}: got {got!r}, expected {want!r}"
+        elif datatype == "BOOL":
+            if not isinstance(got, bool) or got != want:
+                return f"element {index}: got {got!r}, expected {want!r}"
+        elif datatype == "BYTES":
+            if got != want:
+                return f"element {index}: got {got!r}, expected {want!r}"
+        elif not isinstance(got, int) or isinstance(got, bool) or got != want:
+            return f"element {index}: got {got!r}, expected {want!r}"
+    return None
+
+
+def load_reference(expected_dir: str, model: str) -> Dict:
+    with open(os.path.join(expected_dir, f"{model}.json")) as reference:
+        return json.load(reference)
+
+
+def tcp_queues(local_port: int, remote_port: int) -> Optional[Tuple[int, int]]:
+    """(send queue, receive queue) in bytes of the loopback TCP socket local_port ->
+    remote_port, from Linux's /proc/net/tcp; None if no such socket is listed."""
+    wanted_local = f"0100007F:{local_port:04X}"
+    wanted_remote = f"0100007F:{remote_port:04X}"
+    try:
+        with open("/proc/net/tcp") as table:
+            next(table)
+            for line in table:
+                fields = line.split()
+                if fields[1] == wanted_local and fields[2] == wanted_remote:
+                    send_queue, receive_queue = fields[4].split(":")
+                    return int(send_queue, 16), int(receive_queue, 16)
+    except OSError:
+        return None
+    return None
+
+
+def wait_until_server_has_read(sock: socket.socket, server_port: int,
+                               timeout_s: float = 10.0) -> None:
+    """Waits until every byte sent on `sock` has left the client and been read by the server
+    process (its socket's receive queue is empty): the request is then in the server's hands."""
+    client_port = sock.getsockname()[1]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        client_side = tcp_queues(client_port, server_port)
+        server_side = tcp_queues(server_port, client_port)
+        if client_side is not None and server_side is not None and \
+                client_side[0] == 0 and server_side[1] == 0:
+            return
+        if time.monotonic() > deadline:
+            raise E2eError(f"server did not read the request within {timeout_s:.0f} s "
+                           f"(client queues {client_side}, server queues {server_side})")
+        time.sleep(0.005)
+
+
+class Tally:
+    """Counts checks and prints one line each; `finish` prints "N passed, M failed"."""
+
+    def __init__(self) -> None:
+        self.passed = 0
+        self.failed = 0
+
+    def record(self, name: str, error: Optional[str], seconds: float = 0.0) -> None:
+        if error is None:
+            self.passed += 1
+            print(f"PASS {name} ({seconds * 1000:.0f} ms)", flush=True)
+        else:
+            self.failed += 1
+            print(f"FAIL {name}: {error}", flush=True)
+
+    def finish(self) -> int:
+        print(f"{self.passed} passed, {self.failed} failed", flush=True)
+        return 1 if self.failed else 0

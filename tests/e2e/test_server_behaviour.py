@@ -1,0 +1,573 @@
+#!/usr/bin/env python3
+"""Connection handling, concurrency, shutdown, CLI and model-failure behaviour of the real binary.
+
+    /usr/bin/python3 tests/e2e/test_server_behaviour.py --binary build/rampart \
+        --repository examples/models --expected-dir build/testdata/expected [--filter NAME]
+
+Needs torch (Debian's /usr/bin/python3) only to script the `slow` model of the shutdown test.
+Prints one line per check and ends with "N passed, M failed"; exits non-zero on failure.
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Callable, Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rampart_e2e as e2e  # noqa: E402
+from rampart_e2e import E2eError  # noqa: E402
+
+CONCURRENT_CONNECTIONS = 64
+INFERS_PER_CONNECTION = 4
+SLOW_REQUEST_TARGET_S = 0.7
+
+
+def check(condition: bool, message: str) -> None:
+    if not condition:
+        raise E2eError(message)
+
+
+class Fixture:
+    """What the checks share: arguments, references, a temp copy of the repository with an
+    extra `slow` model, and one server on that copy."""
+
+    def __init__(self, args: argparse.Namespace, work_dir: str) -> None:
+        self.binary = args.binary
+        self.repository = os.path.abspath(args.repository)
+        self.expected_dir = os.path.abspath(args.expected_dir)
+        self.work_dir = work_dir
+        self.mlp = e2e.load_reference(self.expected_dir, "mlp_classifier")
+        self._server: Optional[e2e.Server] = None
+        self._slow_repository: Optional[str] = None
+        self.slow_iterations = 0  # iterations of `slow` that take about SLOW_REQUEST_TARGET_S
+
+    def slow_repository(self) -> str:
+        if self._slow_repository is None:
+            repository = e2e.copy_repository(self.repository, self.work_dir, "slow-repository")
+            self.slow_iterations = _write_slow_model(repository)
+            self._slow_repository = repository
+        return self._slow_repository
+
+    def server(self) -> e2e.Server:
+        if self._server is None:
+            server = e2e.Server(self.binary, self.slow_repository())
+            try:
+                server.start()
+            except BaseException:
+                server.cleanup()
+                raise
+            self._server = server
+        return self._server
+
+    def close(self) -> None:
+        if self._server is not None:
+            try:
+                self._server.stop()
+            finally:
+                self._server.cleanup()
+
+
+# --------------------------------------------------------------------------------------------
+# Request helpers with known answers
+
+
+def infer_headers(header_length: Optional[int]) -> Dict[str, str]:
+    if header_length is None:
+        return {"Content-Type": "application/json"}
+    return {"Content-Type": "application/octet-stream",
+            "Inference-Header-Content-Length": str(header_length)}
+
+
+def simple_request(seed: int, batch: int = 1) -> e2e.InferRequest:
+    a = [(seed * 31 + i) % 1000 - 500 for i in range(16 * batch)]
+    b = [(seed * 17 + 3 * i) % 700 - 350 for i in range(16 * batch)]
+    return e2e.InferRequest([
+        {"name": "INPUT0", "datatype": "INT32", "shape": [batch, 16], "data": a},
+        {"name": "INPUT1", "datatype": "INT32", "shape": [batch, 16], "data": b,
+         "binary": seed % 2 == 1},
+    ], request_id=f"seed-{seed}")
+
+
+def check_simple_response(seed: int, response: e2e.Response, batch: int = 1) -> None:
+    check(response.status == 200, f"simple seed {seed}: status {response.status} "
+                                  f"{response.body[:200]!r}")
+    header, outputs = e2e.decode_infer_response(response)
+    check(header.get("id") == f"seed-{seed}", f"simple seed {seed}: id {header.get('id')!r}")
+    request = simple_request(seed, batch)
+    a, b = request.inputs[0]["data"], request.inputs[1]["data"]
+    want = {"OUTPUT0": [x + y for x, y in zip(a, b)], "OUTPUT1": [x - y for x, y in zip(a, b)]}
+    for name, values in want.items():
+        check(name in outputs, f"simple seed {seed}: no {name} in {sorted(outputs)}")
+        check(outputs[name]["shape"] == [batch, 16],
+              f"simple seed {seed}: {name} shape {outputs[name]['shape']}")
+        check(outputs[name]["data"] == values, f"simple seed {seed}: {name} data differs "
+                                               f"(got {outputs[name]['data'][:4]}...)")
+
+
+def mlp_row_request(fixture: Fixture, row: int) -> e2e.InferRequest:
+    sample = fixture.mlp["samples"][1]["inputs"]["INPUT__0"]
+    width = sample["shape"][1]
+    data = sample["data"][row * width:(row + 1) * width]
+    return e2e.InferRequest([{"name": "INPUT__0", "datatype": "FP32", "shape": [1, width],
+                              "data": data, "binary": row % 2 == 0}])
+
+
+def check_mlp_row_response(fixture: Fixture, row: int, response: e2e.Response) -> None:
+    check(response.status == 200, f"mlp row {row}: status {response.status} "
+                                  f"{response.body[:200]!r}")
+    reference = fixture.mlp["samples"][1]["outputs"]["OUTPUT__0"]
+    width = reference["shape"][1]
+    want = reference["data"][row * width:(row + 1) * width]
+    _, outputs = e2e.decode_infer_response(response)
+    got = outputs.get("OUTPUT__0")
+    check(got is not None, f"mlp row {row}: no OUTPUT__0")
+    check(got["shape"] == [1, width], f"mlp row {row}: shape {got['shape']}")
+    difference = e2e.values_close(want, got["data"], "FP32", 1e-4, 1e-6)
+    check(difference is None, f"mlp row {row}: {difference}")
+
+
+# --------------------------------------------------------------------------------------------
+# Checks on the shared server
+
+
+def test_keep_alive(fixture: Fixture) -> str:
+    server = fixture.server()
+    client = server.client()
+    try:
+        client.get("/v2/health/ready")
+        first_socket = client.socket
+        for index in range(150):
+            kind = index % 3
+            if kind == 0:
+                response = client.infer("simple", simple_request(index))
+                check_simple_response(index, response)
+            elif kind == 1:
+                response = client.get("/v2/models/simple")
+                check(response.status == 200, f"metadata status {response.status}")
+            else:
+                response = client.get("/v2/health/live")
+                check(response.status == 200 and response.body == b"",
+                      f"live: {response!r}")
+            check((response.header("Connection") or "").lower() != "close",
+                  f"server closed the keep-alive connection after request {index}")
+            check(client.socket is first_socket,
+                  f"connection was replaced after request {index}")
+        check(client.connections_opened == 1,
+              f"{client.connections_opened} connections opened, expected 1")
+        return "150 requests on 1 connection"
+    finally:
+        client.close()
+
+
+def test_pipelined_requests(fixture: Fixture) -> str:
+    server = fixture.server()
+    with socket.create_connection((server.host, server.port), timeout=30) as sock:
+        requests = []
+        for seed in (1001, 1002, 1003):
+            body, header_length = simple_request(seed).encode()
+            requests.append(e2e.raw_request("POST", "/v2/models/simple/infer", body,
+                                            infer_headers(header_length)))
+        requests.append(e2e.raw_request("GET", "/v2/health/live"))
+        sock.sendall(b"".join(requests))
+        reader = e2e.ResponseReader(sock)
+        for seed in (1001, 1002, 1003):
+            check_simple_response(seed, reader.read("POST"))
+        response = reader.read("GET")
+        check(response.status == 200, f"pipelined live: {response!r}")
+    return "4 pipelined requests answered in order"
+
+
+def test_chunked_request_body(fixture: Fixture) -> str:
+    """Clients that stream (Java, requests with a generator) send Transfer-Encoding: chunked."""
+    server = fixture.server()
+    body, header_length = simple_request(11).encode()
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + 50]), body[i:i + 50])
+                      for i in range(0, len(body), 50)) + b"0\r\n\r\n"
+    headers = dict(infer_headers(header_length), **{"Transfer-Encoding": "chunked"})
+    request = e2e.raw_request("POST", "/v2/models/simple/infer", b"", headers)
+    request = request.replace(b"Content-Length: 0\r\n", b"")
+    with socket.create_connection((server.host, server.port), timeout=30) as sock:
+        sock.sendall(request + chunks)
+        check_simple_response(11, e2e.ResponseReader(sock).read("POST"))
+    return f"{len(body)} bytes in {len(range(0, len(body), 50))} chunks"
+
+
+def test_expect_100_continue(fixture: Fixture) -> str:
+    """curl sends `Expect: 100-continue` with larger bodies and stalls a second without it."""
+    server = fixture.server()
+    body, header_length = simple_request(12, batch=8).encode()
+    headers = dict(infer_headers(header_length), **{"Expect": "100-continue"})
+    head = e2e.raw_request("POST", "/v2/models/simple/infer", body, headers)[:-len(body)]
+    with socket.create_connection((server.host, server.port), timeout=30) as sock:
+        sock.sendall(head)
+        sock.settimeout(2.0)
+        try:
+            interim = sock.recv(4096)
+        except socket.timeout:
+            raise E2eError("no '100 Continue' within 2 s of headers with Expect: 100-continue")
+        check(interim.startswith(b"HTTP/1.1 100"), f"interim response {interim[:80]!r}")
+        sock.settimeout(30)
+        sock.sendall(body)
+        check_simple_response(12, e2e.ResponseReader(sock).read("POST"), batch=8)
+    return "100 Continue, then 200"
+
+
+def test_concurrent_connections(fixture: Fixture) -> str:
+    server = fixture.server()
+    barrier = threading.Barrier(CONCURRENT_CONNECTIONS)
+    errors: List[str] = []
+    lock = threading.Lock()
+
+    def worker(index: int) -> None:
+        client = server.client(timeout=60)
+        try:
+            client.get("/v2/health/live")  # connect before the barrier
+            barrier.wait(timeout=30)
+            for round_ in range(INFERS_PER_CONNECTION):
+                if (index + round_) % 2 == 0:
+                    seed = index * 100 + round_
+                    check_simple_response(seed, client.infer("simple", simple_request(seed)))
+                else:
+                    row = (index + round_) % 4
+                    check_mlp_row_response(fixture, row,
+                                           client.infer("mlp_classifier",
+                                                        mlp_row_request(fixture, row)))
+        except (E2eError, OSError, threading.BrokenBarrierError) as error:
+            with lock:
+                errors.append(f"connection {index}: {error!r}")
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=worker, args=(index,), daemon=True)
+               for index in range(CONCURRENT_CONNECTIONS)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 60
+    for thread in threads:
+        thread.join(timeout=max(0.1, deadline - time.monotonic()))
+    stuck = sum(thread.is_alive() for thread in threads)
+    check(stuck == 0, f"{stuck} connections still waiting after 60 s")
+    check(not errors, f"{len(errors)} connections failed; first: {errors[:3]}")
+    return (f"{CONCURRENT_CONNECTIONS} connections x {INFERS_PER_CONNECTION} infers "
+            f"(simple and mlp_classifier), all correct; {_mlp_batching(server)}")
+
+
+def _mlp_batching(server: e2e.Server) -> str:
+    """For information only (timing decides how much batching happens): how many backend
+    executions served how many mlp_classifier requests."""
+    client = server.client()
+    try:
+        response = client.get("/v2/models/mlp_classifier/stats")
+        stats = response.json()["model_stats"][0]
+        return (f"mlp_classifier: {stats['inference_stats']['success']['count']} requests in "
+                f"{stats['execution_count']} executions")
+    except (OSError, ValueError, KeyError, IndexError) as error:
+        return f"mlp_classifier stats unavailable ({error!r})"
+    finally:
+        client.close()
+
+
+def _check_still_serving(fixture: Fixture, what: str) -> None:
+    server = fixture.server()
+    check(server.process.poll() is None,
+          f"server exited ({server.process.returncode}) after {what}\n{server.describe()}")
+    client = server.client(timeout=10)
+    try:
+        check_simple_response(7, client.infer("simple", simple_request(7)))
+    except OSError as error:
+        raise E2eError(f"server not serving after {what}: {error!r}")
+    finally:
+        client.close()
+
+
+def test_client_disconnects(fixture: Fixture) -> str:
+    server = fixture.server()
+    address = (server.host, server.port)
+    body, header_length = simple_request(5, batch=8).encode()
+    full = e2e.raw_request("POST", "/v2/models/simple/infer", body, infer_headers(header_length))
+
+    # 1. Half of the request line and headers, then gone.
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(full[:20])
+    # 2. Headers promise a body that never fully arrives.
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(full[:len(full) - len(body) // 2])
+        e2e.wait_until_server_has_read(sock, server.port)
+    # 3. A whole request, then a reset before the response can be written.
+    for _ in range(10):
+        sock = socket.create_connection(address, timeout=10)
+        sock.sendall(full)
+        e2e.wait_until_server_has_read(sock, server.port)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        sock.close()
+    # 4. A slower model's request (mlp_classifier, batched) abandoned the same way.
+    for row in range(4):
+        request_body, length = mlp_row_request(fixture, row).encode()
+        sock = socket.create_connection(address, timeout=10)
+        sock.sendall(e2e.raw_request("POST", "/v2/models/mlp_classifier/infer", request_body,
+                                     infer_headers(length)))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        sock.close()
+    # 5. Resets while `slow` is executing, so that the response goes to a dead socket. The
+    #    single instance runs requests in order: a final request's answer means all ran.
+    for _ in range(3):
+        sock = socket.create_connection(address, timeout=10)
+        sock.sendall(slow_request_bytes(max(1, fixture.slow_iterations // 8)))
+        e2e.wait_until_server_has_read(sock, server.port)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        sock.close()
+    with socket.create_connection(address, timeout=60) as sock:
+        sock.sendall(slow_request_bytes(1))
+        response = e2e.ResponseReader(sock).read("POST")
+        check(response.status == 200, f"slow request after the resets: {response!r}")
+    _check_still_serving(fixture, "clients disconnected mid-request")
+    return ("partial headers, partial body, 17 resets before the response (3 while "
+            "executing): still serving")
+
+
+# --------------------------------------------------------------------------------------------
+# Checks with servers of their own
+
+
+def test_unknown_cli_flag(fixture: Fixture) -> str:
+    command = [fixture.binary, "serve", "--model-repository", fixture.repository,
+               "--http-port", "0", "--http-address", "127.0.0.1", "--no-such-flag"]
+    try:
+        result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
+                                timeout=30)
+    except subprocess.TimeoutExpired:
+        raise E2eError("`serve --no-such-flag` still running after 30 s")
+    stderr = result.stderr.decode("utf-8", "replace")
+    check(result.returncode != 0, f"`serve --no-such-flag` exited 0\nstderr: {stderr}")
+    check("no-such-flag" in stderr,
+          f"stderr does not name the unknown flag:\n{stderr.strip()[:500]}")
+    check(b"HTTP listening" not in result.stdout, "it started listening anyway")
+    return f"exit {result.returncode}: {stderr.strip().splitlines()[0][:120] if stderr else ''}"
+
+
+def test_missing_repository(fixture: Fixture) -> str:
+    missing = os.path.join(fixture.work_dir, "no-such-repository")
+    command = [fixture.binary, "serve", "--model-repository", missing,
+               "--http-port", "0", "--http-address", "127.0.0.1"]
+    try:
+        result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
+                                timeout=30)
+    except subprocess.TimeoutExpired:
+        raise E2eError("server with a missing repository still running after 30 s")
+    stderr = result.stderr.decode("utf-8", "replace")
+    check(result.returncode != 0, f"exited 0 with a missing repository\nstderr: {stderr}")
+    check("no-such-repository" in stderr,
+          f"stderr does not name the missing repository:\n{stderr.strip()[:500]}")
+    return f"exit {result.returncode}"
+
+
+def test_broken_models(fixture: Fixture) -> str:
+    """One model with a config that does not parse, one whose model.pt is garbage: the others
+    load and serve, the broken ones are not ready. Stopped with SIGINT."""
+    repository = e2e.copy_repository(fixture.repository, fixture.work_dir, "broken-repository")
+    with open(os.path.join(repository, "image_classifier", "config.pbtxt"), "w") as config:
+        config.write('name: "image_classifier"\nplatform: "pytorch_libtorch"\n'
+                     'max_batch_size: eight\ninput [ { name: "image" \n')
+    with open(os.path.join(repository, "mlp_classifier", "1", "model.pt"), "wb") as model:
+        model.write(b"PK\x03\x04 this is not a TorchScript archive" * 10)
+
+    server = e2e.Server(fixture.binary, repository, wait_for="live")
+    notes = []
+    try:
+        server.start()
+        client = server.client()
+        for name in ("simple", "text_stats"):
+            response = client.get(f"/v2/models/{name}/ready")
+            check(response.status == 200, f"{name} ready: {response.status}")
+        for name in ("image_classifier", "mlp_classifier"):
+            response = client.get(f"/v2/models/{name}/ready")
+            check(response.status == 400, f"broken {name} ready: {response.status}, expected "
+                                          f"400")
+            body, length = mlp_row_request(fixture, 0).encode()
+            response = client.request("POST", f"/v2/models/{name}/infer", body,
+                                      infer_headers(length))
+            check(response.status in (404, 503),
+                  f"infer on broken {name}: {response.status}, expected 503 (or Triton's 404)")
+            error = response.json().get("error", "")
+            check(bool(error), f"infer on broken {name}: no error message")
+            notes.append(f"{name} infer {response.status}")
+        check_simple_response(3, client.infer("simple", simple_request(3, batch=2)), batch=2)
+        response = client.post_json("/v2/repository/index", {})
+        check(response.status == 200, f"repository index: {response.status} {response.body!r}")
+        states = {entry.get("name"): entry for entry in response.json()}
+        for name in ("image_classifier", "mlp_classifier"):
+            entry = states.get(name)
+            check(entry is not None, f"repository index does not list {name}: {states}")
+            check(entry.get("state") == "UNAVAILABLE",
+                  f"index state of {name}: {entry.get('state')!r}, expected UNAVAILABLE")
+            check(bool(entry.get("reason")), f"index entry for {name} has no reason")
+        for name in ("simple", "text_stats"):
+            check(states.get(name, {}).get("state") == "READY",
+                  f"index state of {name}: {states.get(name)}")
+        ready = client.get("/v2/health/ready").status
+        notes.append(f"server ready={ready}")
+        client.close()
+        server.send_signal(signal.SIGINT)
+        server.wait(expect_exit_code=0)
+        return ", ".join(notes) + ", SIGINT exit 0"
+    finally:
+        server.cleanup()
+
+
+def _write_slow_model(repository: str) -> int:
+    """Adds a `slow` model (many 256x256 matmuls, count from its input) to `repository` and
+    returns the iteration count that takes about SLOW_REQUEST_TARGET_S here."""
+    try:
+        import torch  # only the `slow` model needs torch
+    except ImportError:
+        raise E2eError(f"scripting the `slow` model needs torch; run this with Debian's "
+                       f"/usr/bin/python3 (python3-torch), not {sys.executable}")
+
+    class Slow(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(256, 256) / 16.0)
+
+        def forward(self, ITERATIONS: torch.Tensor) -> torch.Tensor:
+            state = self.weight
+            for _ in range(int(ITERATIONS.sum())):
+                state = torch.tanh(torch.mm(state, self.weight))
+            # Exactly ITERATIONS as FP32, yet every matmul above is needed to compute it.
+            return ITERATIONS.to(torch.float32) + 0.0 * state.sum()
+
+    torch.manual_seed(0)
+    scripted = torch.jit.script(Slow().eval())
+    model_dir = os.path.join(repository, "slow", "1")
+    os.makedirs(model_dir)
+    scripted.save(os.path.join(model_dir, "model.pt"))
+    with open(os.path.join(repository, "slow", "config.pbtxt"), "w") as config:
+        config.write('name: "slow"\n'
+                     'platform: "pytorch_libtorch"\n'
+                     'max_batch_size: 0\n'
+                     'input [\n  { name: "ITERATIONS" data_type: TYPE_INT64 dims: [ 1 ] }\n]\n'
+                     'output [\n  { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 1 ] }\n]\n'
+                     'instance_group [ { count: 1 kind: KIND_CPU } ]\n')
+    with torch.no_grad():
+        probe = torch.tensor([20], dtype=torch.int64)
+        scripted(probe)
+        started = time.monotonic()
+        scripted(probe)
+        per_iteration = max((time.monotonic() - started) / 20, 1e-5)
+    return max(5, min(20000, int(SLOW_REQUEST_TARGET_S / per_iteration)))
+
+
+def slow_request_bytes(iterations: int) -> bytes:
+    body, length = e2e.InferRequest([{"name": "ITERATIONS", "datatype": "INT64", "shape": [1],
+                                      "data": [iterations], "binary": True}]).encode()
+    return e2e.raw_request("POST", "/v2/models/slow/infer", body, infer_headers(length))
+
+
+def test_sigterm_drains_in_flight(fixture: Fixture) -> str:
+    """Two slow requests are in the server's hands (one executing, one queued behind it on the
+    single instance) when SIGTERM arrives: both complete correctly and the exit code is 0."""
+    repository = fixture.slow_repository()
+    iterations = fixture.slow_iterations
+    server = e2e.Server(fixture.binary, repository, extra_args=["--exit-timeout-secs", "30"])
+    try:
+        server.start()
+        sockets, readers = [], []
+        for offset in range(2):
+            sock = socket.create_connection((server.host, server.port), timeout=60)
+            sock.sendall(slow_request_bytes(iterations + offset))
+            sockets.append(sock)
+            readers.append(e2e.ResponseReader(sock))
+        for sock in sockets:
+            e2e.wait_until_server_has_read(sock, server.port)
+        signalled = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        for offset, reader in enumerate(readers):
+            try:
+                response = reader.read("POST")
+            except (OSError, ValueError) as error:  # http.client errors are OSError/ValueError
+                raise E2eError(f"in-flight request {offset} got no response after SIGTERM: "
+                               f"{error!r}\n{server.describe()}")
+            check(response.status == 200, f"in-flight request {offset}: status "
+                                          f"{response.status} {response.body[:200]!r}")
+            _, outputs = e2e.decode_infer_response(response)
+            got = outputs.get("OUTPUT__0", {}).get("data")
+            check(got == [float(iterations + offset)],
+                  f"in-flight request {offset}: OUTPUT__0 {got}, expected "
+                  f"[{float(iterations + offset)}]")
+        drained_s = time.monotonic() - signalled
+        for sock in sockets:
+            sock.close()
+        server.wait(expect_exit_code=0)
+        summary = server.served_summary()
+        check(summary is not None, f"no 'rampart: http served=<N> handle_ns_total=<T>' line on "
+                                   f"stdout: {server.stdout_lines}")
+        check(summary[0] >= 3, f"served={summary[0]}, expected at least 3 (readiness poll "
+                               f"and two infers)")
+        return (f"2 x {iterations} iterations drained {drained_s:.2f} s after SIGTERM, exit 0, "
+                f"served={summary[0]}")
+    finally:
+        server.cleanup()
+
+
+# --------------------------------------------------------------------------------------------
+
+TESTS: List[Callable[[Fixture], str]] = [
+    test_keep_alive,
+    test_pipelined_requests,
+    test_chunked_request_body,
+    test_expect_100_continue,
+    test_concurrent_connections,
+    test_client_disconnects,
+    test_unknown_cli_flag,
+    test_missing_repository,
+    test_broken_models,
+    test_sigterm_drains_in_flight,
+]
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--repository", required=True,
+                        help="example repository with generated model.pt files")
+    parser.add_argument("--expected-dir", required=True,
+                        help="reference samples written by examples/models/generate.py")
+    parser.add_argument("--filter", default="", help="run only checks whose name contains it")
+    args = parser.parse_args(argv)
+
+    tally = e2e.Tally()
+    work_dir = tempfile.mkdtemp(prefix="rampart-behaviour-")
+    fixture = Fixture(args, work_dir)
+    try:
+        for test in TESTS:
+            name = test.__name__[len("test_"):]
+            if args.filter and args.filter not in name:
+                continue
+            started = time.monotonic()
+            try:
+                detail = test(fixture)
+                tally.record(f"{name}: {detail}", None, time.monotonic() - started)
+            except (E2eError, OSError) as error:
+                tally.record(name, f"{error}" if isinstance(error, E2eError) else repr(error))
+        started = time.monotonic()
+        try:
+            fixture.close()
+            if fixture._server is not None:
+                tally.record("shared server: SIGTERM exit 0", None, time.monotonic() - started)
+        except E2eError as error:
+            tally.record("shared server shutdown", str(error))
+    finally:
+        if fixture._server is not None:
+            fixture._server.cleanup()
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return tally.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
