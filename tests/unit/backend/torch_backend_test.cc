@@ -48,10 +48,12 @@ std::string IdentityConfig(std::string_view type) {
   // Plain string concatenation: clang-format reflows R"pb(...)" literals as protobuf text.
   const std::string t(type);
   return "name: \"m\" backend: \"pytorch\" max_batch_size: 4 "
-         "input [ { name: \"x\" data_type: TYPE_" + t + " dims: [ 3 ] } ] "
-         "output [ { name: \"y\" data_type: TYPE_" + t + " dims: [ 3 ] } ]";
+         "input [ { name: \"x\" data_type: TYPE_" +
+         t +
+         " dims: [ 3 ] } ] "
+         "output [ { name: \"y\" data_type: TYPE_" +
+         t + " dims: [ 3 ] } ]";
 }
-
 
 TEST_F(TorchBackendTest, IdentityRoundTripsEveryTorchDataType) {
   const std::vector<std::pair<std::string, DataType>> types = {
