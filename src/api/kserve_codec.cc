@@ -220,12 +220,16 @@ Status DecodeParameters(json::Value parameters, DecodedInfer& decoded) {
   if (auto binary = parameters.Find("binary_data_output")) {
     ASSIGN_OR_RETURN(decoded.encoding.all_binary, binary->GetBool("parameters.binary_data_output"));
   }
-  // priority, timeout and sequence parameters are type-checked here; the scheduler acts on them.
   if (auto priority = parameters.Find("priority")) {
-    RETURN_IF_ERROR(priority->GetUint64("parameters.priority").status());
+    ASSIGN_OR_RETURN(decoded.request->priority, priority->GetUint64("parameters.priority"));
   }
   if (auto timeout = parameters.Find("timeout")) {
-    RETURN_IF_ERROR(timeout->GetUint64("parameters.timeout").status());
+    ASSIGN_OR_RETURN(decoded.request->timeout_us, timeout->GetUint64("parameters.timeout"));
+  }
+  for (std::string_view sequence : {"sequence_id", "sequence_start", "sequence_end"}) {
+    if (parameters.Find(sequence)) {
+      return Unimplemented("parameter '{}': sequence batching is not supported", sequence);
+    }
   }
   return Status::Ok();
 }

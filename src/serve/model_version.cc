@@ -48,38 +48,40 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSourc
                            source.config.backend(), fmt::join(backends.Names(), ", "));
   }
   std::shared_ptr<ModelVersion> loaded(new ModelVersion(source.config, version));
+  ASSIGN_OR_RETURN(BatchPolicy policy, BatchPolicy::FromConfig(loaded->config_));
   backend::InstanceSpec spec;
   spec.config = &loaded->config_;
   spec.version_directory = source.directory / std::to_string(version);
   spec.version = version;
   spec.default_threads = default_threads;
+  std::vector<std::unique_ptr<backend::ModelInstance>> instances;
   for (int group = 0; group < loaded->config_.instance_group_size(); ++group) {
     for (int i = 0; i < loaded->config_.instance_group(group).count(); ++i) {
       spec.group_index = group;
       spec.instance_index = i;
       ASSIGN_OR_RETURN(std::unique_ptr<backend::ModelInstance> instance,
                        backend->CreateInstance(spec));
-      loaded->instances_.push_back(std::move(instance));
+      instances.push_back(std::move(instance));
     }
   }
-  for (auto& instance : loaded->instances_) {
-    loaded->threads_.emplace_back(
-        [raw = loaded.get(), instance = instance.get()] { raw->RunInstance(instance); });
+  for (const auto& input : loaded->config_.input()) {
+    if (input.allow_ragged_batch()) {
+      LOG_WARN(
+          "model '{}': input '{}': allow_ragged_batch is not supported; requests whose "
+          "shapes differ run in separate batches",
+          source.name, input.name());
+    }
   }
+  loaded->scheduler_ =
+      std::make_unique<Scheduler>(loaded->config_.name(), version, std::move(policy),
+                                  std::move(instances), loaded->statistics_);
   return loaded;
 }
 
 ModelVersion::~ModelVersion() { Stop(); }
 
 void ModelVersion::Stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  work_available_.notify_all();
-  for (std::thread& thread : threads_) {
-    if (thread.joinable()) thread.join();
-  }
+  if (scheduler_) scheduler_->Stop();
 }
 
 Status ModelVersion::Validate(InferRequest& request) const {
@@ -159,71 +161,12 @@ Status ModelVersion::Validate(InferRequest& request) const {
 }
 
 void ModelVersion::Enqueue(std::unique_ptr<InferRequest> request, InferCallback done) {
-  auto pending = std::make_unique<Pending>();
+  int64_t batch_items = 1;
   if (config_.max_batch_size() > 0 && !request->inputs.empty() &&
       !request->inputs[0].shape.empty()) {
-    pending->batch_items = request->inputs[0].shape[0];
+    batch_items = request->inputs[0].shape[0];
   }
-  pending->request = std::move(request);
-  pending->done = std::move(done);
-  pending->enqueued = Clock::Real().Now();
-  {
-    std::unique_lock lock(mutex_);
-    if (stopping_) {
-      lock.unlock();
-      pending->done(Unavailable("model '{}' version {} is unloading", name(), version_));
-      return;
-    }
-    queue_.push_back(std::move(pending));
-  }
-  work_available_.notify_one();
-}
-
-std::unique_ptr<ModelVersion::Pending> ModelVersion::Next() {
-  std::unique_lock lock(mutex_);
-  work_available_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-  if (queue_.empty()) return nullptr;  // stopping, and everything queued has been taken
-  std::unique_ptr<Pending> pending = std::move(queue_.front());
-  queue_.pop_front();
-  return pending;
-}
-
-void ModelVersion::RunInstance(backend::ModelInstance* instance) {
-  instance->OnThreadStart();
-  while (std::unique_ptr<Pending> pending = Next()) Execute(*instance, *pending);
-}
-
-void ModelVersion::Execute(backend::ModelInstance& instance, Pending& pending) {
-  const SteadyTime started = Clock::Real().Now();
-  Result<backend::ExecutionResult> result = instance.Execute(pending.request->inputs);
-  const SteadyTime finished = Clock::Real().Now();
-  const int64_t total_ns = NanosBetween(pending.request->arrival, finished);
-  if (!result.ok()) {
-    statistics_.RecordFailure(total_ns);
-    LOG_DEBUG("model '{}' version {}: {}", name(), version_, result.status().ToString());
-    pending.done(result.status());
-    return;
-  }
-  const backend::ExecutionTiming& timing = result->timing;
-  statistics_.RecordExecution(static_cast<uint64_t>(pending.batch_items), timing.compute_input_ns,
-                              timing.compute_infer_ns, timing.compute_output_ns);
-
-  auto response = std::make_unique<InferResponse>();
-  response->model_name = name();
-  response->model_version = version_;
-  response->id = std::move(pending.request->id);
-  response->timing = {NanosBetween(pending.enqueued, started), timing.compute_input_ns,
-                      timing.compute_infer_ns, timing.compute_output_ns};
-  const auto& wanted = pending.request->requested_outputs;
-  for (tensor::Tensor& output : result->outputs) {
-    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), output.name) != wanted.end()) {
-      response->outputs.push_back(std::move(output));
-    }
-  }
-  statistics_.RecordSuccess(total_ns, response->timing.queue_ns, timing.compute_input_ns,
-                            timing.compute_infer_ns, timing.compute_output_ns,
-                            static_cast<uint64_t>(pending.batch_items));
-  pending.done(std::move(response));
+  scheduler_->Enqueue(std::move(request), batch_items, std::move(done));
 }
 
 }  // namespace rampart::serve

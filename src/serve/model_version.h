@@ -1,24 +1,19 @@
 #pragma once
 
-// ModelVersion: one loaded version of one model, with its instances and the queue that feeds
-// them.
+// ModelVersion: one loaded version of one model: its config, its Scheduler (instances, dynamic
+// batcher) and its statistics.
 //
-// Each instance (instance_group count) owns one thread and one backend ModelInstance. Requests
-// wait in one FIFO queue; a free instance takes the oldest and runs it. The version is held by
-// shared_ptr, so the server can drop it from its tables while requests already queued finish.
+// The version is held by shared_ptr, so the server can drop it from its tables while requests
+// already queued finish.
 //
 // Thread safety: all public methods may be called from any thread.
 
-#include <condition_variable>
-#include <deque>
 #include <memory>
-#include <mutex>
-#include <thread>
-#include <vector>
 
 #include "backend/backend.h"
 #include "model/repository.h"
 #include "serve/request.h"
+#include "serve/scheduler.h"
 #include "serve/statistics.h"
 
 namespace rampart::serve {
@@ -41,41 +36,27 @@ class ModelVersion {
   const std::string& name() const { return config_.name(); }
   int64_t version() const { return version_; }
   const Statistics& statistics() const { return statistics_; }
+  // Requests waiting for an instance (Triton's pending request count).
+  size_t QueueSize() const { return scheduler_->QueueSize(); }
 
   // Checks a request against the config (inputs present and known, data types, shapes, batch
   // size, byte sizes, requested outputs) and puts its inputs into config order.
   // Errors: InvalidArgument with a message naming the tensor.
   Status Validate(InferRequest& request) const;
 
-  // Queues a validated request; `done` runs on an instance thread. Unavailable once stopping.
+  // Queues a validated request (see Scheduler::Enqueue).
   void Enqueue(std::unique_ptr<InferRequest> request, InferCallback done);
 
   // Refuses new requests and waits until queued ones have finished. Idempotent.
   void Stop();
 
  private:
-  struct Pending {
-    std::unique_ptr<InferRequest> request;
-    InferCallback done;
-    SteadyTime enqueued;
-    int64_t batch_items = 1;
-  };
-
   ModelVersion(model::ModelConfig config, int64_t version);
-  void RunInstance(backend::ModelInstance* instance);
-  void Execute(backend::ModelInstance& instance, Pending& pending);
-  std::unique_ptr<Pending> Next();
 
   const model::ModelConfig config_;
   const int64_t version_;
   Statistics statistics_;
-  std::vector<std::unique_ptr<backend::ModelInstance>> instances_;
-  std::vector<std::thread> threads_;
-
-  std::mutex mutex_;
-  std::condition_variable work_available_;
-  std::deque<std::unique_ptr<Pending>> queue_;  // guarded by mutex_
-  bool stopping_ = false;                       // guarded by mutex_
+  std::unique_ptr<Scheduler> scheduler_;  // uses statistics_, so declared after it
 };
 
 }  // namespace rampart::serve

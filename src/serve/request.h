@@ -3,6 +3,7 @@
 // InferRequest and InferResponse: what every protocol front end hands to the InferenceServer and
 // gets back. Requests and responses move as unique_ptr; ownership passes with them.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,8 +25,17 @@ struct InferRequest {
   std::vector<tensor::Tensor> inputs;
   // Names of the outputs to return; empty returns every output the model declares.
   std::vector<std::string> requested_outputs;
+  // Priority level, 1 = highest; 0 = the model's default (Triton's `priority` parameter).
+  uint64_t priority = 0;
+  // Queue timeout in microseconds; 0 = the model's default. Only shortens that default, and only
+  // where the model's queue policy allows it (Triton's `timeout` parameter).
+  uint64_t timeout_us = 0;
+  // Set by the front end when the client has gone away; such requests never reach a backend.
+  std::shared_ptr<const std::atomic<bool>> cancelled;
   // When the front end finished reading the request; the start of its end-to-end latency.
   SteadyTime arrival{};
+
+  bool IsCancelled() const { return cancelled && cancelled->load(std::memory_order_relaxed); }
 };
 
 // Where one request's time went, in nanoseconds (the same numbers the statistics add up).

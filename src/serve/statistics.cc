@@ -27,9 +27,20 @@ void Statistics::RecordSuccess(int64_t total_ns, int64_t queue_ns, int64_t input
   stats_.compute_output.Add(output_ns);
 }
 
-void Statistics::RecordFailure(int64_t total_ns) {
+void Statistics::RecordFailure(FailureReason reason, int64_t total_ns) {
   std::lock_guard lock(mutex_);
   stats_.fail.Add(total_ns);
+  ++stats_.failures_by_reason[static_cast<int>(reason)];
+}
+
+const char* FailureReasonName(FailureReason reason) {
+  switch (reason) {
+    case FailureReason::kRejected: return "REJECTED";
+    case FailureReason::kCanceled: return "CANCELED";
+    case FailureReason::kBackend: return "BACKEND";
+    case FailureReason::kOther: return "OTHER";
+  }
+  return "OTHER";
 }
 
 StatisticsSnapshot Statistics::Snapshot() const {

@@ -19,6 +19,11 @@ struct Duration {
   }
 };
 
+// Why a request failed, as Triton's nv_inference_request_failure{reason=...} labels it.
+enum class FailureReason { kRejected = 0, kCanceled, kBackend, kOther };
+inline constexpr int kFailureReasons = 4;
+const char* FailureReasonName(FailureReason reason);  // "REJECTED", ...
+
 struct BatchStats {
   Duration compute_input;
   Duration compute_infer;
@@ -31,6 +36,7 @@ struct StatisticsSnapshot {
   uint64_t execution_count = 0;    // backend executions
   Duration success;
   Duration fail;
+  uint64_t failures_by_reason[kFailureReasons] = {};
   Duration queue;
   Duration compute_input;
   Duration compute_infer;
@@ -45,7 +51,7 @@ class Statistics {
   // One request that succeeded, with its share of the stages.
   void RecordSuccess(int64_t total_ns, int64_t queue_ns, int64_t input_ns, int64_t infer_ns,
                      int64_t output_ns, uint64_t batch_items);
-  void RecordFailure(int64_t total_ns);
+  void RecordFailure(FailureReason reason, int64_t total_ns);
 
   StatisticsSnapshot Snapshot() const;
 

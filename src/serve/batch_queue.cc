@@ -1,0 +1,222 @@
+#include "serve/batch_queue.h"
+
+#include <algorithm>
+
+namespace rampart::serve {
+namespace {
+
+QueuePolicy ToQueuePolicy(const inference::ModelQueuePolicy& policy) {
+  QueuePolicy out;
+  out.delay_on_timeout = policy.timeout_action() == inference::ModelQueuePolicy::DELAY;
+  out.default_timeout = std::chrono::microseconds(policy.default_timeout_microseconds());
+  out.allow_timeout_override = policy.allow_timeout_override();
+  out.max_queue_size = policy.max_queue_size();
+  return out;
+}
+
+}  // namespace
+
+Result<BatchPolicy> BatchPolicy::FromConfig(const model::ModelConfig& config) {
+  BatchPolicy policy;
+  if (!config.has_dynamic_batching() || config.max_batch_size() == 0) {
+    QueuePolicy unbatched;
+    unbatched.max_queue_size = kUnbatchedQueueLimit;
+    policy.queue_policies.push_back(unbatched);
+    return policy;
+  }
+  const auto& batching = config.dynamic_batching();
+  policy.max_batch_size = config.max_batch_size();
+  policy.preferred_sizes.assign(batching.preferred_batch_size().begin(),
+                                batching.preferred_batch_size().end());
+  std::sort(policy.preferred_sizes.begin(), policy.preferred_sizes.end());
+  policy.max_queue_delay = std::chrono::microseconds(batching.max_queue_delay_microseconds());
+  policy.preserve_ordering = batching.preserve_ordering();
+  policy.priority_levels = std::max<uint64_t>(1, batching.priority_levels());
+  if (batching.priority_levels() == 0) {
+    policy.default_priority_level = 1;
+  } else {
+    policy.default_priority_level = batching.default_priority_level();
+    if (policy.default_priority_level < 1 ||
+        policy.default_priority_level > policy.priority_levels) {
+      return InvalidArgument(
+          "model '{}': dynamic_batching.default_priority_level must be in [1, {}], got {}",
+          config.name(), policy.priority_levels, policy.default_priority_level);
+    }
+  }
+  const QueuePolicy base = ToQueuePolicy(batching.default_queue_policy());
+  policy.queue_policies.assign(policy.priority_levels, base);
+  for (const auto& [level, level_policy] : batching.priority_queue_policy()) {
+    if (level < 1 || level > policy.priority_levels) {
+      return InvalidArgument(
+          "model '{}': dynamic_batching.priority_queue_policy has level {} outside [1, {}]",
+          config.name(), level, policy.priority_levels);
+    }
+    policy.queue_policies[level - 1] = ToQueuePolicy(level_policy);
+  }
+  return policy;
+}
+
+BatchQueue::BatchQueue(BatchPolicy policy)
+    : policy_(std::move(policy)), levels_(policy_.queue_policies.size()) {}
+
+Result<BatchQueue::Admission> BatchQueue::Admit(const InferRequest& request, SteadyTime now) const {
+  Admission admission;
+  admission.level = request.priority == 0 ? policy_.default_priority_level : request.priority;
+  if (admission.level > policy_.priority_levels) {
+    return InvalidArgument("priority {} is out of range; model '{}' has {} priority level(s)",
+                           request.priority, request.model_name, policy_.priority_levels);
+  }
+  const QueuePolicy& queue_policy = policy_.queue_policies[admission.level - 1];
+  const Level& level = levels_[admission.level - 1];
+  if (queue_policy.max_queue_size > 0 &&
+      level.queue.size() + level.delayed.size() >= queue_policy.max_queue_size) {
+    return Unavailable("Exceeds maximum queue size");
+  }
+  std::chrono::microseconds timeout = queue_policy.default_timeout;
+  if (request.timeout_us > 0 && queue_policy.allow_timeout_override) {
+    const std::chrono::microseconds asked(request.timeout_us);
+    if (timeout.count() == 0 || asked < timeout) timeout = asked;
+  }
+  if (timeout.count() > 0) admission.deadline = now + timeout;
+  return admission;
+}
+
+void BatchQueue::Push(std::unique_ptr<PendingRequest> pending) {
+  levels_[pending->level - 1].queue.push_back(std::move(pending));
+  ++size_;
+}
+
+void BatchQueue::DropCancelled(std::vector<Rejected>& rejected) {
+  for (Level& level : levels_) {
+    for (auto* queue : {&level.queue, &level.delayed}) {
+      auto kept = std::stable_partition(queue->begin(), queue->end(), [](const auto& pending) {
+        return !pending->request->IsCancelled();
+      });
+      for (auto it = kept; it != queue->end(); ++it) {
+        rejected.push_back({std::move(*it), Cancelled("the client went away before the request "
+                                                      "ran")});
+        --size_;
+      }
+      queue->erase(kept, queue->end());
+    }
+  }
+}
+
+std::unique_ptr<PendingRequest> BatchQueue::PopFront() {
+  for (Level& level : levels_) {
+    for (auto* queue : {&level.queue, &level.delayed}) {
+      if (!queue->empty()) {
+        std::unique_ptr<PendingRequest> front = std::move(queue->front());
+        queue->pop_front();
+        --size_;
+        return front;
+      }
+    }
+  }
+  return nullptr;
+}
+
+bool BatchQueue::Compatible(const InferRequest& first, const InferRequest& other) const {
+  if (first.inputs.size() != other.inputs.size()) return false;
+  for (size_t i = 0; i < first.inputs.size(); ++i) {
+    const tensor::Shape& a = first.inputs[i].shape;
+    const tensor::Shape& b = other.inputs[i].shape;
+    if (first.inputs[i].name != other.inputs[i].name || a.size() != b.size() ||
+        !std::equal(a.begin() + 1, a.end(), b.begin() + 1)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+BatchQueue::Decision BatchQueue::Next(SteadyTime now, bool flush) {
+  Decision decision;
+  DropCancelled(decision.rejected);
+  std::optional<SteadyTime> next_deadline;
+  for (Rejected& rejected : Expire(now, next_deadline)) {
+    decision.rejected.push_back(std::move(rejected));
+  }
+  if (size_ == 0) {
+    decision.wake_at = next_deadline;
+    return decision;
+  }
+  if (policy_.max_batch_size == 0) {
+    decision.batch.push_back(PopFront());
+    return decision;
+  }
+
+  // Plan the batch over the queues in order (rule 2) without taking anything yet.
+  const InferRequest* first = nullptr;
+  int64_t items = 0;
+  size_t count = 0;
+  size_t preferred_count = 0;
+  bool blocked = false;  // a waiting request cannot join this batch
+  SteadyTime oldest = SteadyTime::max();
+  const auto max_items = static_cast<int64_t>(policy_.max_batch_size);
+  for (Level& level : levels_) {
+    for (auto* queue : {&level.queue, &level.delayed}) {
+      for (const auto& pending : *queue) {
+        if (blocked || items == max_items) break;
+        if (first != nullptr &&
+            (items + pending->batch_items > max_items || !Compatible(*first, *pending->request))) {
+          blocked = true;
+          break;
+        }
+        if (first == nullptr) first = pending->request.get();
+        items += pending->batch_items;
+        ++count;
+        oldest = std::min(oldest, pending->enqueued);
+        if (std::binary_search(policy_.preferred_sizes.begin(), policy_.preferred_sizes.end(),
+                               static_cast<int>(items))) {
+          preferred_count = count;
+        }
+      }
+    }
+  }
+
+  size_t take = 0;
+  if (items == max_items) {
+    take = count;  // rule 3
+  } else if (preferred_count > 0) {
+    take = preferred_count;  // rule 4
+  } else if (flush || blocked || policy_.max_queue_delay.count() == 0 ||
+             now >= oldest + policy_.max_queue_delay) {
+    take = count;  // rule 5
+  } else {
+    decision.wake_at = oldest + policy_.max_queue_delay;
+    if (next_deadline && *next_deadline < *decision.wake_at) decision.wake_at = next_deadline;
+    return decision;
+  }
+  for (size_t i = 0; i < take; ++i) decision.batch.push_back(PopFront());
+  return decision;
+}
+
+std::vector<BatchQueue::Rejected> BatchQueue::Expire(SteadyTime now,
+                                                     std::optional<SteadyTime>& next_deadline) {
+  std::vector<Rejected> rejected;
+  next_deadline.reset();
+  for (size_t index = 0; index < levels_.size(); ++index) {
+    Level& level = levels_[index];
+    const bool delay = policy_.queue_policies[index].delay_on_timeout;
+    std::deque<std::unique_ptr<PendingRequest>> kept;
+    for (auto& pending : level.queue) {
+      if (!pending->deadline || *pending->deadline > now) {
+        if (pending->deadline && (!next_deadline || *pending->deadline < *next_deadline)) {
+          next_deadline = pending->deadline;
+        }
+        kept.push_back(std::move(pending));
+      } else if (delay) {
+        pending->deadline.reset();
+        pending->delayed = true;
+        level.delayed.push_back(std::move(pending));
+      } else {
+        rejected.push_back({std::move(pending), Unavailable("Request timeout expired")});
+        --size_;
+      }
+    }
+    level.queue = std::move(kept);
+  }
+  return rejected;
+}
+
+}  // namespace rampart::serve

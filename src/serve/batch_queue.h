@@ -1,0 +1,124 @@
+#pragma once
+
+// BatchQueue: the dynamic batcher's state machine (Triton semantics, PROTOCOLS.md §5).
+//
+// The rules, in the order Next() applies them:
+//  1. Requests whose client has gone away are dropped (Cancelled) before anything else.
+//  2. Requests wait in one FIFO per priority level (1 = highest). A batch takes requests in
+//     order: level 1's queue, then its delayed requests, then level 2, ... A request is never
+//     split, and the batch stops at the first request that would exceed max_batch_size or whose
+//     variable dimensions differ from the batch's first request.
+//  3. A batch that reaches max_batch_size goes at once.
+//  4. Otherwise, if a preferred batch size can be reached, the largest reachable one goes at once.
+//  5. Otherwise the batch goes at once when max_queue_delay is 0, or when more requests wait
+//     than can join it (waiting cannot grow it); else it waits until its oldest request has
+//     waited max_queue_delay, and goes then with whatever has arrived.
+//  6. A model without dynamic batching (or max_batch_size 0) runs one request per execution.
+// Timeouts (Expire): a request whose queue deadline passes is rejected with Unavailable
+// "Request timeout expired" (action REJECT) or moved behind its level's unexpired requests
+// (action DELAY). A full level queue rejects new requests with "Exceeds maximum queue size".
+//
+// Time is passed in, never read, so every rule is testable to the microsecond. Not thread-safe:
+// the Scheduler guards it with its mutex.
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "model/config.h"
+#include "serve/request.h"
+
+namespace rampart::serve {
+
+struct QueuePolicy {
+  bool delay_on_timeout = false;                 // timeout_action DELAY (else REJECT)
+  std::chrono::microseconds default_timeout{0};  // 0 = none
+  bool allow_timeout_override = false;
+  size_t max_queue_size = 0;  // 0 = unbounded
+};
+
+struct BatchPolicy {
+  int max_batch_size = 0;            // 0 = one request per execution
+  std::vector<int> preferred_sizes;  // ascending
+  std::chrono::microseconds max_queue_delay{0};
+  bool preserve_ordering = false;
+  uint64_t priority_levels = 1;
+  uint64_t default_priority_level = 1;
+  std::vector<QueuePolicy> queue_policies;  // one per level, index = level - 1
+
+  // Reads dynamic_batching (or its absence) from a validated config. A model without
+  // dynamic_batching gets one level whose queue holds at most kUnbatchedQueueLimit requests, so
+  // overload answers 503 instead of growing memory. Errors: InvalidArgument for impossible
+  // priority settings.
+  static Result<BatchPolicy> FromConfig(const model::ModelConfig& config);
+};
+
+inline constexpr size_t kUnbatchedQueueLimit = 1024;
+
+struct PendingRequest {
+  std::unique_ptr<InferRequest> request;
+  InferCallback done;
+  SteadyTime enqueued{};
+  std::optional<SteadyTime> deadline;  // queue timeout
+  int64_t batch_items = 1;             // dim 0 of the inputs when the model batches
+  uint64_t level = 1;
+  uint64_t sequence = 0;  // admission order, for preserve_ordering
+  bool delayed = false;   // timed out under action DELAY
+};
+
+class BatchQueue {
+ public:
+  explicit BatchQueue(BatchPolicy policy);
+
+  const BatchPolicy& policy() const { return policy_; }
+
+  // Resolves the request's priority level and queue deadline, and checks there is room.
+  // Errors: InvalidArgument (priority out of range), Unavailable "Exceeds maximum queue size".
+  struct Admission {
+    uint64_t level;
+    std::optional<SteadyTime> deadline;
+  };
+  Result<Admission> Admit(const InferRequest& request, SteadyTime now) const;
+
+  // Queues an admitted request (its level, deadline and sequence already set).
+  void Push(std::unique_ptr<PendingRequest> pending);
+
+  struct Rejected {
+    std::unique_ptr<PendingRequest> pending;
+    Status status;
+  };
+  struct Decision {
+    std::vector<std::unique_ptr<PendingRequest>> batch;  // run now when not empty
+    std::vector<Rejected> rejected;                      // fail these (timed out, cancelled)
+    std::optional<SteadyTime> wake_at;  // nothing to run: look again then (or on arrival)
+  };
+
+  // What a free instance should do now. `flush` ignores the queue delay (shutdown drain).
+  Decision Next(SteadyTime now, bool flush = false);
+
+  // Applies queue timeouts; returns the requests to reject. `next_deadline` gets the earliest
+  // deadline still pending.
+  std::vector<Rejected> Expire(SteadyTime now, std::optional<SteadyTime>& next_deadline);
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  struct Level {
+    std::deque<std::unique_ptr<PendingRequest>> queue;
+    std::deque<std::unique_ptr<PendingRequest>> delayed;
+  };
+
+  void DropCancelled(std::vector<Rejected>& rejected);
+  std::unique_ptr<PendingRequest> PopFront();
+  bool Compatible(const InferRequest& first, const InferRequest& other) const;
+
+  const BatchPolicy policy_;
+  std::vector<Level> levels_;
+  size_t size_ = 0;
+};
+
+}  // namespace rampart::serve

@@ -1,0 +1,277 @@
+#include "serve/scheduler.h"
+
+#include <algorithm>
+
+#include "core/logging.h"
+
+namespace rampart::serve {
+namespace {
+
+// Concatenates each input of the batch's requests along dim 0. Compatibility (same names and
+// non-batch dims) was established by the BatchQueue.
+std::vector<tensor::Tensor> Concatenate(std::vector<std::unique_ptr<PendingRequest>>& batch,
+                                        int64_t total_items) {
+  std::vector<tensor::Tensor>& first = batch.front()->request->inputs;
+  std::vector<tensor::Tensor> inputs(first.size());
+  for (size_t i = 0; i < first.size(); ++i) {
+    inputs[i].name = first[i].name;
+    inputs[i].datatype = first[i].datatype;
+    inputs[i].shape = first[i].shape;
+    inputs[i].shape[0] = total_items;
+    size_t bytes = 0;
+    for (const auto& pending : batch) bytes += pending->request->inputs[i].data.size();
+    inputs[i].data.reserve(bytes);
+    for (const auto& pending : batch) inputs[i].data += pending->request->inputs[i].data;
+  }
+  return inputs;
+}
+
+// Splits one batched output into one tensor per request, by each request's batch items.
+Result<std::vector<tensor::Tensor>> Split(const tensor::Tensor& output,
+                                          const std::vector<int64_t>& items, int64_t total) {
+  if (output.shape.empty() || output.shape[0] != total) {
+    return Internal("output '{}' has shape {} but the batch holds {} items", output.name,
+                    tensor::ShapeToString(output.shape), total);
+  }
+  std::vector<tensor::Tensor> parts;
+  parts.reserve(items.size());
+  if (output.datatype == tensor::DataType::kBytes) {
+    ASSIGN_OR_RETURN(std::vector<std::string_view> elements,
+                     tensor::SplitBytesElements(output.data));
+    if (total == 0 || elements.size() % static_cast<size_t>(total) != 0) {
+      return Internal("output '{}' has {} BYTES elements for {} items", output.name,
+                      elements.size(), total);
+    }
+    const size_t per_item = elements.size() / static_cast<size_t>(total);
+    size_t element = 0;
+    for (int64_t count : items) {
+      tensor::Tensor part{output.name, output.datatype, output.shape, {}};
+      part.shape[0] = count;
+      for (size_t e = 0; e < per_item * static_cast<size_t>(count); ++e) {
+        tensor::AppendBytesElement(elements[element++], part.data);
+      }
+      parts.push_back(std::move(part));
+    }
+    return parts;
+  }
+  const size_t per_item = output.data.size() / static_cast<size_t>(total);
+  size_t offset = 0;
+  for (int64_t count : items) {
+    tensor::Tensor part{output.name, output.datatype, output.shape, {}};
+    part.shape[0] = count;
+    const size_t bytes = per_item * static_cast<size_t>(count);
+    part.data.assign(output.data, offset, bytes);
+    offset += bytes;
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+bool NeedsTimer(const BatchPolicy& policy) {
+  return std::any_of(policy.queue_policies.begin(), policy.queue_policies.end(),
+                     [](const QueuePolicy& queue) {
+                       return queue.default_timeout.count() > 0 || queue.allow_timeout_override;
+                     });
+}
+
+}  // namespace
+
+Scheduler::Scheduler(std::string model_name, int64_t version, BatchPolicy policy,
+                     std::vector<std::unique_ptr<backend::ModelInstance>> instances,
+                     Statistics& statistics, const Clock& clock)
+    : model_name_(std::move(model_name)),
+      version_(version),
+      clock_(clock),
+      statistics_(statistics),
+      instances_(std::move(instances)),
+      queue_(std::move(policy)) {
+  for (auto& instance : instances_) {
+    threads_.emplace_back([this, raw = instance.get()] { RunInstance(raw); });
+  }
+  if (NeedsTimer(queue_.policy())) timer_ = std::thread([this] { RunTimer(); });
+}
+
+Scheduler::~Scheduler() { Stop(); }
+
+void Scheduler::Stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_changed_.notify_all();
+  for (std::thread& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
+  if (timer_.joinable()) timer_.join();
+}
+
+size_t Scheduler::QueueSize() const {
+  std::lock_guard lock(mutex_);
+  return queue_.size();
+}
+
+void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_items,
+                        InferCallback done) {
+  const SteadyTime now = clock_.Now();
+  auto pending = std::make_unique<PendingRequest>();
+  pending->batch_items = batch_items;
+  pending->enqueued = now;
+  Status refused;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      refused = Unavailable("model '{}' version {} is unloading", model_name_, version_);
+    } else {
+      Result<BatchQueue::Admission> admission = queue_.Admit(*request, now);
+      if (admission.ok()) {
+        pending->level = admission->level;
+        pending->deadline = admission->deadline;
+        pending->sequence = next_sequence_++;
+        pending->request = std::move(request);
+        pending->done = std::move(done);
+        queue_.Push(std::move(pending));
+      } else {
+        refused = admission.status();
+      }
+    }
+  }
+  if (!refused.ok()) {
+    const int64_t total_ns = NanosBetween(request->arrival, clock_.Now());
+    statistics_.RecordFailure(refused.code() == StatusCode::kUnavailable ? FailureReason::kRejected
+                                                                         : FailureReason::kOther,
+                              total_ns);
+    done(std::move(refused));
+    return;
+  }
+  work_changed_.notify_all();
+}
+
+void Scheduler::RunInstance(backend::ModelInstance* instance) {
+  instance->OnThreadStart();
+  std::unique_lock lock(mutex_);
+  while (true) {
+    if (stopping_ && queue_.empty()) break;
+    BatchQueue::Decision decision = queue_.Next(clock_.Now(), /*flush=*/stopping_);
+    if (!decision.rejected.empty() || !decision.batch.empty()) {
+      lock.unlock();
+      for (BatchQueue::Rejected& rejected : decision.rejected) {
+        Fail(*rejected.pending, rejected.status,
+             rejected.status.code() == StatusCode::kCancelled ? FailureReason::kCanceled
+                                                              : FailureReason::kRejected);
+      }
+      if (!decision.batch.empty()) Execute(*instance, decision.batch);
+      lock.lock();
+      continue;
+    }
+    if (decision.wake_at) {
+      work_changed_.wait_until(lock, *decision.wake_at);
+    } else {
+      work_changed_.wait(lock);
+    }
+  }
+}
+
+void Scheduler::RunTimer() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    std::optional<SteadyTime> next_deadline;
+    std::vector<BatchQueue::Rejected> expired = queue_.Expire(clock_.Now(), next_deadline);
+    if (!expired.empty()) {
+      lock.unlock();
+      for (BatchQueue::Rejected& rejected : expired) {
+        Fail(*rejected.pending, rejected.status, FailureReason::kRejected);
+      }
+      lock.lock();
+      continue;
+    }
+    if (next_deadline) {
+      work_changed_.wait_until(lock, *next_deadline);
+    } else {
+      work_changed_.wait(lock);
+    }
+  }
+}
+
+void Scheduler::Fail(PendingRequest& pending, const Status& status, FailureReason reason) {
+  statistics_.RecordFailure(reason, NanosBetween(pending.request->arrival, clock_.Now()));
+  Complete(pending, status);
+}
+
+void Scheduler::Complete(PendingRequest& pending, Result<std::unique_ptr<InferResponse>> result) {
+  if (!queue_.policy().preserve_ordering) {
+    pending.done(std::move(result));
+    return;
+  }
+  std::lock_guard lock(delivery_mutex_);
+  held_.emplace(pending.sequence, std::make_pair(std::move(pending.done), std::move(result)));
+  for (auto it = held_.begin(); it != held_.end() && it->first == next_delivery_;
+       it = held_.erase(it), ++next_delivery_) {
+    it->second.first(std::move(it->second.second));
+  }
+}
+
+void Scheduler::Execute(backend::ModelInstance& instance,
+                        std::vector<std::unique_ptr<PendingRequest>>& batch) {
+  const SteadyTime started = clock_.Now();
+  int64_t total_items = 0;
+  std::vector<int64_t> items;
+  items.reserve(batch.size());
+  for (const auto& pending : batch) {
+    total_items += pending->batch_items;
+    items.push_back(pending->batch_items);
+  }
+  std::vector<tensor::Tensor> inputs = batch.size() == 1 ? std::move(batch.front()->request->inputs)
+                                                         : Concatenate(batch, total_items);
+  Result<backend::ExecutionResult> result = instance.Execute(inputs);
+  if (!result.ok()) {
+    LOG_DEBUG("model '{}' version {}: {}", model_name_, version_, result.status().ToString());
+    for (auto& pending : batch) Fail(*pending, result.status(), FailureReason::kBackend);
+    return;
+  }
+  const backend::ExecutionTiming& timing = result->timing;
+  statistics_.RecordExecution(static_cast<uint64_t>(total_items), timing.compute_input_ns,
+                              timing.compute_infer_ns, timing.compute_output_ns);
+
+  // outputs_per_request[r][o]: request r's part of output o.
+  std::vector<std::vector<tensor::Tensor>> outputs_per_request(batch.size());
+  if (batch.size() == 1) {
+    outputs_per_request[0] = std::move(result->outputs);
+  } else {
+    for (const tensor::Tensor& output : result->outputs) {
+      Result<std::vector<tensor::Tensor>> parts = Split(output, items, total_items);
+      if (!parts.ok()) {
+        const Status status =
+            parts.status().WithContext(fmt::format("model '{}' version {}", model_name_, version_));
+        for (auto& pending : batch) Fail(*pending, status, FailureReason::kBackend);
+        return;
+      }
+      for (size_t r = 0; r < batch.size(); ++r) {
+        outputs_per_request[r].push_back(std::move((*parts)[r]));
+      }
+    }
+  }
+
+  const SteadyTime finished = clock_.Now();
+  for (size_t r = 0; r < batch.size(); ++r) {
+    PendingRequest& pending = *batch[r];
+    auto response = std::make_unique<InferResponse>();
+    response->model_name = model_name_;
+    response->model_version = version_;
+    response->id = std::move(pending.request->id);
+    response->timing = {NanosBetween(pending.enqueued, started), timing.compute_input_ns,
+                        timing.compute_infer_ns, timing.compute_output_ns};
+    const auto& wanted = pending.request->requested_outputs;
+    for (tensor::Tensor& output : outputs_per_request[r]) {
+      if (wanted.empty() || std::find(wanted.begin(), wanted.end(), output.name) != wanted.end()) {
+        response->outputs.push_back(std::move(output));
+      }
+    }
+    statistics_.RecordSuccess(NanosBetween(pending.request->arrival, finished),
+                              response->timing.queue_ns, timing.compute_input_ns,
+                              timing.compute_infer_ns, timing.compute_output_ns,
+                              static_cast<uint64_t>(pending.batch_items));
+    Complete(pending, std::move(response));
+  }
+}
+
+}  // namespace rampart::serve

@@ -1,0 +1,230 @@
+#include "serve/batch_queue.h"
+
+#include <gtest/gtest.h>
+
+namespace rampart::serve {
+namespace {
+
+using std::chrono::microseconds;
+
+// The batcher's rules, driven with explicit times: no threads, no sleeps.
+class BatchQueueTest : public ::testing::Test {
+ protected:
+  void Configure(std::string_view dynamic_batching, int max_batch_size = 8) {
+    auto parsed = model::ParseConfigText(
+        fmt::format("name: \"m\" backend: \"pytorch\" max_batch_size: {} dynamic_batching {{ {} }} "
+                    "input [ {{ name: \"x\" data_type: TYPE_FP32 dims: [ -1 ] }} ] "
+                    "output [ {{ name: \"y\" data_type: TYPE_FP32 dims: [ -1 ] }} ]",
+                    max_batch_size, dynamic_batching),
+        "config.pbtxt");
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    model::ModelConfig config = parsed->config;
+    ASSERT_TRUE(model::CompleteAndValidate(config, "m", "config.pbtxt").ok());
+    auto policy = BatchPolicy::FromConfig(config);
+    ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+    queue_ = std::make_unique<BatchQueue>(*policy);
+  }
+
+  // Adds a request of `items` rows (width `width`) at time `at_us`; returns its admission status.
+  Status Add(int id, int64_t items, int64_t at_us, uint64_t priority = 0, uint64_t timeout_us = 0,
+             int64_t width = 4) {
+    auto request = std::make_unique<InferRequest>();
+    request->model_name = "m";
+    request->id = std::to_string(id);
+    request->priority = priority;
+    request->timeout_us = timeout_us;
+    request->inputs.push_back({"x", tensor::DataType::kFp32, {items, width}, {}});
+    const SteadyTime now = At(at_us);
+    auto admission = queue_->Admit(*request, now);
+    if (!admission.ok()) return admission.status();
+    auto pending = std::make_unique<PendingRequest>();
+    pending->request = std::move(request);
+    pending->enqueued = now;
+    pending->batch_items = items;
+    pending->level = admission->level;
+    pending->deadline = admission->deadline;
+    queue_->Push(std::move(pending));
+    return Status::Ok();
+  }
+
+  static SteadyTime At(int64_t us) { return SteadyTime() + microseconds(us); }
+
+  static std::vector<std::string> Ids(const BatchQueue::Decision& decision) {
+    std::vector<std::string> ids;
+    for (const auto& pending : decision.batch) ids.push_back(pending->request->id);
+    return ids;
+  }
+
+  std::unique_ptr<BatchQueue> queue_;
+};
+
+TEST_F(BatchQueueTest, SendsPreferredSizeWithoutWaiting) {
+  Configure("preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 1000000");
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(Add(i, 1, 0).ok());
+  auto decision = queue_->Next(At(0));
+  EXPECT_EQ(Ids(decision), (std::vector<std::string>{"0", "1", "2", "3"}));
+  EXPECT_EQ(queue_->size(), 1u);
+}
+
+TEST_F(BatchQueueTest, PicksTheLargestReachablePreferredSize) {
+  Configure("preferred_batch_size: [ 2, 4, 6 ] max_queue_delay_microseconds: 1000000");
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(Add(i, 1, 0).ok());
+  EXPECT_EQ(queue_->Next(At(0)).batch.size(), 4u);
+}
+
+TEST_F(BatchQueueTest, WaitsForTheQueueDelayToTheMicrosecond) {
+  Configure("preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 100");
+  ASSERT_TRUE(Add(0, 1, 10).ok());
+  ASSERT_TRUE(Add(1, 1, 50).ok());
+  auto early = queue_->Next(At(109));
+  EXPECT_TRUE(early.batch.empty());
+  ASSERT_TRUE(early.wake_at.has_value());
+  EXPECT_EQ(*early.wake_at, At(110));  // oldest (t=10) + 100 us
+  auto due = queue_->Next(At(110));
+  EXPECT_EQ(Ids(due), (std::vector<std::string>{"0", "1"}));
+}
+
+TEST_F(BatchQueueTest, LeavesEarlyWhenArrivalsCompleteAPreferredBatch) {
+  Configure("preferred_batch_size: [ 3 ] max_queue_delay_microseconds: 100");
+  ASSERT_TRUE(Add(0, 1, 0).ok());
+  ASSERT_TRUE(Add(1, 1, 5).ok());
+  EXPECT_TRUE(queue_->Next(At(6)).batch.empty());
+  ASSERT_TRUE(Add(2, 1, 7).ok());
+  EXPECT_EQ(queue_->Next(At(7)).batch.size(), 3u);
+}
+
+TEST_F(BatchQueueTest, CapsAtMaxBatchSizeAndNeverSplitsARequest) {
+  Configure("max_queue_delay_microseconds: 100", /*max_batch_size=*/8);
+  ASSERT_TRUE(Add(0, 3, 0).ok());
+  ASSERT_TRUE(Add(1, 3, 0).ok());
+  ASSERT_TRUE(Add(2, 3, 0).ok());  // 9 > 8: cannot join, so waiting cannot grow the batch
+  auto decision = queue_->Next(At(0));
+  EXPECT_EQ(Ids(decision), (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(queue_->size(), 1u);
+}
+
+TEST_F(BatchQueueTest, FullBatchGoesAtOnce) {
+  Configure("max_queue_delay_microseconds: 1000000", /*max_batch_size=*/4);
+  ASSERT_TRUE(Add(0, 2, 0).ok());
+  EXPECT_TRUE(queue_->Next(At(1)).batch.empty());
+  ASSERT_TRUE(Add(1, 2, 2).ok());
+  EXPECT_EQ(queue_->Next(At(2)).batch.size(), 2u);
+}
+
+TEST_F(BatchQueueTest, ZeroDelayBatchesWhatHasQueued) {
+  Configure("");
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Add(i, 1, 0).ok());
+  EXPECT_EQ(queue_->Next(At(0)).batch.size(), 3u);
+}
+
+TEST_F(BatchQueueTest, ShapesNeverMix) {
+  Configure("max_queue_delay_microseconds: 1000000");
+  ASSERT_TRUE(Add(0, 1, 0, 0, 0, /*width=*/4).ok());
+  ASSERT_TRUE(Add(1, 1, 0, 0, 0, /*width=*/4).ok());
+  ASSERT_TRUE(Add(2, 1, 0, 0, 0, /*width=*/5).ok());
+  ASSERT_TRUE(Add(3, 1, 0, 0, 0, /*width=*/4).ok());
+  EXPECT_EQ(Ids(queue_->Next(At(0))), (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(Ids(queue_->Next(At(0))), (std::vector<std::string>{"2"}));
+  EXPECT_EQ(Ids(queue_->Next(At(2000000))), (std::vector<std::string>{"3"}));
+}
+
+TEST_F(BatchQueueTest, HigherPriorityFirstAndFifoWithinALevel) {
+  Configure("priority_levels: 3 default_priority_level: 2", /*max_batch_size=*/2);
+  ASSERT_TRUE(Add(0, 1, 0, 3).ok());
+  ASSERT_TRUE(Add(1, 1, 1).ok());  // default level 2
+  ASSERT_TRUE(Add(2, 1, 2, 1).ok());
+  ASSERT_TRUE(Add(3, 1, 3, 2).ok());
+  ASSERT_TRUE(Add(4, 1, 4, 1).ok());
+  EXPECT_EQ(Ids(queue_->Next(At(5))), (std::vector<std::string>{"2", "4"}));
+  EXPECT_EQ(Ids(queue_->Next(At(5))), (std::vector<std::string>{"1", "3"}));
+  EXPECT_EQ(Ids(queue_->Next(At(5))), (std::vector<std::string>{"0"}));
+  EXPECT_EQ(Add(5, 1, 6, 4).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(BatchQueueTest, FullQueueRejectsWithTritonsMessage) {
+  Configure("default_queue_policy { max_queue_size: 2 }");
+  ASSERT_TRUE(Add(0, 1, 0).ok());
+  ASSERT_TRUE(Add(1, 1, 0).ok());
+  Status full = Add(2, 1, 0);
+  EXPECT_EQ(full.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(full.message(), "Exceeds maximum queue size");
+}
+
+TEST_F(BatchQueueTest, TimeoutRejectsWhileWaiting) {
+  Configure(
+      "max_queue_delay_microseconds: 1000 default_queue_policy { "
+      "default_timeout_microseconds: 300 }");
+  ASSERT_TRUE(Add(0, 1, 0).ok());
+  ASSERT_TRUE(Add(1, 1, 200).ok());
+  std::optional<SteadyTime> next;
+  EXPECT_TRUE(queue_->Expire(At(299), next).empty());
+  EXPECT_EQ(next, At(300));
+  auto expired = queue_->Expire(At(300), next);
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].pending->request->id, "0");
+  EXPECT_EQ(expired[0].status.message(), "Request timeout expired");
+  EXPECT_EQ(next, At(500));
+  EXPECT_EQ(queue_->size(), 1u);
+}
+
+TEST_F(BatchQueueTest, RequestTimeoutOnlyShortensAndOnlyWhenAllowed) {
+  Configure(
+      "default_queue_policy { default_timeout_microseconds: 1000 "
+      "allow_timeout_override: true }");
+  ASSERT_TRUE(Add(0, 1, 0, 0, /*timeout_us=*/100).ok());
+  ASSERT_TRUE(Add(1, 1, 0, 0, /*timeout_us=*/5000).ok());  // cannot lengthen
+  std::optional<SteadyTime> next;
+  EXPECT_EQ(queue_->Expire(At(100), next).size(), 1u);
+  EXPECT_EQ(next, At(1000));
+
+  Configure("default_queue_policy { default_timeout_microseconds: 1000 }");
+  ASSERT_TRUE(Add(0, 1, 0, 0, /*timeout_us=*/100).ok());  // override not allowed
+  EXPECT_TRUE(queue_->Expire(At(100), next).empty());
+}
+
+TEST_F(BatchQueueTest, DelayActionMovesBehindUnexpiredRequests) {
+  Configure(
+      "default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 0 "
+      "allow_timeout_override: true }",
+      /*max_batch_size=*/1);
+  ASSERT_TRUE(Add(0, 1, 0, 0, /*timeout_us=*/10).ok());
+  ASSERT_TRUE(Add(1, 1, 1).ok());
+  std::optional<SteadyTime> next;
+  EXPECT_TRUE(queue_->Expire(At(10), next).empty());  // delayed, not rejected
+  EXPECT_EQ(Ids(queue_->Next(At(11))), (std::vector<std::string>{"1"}));
+  EXPECT_EQ(Ids(queue_->Next(At(11))), (std::vector<std::string>{"0"}));
+}
+
+TEST_F(BatchQueueTest, CancelledRequestsNeverReachABatch) {
+  Configure("");
+  ASSERT_TRUE(Add(0, 1, 0).ok());
+  ASSERT_TRUE(Add(1, 1, 0).ok());
+  auto gone = std::make_shared<std::atomic<bool>>(true);
+  // A third request whose client has gone away.
+  auto request = std::make_unique<InferRequest>();
+  request->id = "2";
+  request->cancelled = gone;
+  request->inputs.push_back({"x", tensor::DataType::kFp32, {1, 4}, {}});
+  auto pending = std::make_unique<PendingRequest>();
+  pending->request = std::move(request);
+  queue_->Push(std::move(pending));
+  auto decision = queue_->Next(At(0));
+  EXPECT_EQ(Ids(decision), (std::vector<std::string>{"0", "1"}));
+  ASSERT_EQ(decision.rejected.size(), 1u);
+  EXPECT_EQ(decision.rejected[0].status.code(), StatusCode::kCancelled);
+}
+
+TEST(BatchPolicy, ModelsWithoutDynamicBatchingRunOneAtATimeWithABoundedQueue) {
+  auto parsed = model::ParseConfigText(
+      "name: \"m\" backend: \"pytorch\" max_batch_size: 8 "
+      "input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 1 ] } ] "
+      "output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 1 ] } ]",
+      "c");
+  auto policy = BatchPolicy::FromConfig(parsed->config);
+  ASSERT_TRUE(policy.ok());
+  EXPECT_EQ(policy->max_batch_size, 0);
+  EXPECT_EQ(policy->queue_policies[0].max_queue_size, kUnbatchedQueueLimit);
+}
+
+}  // namespace
+}  // namespace rampart::serve

@@ -1,0 +1,205 @@
+#include "serve/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <future>
+#include <mutex>
+
+namespace rampart::serve {
+namespace {
+
+using std::chrono::seconds;
+
+// Shared state of the fake instances: records every batch, and holds an execution whose first
+// input value is negative until released.
+struct Recorder {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<int64_t> batch_sizes;
+  std::vector<float> executed_values;  // first value of each batch
+  int active = 0;
+  int max_active = 0;
+  bool released = false;
+  int wait_for_active = 0;  // when > 0, each execution waits until this many run at once
+
+  void Release() {
+    std::lock_guard lock(mutex);
+    released = true;
+    changed.notify_all();
+  }
+  template <typename Predicate>
+  bool WaitFor(Predicate predicate) {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, seconds(10), predicate);
+  }
+};
+
+// Doubles its FP32 input. Batches are visible to the test through the Recorder.
+class RecordingInstance final : public backend::ModelInstance {
+ public:
+  explicit RecordingInstance(Recorder& recorder) : recorder_(recorder) {}
+
+  Result<backend::ExecutionResult> Execute(std::vector<tensor::Tensor>& inputs) override {
+    const tensor::Tensor& x = inputs.at(0);
+    float first = 0;
+    std::memcpy(&first, x.data.data(), sizeof(float));
+    {
+      std::unique_lock lock(recorder_.mutex);
+      recorder_.batch_sizes.push_back(x.shape[0]);
+      recorder_.executed_values.push_back(first);
+      ++recorder_.active;
+      recorder_.max_active = std::max(recorder_.max_active, recorder_.active);
+      recorder_.changed.notify_all();
+      if (first < 0) {
+        recorder_.changed.wait_for(lock, seconds(10), [&] { return recorder_.released; });
+      }
+      if (recorder_.wait_for_active > 0) {
+        recorder_.changed.wait_for(
+            lock, seconds(10), [&] { return recorder_.max_active >= recorder_.wait_for_active; });
+      }
+      --recorder_.active;
+    }
+    backend::ExecutionResult result;
+    tensor::Tensor y{"y", tensor::DataType::kFp32, x.shape, x.data};
+    auto* values = reinterpret_cast<float*>(y.data.data());
+    for (size_t i = 0; i < y.data.size() / sizeof(float); ++i) values[i] *= 2;
+    result.outputs.push_back(std::move(y));
+    return result;
+  }
+
+ private:
+  Recorder& recorder_;
+};
+
+BatchPolicy Policy(int max_batch_size, bool preserve_ordering = false,
+                   std::chrono::microseconds timeout = std::chrono::microseconds(0)) {
+  BatchPolicy policy;
+  policy.max_batch_size = max_batch_size;
+  policy.preserve_ordering = preserve_ordering;
+  QueuePolicy queue;
+  queue.default_timeout = timeout;
+  policy.queue_policies.push_back(queue);
+  return policy;
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void Start(BatchPolicy policy, int instances) {
+    std::vector<std::unique_ptr<backend::ModelInstance>> list;
+    for (int i = 0; i < instances; ++i)
+      list.push_back(std::make_unique<RecordingInstance>(recorder_));
+    scheduler_ = std::make_unique<Scheduler>("m", 1, std::move(policy), std::move(list), stats_);
+  }
+  void TearDown() override {
+    recorder_.Release();
+    if (scheduler_) scheduler_->Stop();
+  }
+
+  // Enqueues one request of `rows` rows whose values are all `value`; the future completes with
+  // the response.
+  std::future<Result<std::unique_ptr<InferResponse>>> Send(float value, int64_t rows = 1) {
+    auto request = std::make_unique<InferRequest>();
+    request->model_name = "m";
+    request->arrival = Clock::Real().Now();
+    tensor::Tensor x{"x", tensor::DataType::kFp32, {rows, 2}, {}};
+    for (int64_t i = 0; i < rows * 2; ++i) {
+      x.data.append(reinterpret_cast<const char*>(&value), sizeof(float));
+    }
+    request->inputs.push_back(std::move(x));
+    auto promise = std::make_shared<std::promise<Result<std::unique_ptr<InferResponse>>>>();
+    auto future = promise->get_future();
+    scheduler_->Enqueue(std::move(request), rows,
+                        [promise](Result<std::unique_ptr<InferResponse>> result) {
+                          promise->set_value(std::move(result));
+                        });
+    return future;
+  }
+
+  Recorder recorder_;
+  Statistics stats_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(SchedulerTest, BatchesRequestsThatQueueWhileTheInstanceIsBusy) {
+  Start(Policy(8), 1);
+  auto blocker = Send(-1);
+  ASSERT_TRUE(recorder_.WaitFor([&] { return recorder_.batch_sizes.size() == 1; }));
+  std::vector<std::future<Result<std::unique_ptr<InferResponse>>>> waiting;
+  for (int i = 1; i <= 5; ++i) waiting.push_back(Send(static_cast<float>(i), i == 3 ? 2 : 1));
+  recorder_.Release();
+  ASSERT_TRUE(blocker.get().ok());
+  for (int i = 1; i <= 5; ++i) {
+    auto result = waiting[static_cast<size_t>(i - 1)].get();
+    ASSERT_TRUE(result.ok()) << result.status().ToString();
+    const tensor::Tensor& y = (*result)->outputs.at(0);
+    EXPECT_EQ(y.shape[0], i == 3 ? 2 : 1);  // split back by each request's rows
+    float value = 0;
+    std::memcpy(&value, y.data.data(), sizeof(float));
+    EXPECT_FLOAT_EQ(value, 2.0f * static_cast<float>(i));
+  }
+  EXPECT_EQ(recorder_.batch_sizes, (std::vector<int64_t>{1, 6}));
+  const StatisticsSnapshot stats = stats_.Snapshot();
+  EXPECT_EQ(stats.execution_count, 2u);
+  EXPECT_EQ(stats.inference_count, 7u);
+  EXPECT_EQ(stats.success.count, 6u);
+  EXPECT_EQ(stats.batch_stats.at(6).compute_infer.count, 1u);
+}
+
+TEST_F(SchedulerTest, InstancesRunInParallel) {
+  recorder_.wait_for_active = 2;
+  Start(Policy(0), 2);
+  auto a = Send(1);
+  auto b = Send(2);
+  ASSERT_TRUE(a.get().ok());
+  ASSERT_TRUE(b.get().ok());
+  EXPECT_EQ(recorder_.max_active, 2);
+}
+
+TEST_F(SchedulerTest, PreservesOrderingAcrossInstances) {
+  Start(Policy(1, /*preserve_ordering=*/true), 2);
+  auto slow = Send(-1);
+  ASSERT_TRUE(recorder_.WaitFor([&] { return recorder_.batch_sizes.size() == 1; }));
+  auto fast = Send(5);
+  ASSERT_TRUE(recorder_.WaitFor([&] { return recorder_.batch_sizes.size() == 2; }));
+  // The fast request has executed, but its answer waits for the slow one before it.
+  EXPECT_EQ(fast.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  recorder_.Release();
+  ASSERT_TRUE(slow.get().ok());
+  ASSERT_TRUE(fast.get().ok());
+}
+
+TEST_F(SchedulerTest, TimeoutRejectsWhileEveryInstanceIsBusy) {
+  Start(Policy(4, false, std::chrono::microseconds(2000)), 1);
+  auto blocker = Send(-1);
+  ASSERT_TRUE(recorder_.WaitFor([&] { return recorder_.batch_sizes.size() == 1; }));
+  auto waiting = Send(1);
+  auto result = waiting.get();  // the timer thread answers while the instance is still busy
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(result.status().message(), "Request timeout expired");
+  EXPECT_EQ(blocker.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  recorder_.Release();
+  ASSERT_TRUE(blocker.get().ok());
+  const StatisticsSnapshot stats = stats_.Snapshot();
+  EXPECT_EQ(stats.failures_by_reason[static_cast<int>(FailureReason::kRejected)], 1u);
+  EXPECT_EQ(recorder_.batch_sizes.size(), 1u);  // the expired request never ran
+}
+
+TEST_F(SchedulerTest, StopRunsWhatIsQueuedThenRefuses) {
+  Start(Policy(0), 1);
+  auto blocker = Send(-1);
+  ASSERT_TRUE(recorder_.WaitFor([&] { return recorder_.batch_sizes.size() == 1; }));
+  auto queued = Send(3);
+  std::thread stopper([this] { scheduler_->Stop(); });
+  recorder_.Release();
+  stopper.join();
+  EXPECT_TRUE(blocker.get().ok());
+  EXPECT_TRUE(queued.get().ok());
+  auto refused = Send(4).get();
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace rampart::serve
