@@ -1,0 +1,544 @@
+#!/usr/bin/env bash
+# HTTP infer benchmark: Rampart vs an nginx baseline, measured side by side in the same run.
+#
+# wrk POSTs one fixed KServe v2 JSON infer request for the model `simple` over loopback keep-alive
+# connections, at 1 connection (1 wrk thread) and 64 connections (2 wrk threads). The baseline is
+# a private nginx answering the same POST with a static body byte-identical to Rampart's response.
+# Reports throughput, p50/p99 latency, Rampart/nginx ratios and Rampart's internal per-request
+# overhead (handle time minus backend compute_infer time). It reports; it does not assert.
+#
+# Usage: bench/http_bench.sh --binary build/rampart --repository examples/models
+#                            [--duration 10] [--warmup 2] [--out FILE] [--nginx-workers auto]
+#                            [--nginx PATH] [--start-timeout 120] [--nginx-only] [--keep-workdir]
+# See docs/benchmarks.md.
+set -euo pipefail
+
+bench_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+readonly bench_dir
+readonly model="simple"
+readonly infer_path="/v2/models/${model}/infer"
+# Load levels: name, wrk threads, connections.
+readonly levels=("c1 1 1" "c64 2 64")
+
+binary=""
+repository=""
+duration=10
+warmup=2
+out_file=""
+nginx_workers="auto"
+nginx_bin=""
+start_timeout=120
+nginx_only=0
+keep_workdir=0
+
+usage() {
+  sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
+  cat <<'EOF'
+
+Options:
+  --binary PATH          Rampart binary (required unless --nginx-only)
+  --repository DIR       model repository holding `simple` (required unless --nginx-only)
+  --duration SECONDS     measured wrk run per server and load level (default 10)
+  --warmup SECONDS       unmeasured wrk run before each measured one (default 2)
+  --out FILE             also write the results as a markdown snippet to FILE
+  --nginx-workers N      nginx worker_processes (default auto = one per core)
+  --nginx PATH           nginx binary (default: nginx on PATH, else /usr/sbin/nginx)
+  --start-timeout SECS   how long Rampart may take to load and listen (default 120)
+  --nginx-only           measure only the nginx half, with a synthetic response body
+  --keep-workdir         keep the temp dir with logs and raw wrk output
+EOF
+}
+
+die() {
+  echo "http_bench: error: $*" >&2
+  exit 1
+}
+log() { echo "http_bench: $*" >&2; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --binary) binary="${2:?--binary needs a value}"; shift 2 ;;
+    --repository) repository="${2:?--repository needs a value}"; shift 2 ;;
+    --duration) duration="${2:?--duration needs a value}"; shift 2 ;;
+    --warmup) warmup="${2:?--warmup needs a value}"; shift 2 ;;
+    --out) out_file="${2:?--out needs a value}"; shift 2 ;;
+    --nginx-workers) nginx_workers="${2:?--nginx-workers needs a value}"; shift 2 ;;
+    --nginx) nginx_bin="${2:?--nginx needs a value}"; shift 2 ;;
+    --start-timeout) start_timeout="${2:?--start-timeout needs a value}"; shift 2 ;;
+    --nginx-only) nginx_only=1; shift ;;
+    --keep-workdir) keep_workdir=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument: $1" ;;
+  esac
+done
+
+[[ "$duration" =~ ^[1-9][0-9]*$ ]] || die "--duration must be a positive integer, got '$duration'"
+[[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, got '$warmup'"
+[[ "$start_timeout" =~ ^[1-9][0-9]*$ ]] || die "--start-timeout must be a positive integer"
+[[ "$nginx_workers" =~ ^(auto|[1-9][0-9]*)$ ]] || die "--nginx-workers must be auto or a count"
+
+# ---------------------------------------------------------------------------------------------
+# Prerequisites.
+
+for tool in wrk curl python3; do
+  command -v "$tool" >/dev/null 2>&1 ||
+    die "'$tool' not found on PATH (install it: tools/install_deps.sh installs wrk and curl)"
+done
+if [ -z "$nginx_bin" ]; then
+  nginx_bin="$(command -v nginx 2>/dev/null || true)"
+  [ -n "$nginx_bin" ] || { [ -x /usr/sbin/nginx ] && nginx_bin=/usr/sbin/nginx; } || true
+fi
+if [ -z "$nginx_bin" ] || [ ! -x "$nginx_bin" ]; then
+  die "nginx not found (install nginx-light: tools/install_deps.sh), or pass --nginx PATH"
+fi
+
+if [ "$nginx_only" -eq 0 ]; then
+  [ -n "$binary" ] || die "--binary is required (or use --nginx-only)"
+  [ -n "$repository" ] || die "--repository is required (or use --nginx-only)"
+  [ -e "$binary" ] || die "Rampart binary '$binary' does not exist (build it first: make build)"
+  if [ ! -f "$binary" ] || [ ! -x "$binary" ]; then die "'$binary' is not an executable file"; fi
+  [ -d "$repository/$model" ] || die "model repository '$repository' has no '$model' model"
+  binary="$(cd "$(dirname "$binary")" && pwd)/$(basename "$binary")"
+  repository="$(cd "$repository" && pwd)"
+fi
+
+workdir="$(mktemp -d "${TMPDIR:-/tmp}/rampart_http_bench.XXXXXX")"
+rampart_pid=""
+nginx_pid=""
+
+# True while the process exists and is not a zombie (kill -0 also succeeds on zombies).
+is_running() {
+  local state
+  state="$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" || return 1
+  [ -n "$state" ] && [ "$state" != "Z" ]
+}
+
+# Sends SIGTERM, waits up to $2 seconds, then SIGKILL; reaps the child.
+stop_process() {
+  local pid="$1" grace="$2" i
+  [ -n "$pid" ] || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < grace * 10; i++)); do
+    is_running "$pid" || break
+    sleep 0.1
+  done
+  if is_running "$pid"; then
+    log "process $pid ignored SIGTERM for ${grace}s; sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  stop_process "$rampart_pid" 10
+  stop_process "$nginx_pid" 10
+  if [ "$keep_workdir" -eq 1 ] || [ "$status" -ne 0 ]; then
+    log "logs and raw wrk output kept in $workdir"
+  else
+    rm -rf "$workdir"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() {
+  python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
+
+# Prints the HTTP status of a request; the body goes to $2 (or /dev/null).
+http_status() {
+  local method="$1" body_out="$2" url="$3"
+  shift 3
+  curl -sS --max-time 10 -o "$body_out" -w '%{http_code}' -X "$method" "$@" "$url" 2>/dev/null ||
+    echo "000"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Request body: INPUT0 = 0..15, INPUT1 = all ones.
+
+request_file="$workdir/request.json"
+python3 - "$request_file" <<'EOF'
+import json, sys
+input0 = list(range(16))
+input1 = [1] * 16
+body = {"inputs": [
+    {"name": "INPUT0", "shape": [1, 16], "datatype": "INT32", "data": input0},
+    {"name": "INPUT1", "shape": [1, 16], "datatype": "INT32", "data": input1},
+]}
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps(body, separators=(",", ":")))
+EOF
+
+# ---------------------------------------------------------------------------------------------
+# Rampart.
+
+rampart_port=""
+rampart_run=0
+
+start_rampart() {
+  rampart_run=$((rampart_run + 1))
+  local stdout_file="$workdir/rampart.$rampart_run.stdout"
+  local stderr_file="$workdir/rampart.$rampart_run.stderr"
+  log "starting Rampart ($binary serve, run $rampart_run)"
+  "$binary" serve --model-repository "$repository" --http-port 0 --http-address 127.0.0.1 \
+    >"$stdout_file" 2>"$stderr_file" &
+  rampart_pid=$!
+
+  local deadline=$((SECONDS + start_timeout)) line=""
+  while :; do
+    line="$(grep -m1 -E '^rampart: HTTP listening on 127\.0\.0\.1:[0-9]+' "$stdout_file" || true)"
+    [ -n "$line" ] && break
+    if ! is_running "$rampart_pid"; then
+      wait "$rampart_pid" 2>/dev/null && status=0 || status=$?
+      rampart_pid=""
+      echo "--- Rampart stdout (tail) ---" >&2; tail -n 20 "$stdout_file" >&2 || true
+      echo "--- Rampart stderr (tail) ---" >&2; tail -n 20 "$stderr_file" >&2 || true
+      die "Rampart exited with status $status before listening (logs above)"
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "--- Rampart stderr (tail) ---" >&2; tail -n 20 "$stderr_file" >&2 || true
+      die "Rampart did not print 'rampart: HTTP listening on 127.0.0.1:<port>' within" \
+        "${start_timeout}s (still loading? stdout not flushed?)"
+    fi
+    sleep 0.1
+  done
+  rampart_port="$(sed -E 's/^rampart: HTTP listening on 127\.0\.0\.1:([0-9]+).*/\1/' <<<"$line")"
+
+  deadline=$((SECONDS + 30))
+  local ready_url="http://127.0.0.1:$rampart_port/v2/health/ready"
+  until [ "$(http_status GET /dev/null "$ready_url")" = 200 ]; do
+    is_running "$rampart_pid" || die "Rampart exited while waiting for /v2/health/ready"
+    [ "$SECONDS" -lt "$deadline" ] ||
+      die "Rampart listens on port $rampart_port but /v2/health/ready is not 200 after 30s"
+    sleep 0.1
+  done
+  log "Rampart ready on 127.0.0.1:$rampart_port"
+}
+
+# Stops Rampart with SIGTERM and sets served and handle_ns from its exit line
+# `rampart: http served=N handle_ns_total=T` (both empty when the line is missing).
+stop_rampart() {
+  local stdout_file="$workdir/rampart.$rampart_run.stdout"
+  stop_process "$rampart_pid" 30
+  rampart_pid=""
+  local pattern='s/^rampart: http served=([0-9]+) handle_ns_total=([0-9]+).*/\1 \2/p'
+  read -r served handle_ns <<<"$(sed -n -E "$pattern" "$stdout_file" | tail -n 1)"
+}
+
+# Prints the mean µs per request of model_stats[0].inference_stats compute_infer, queue and
+# success (the whole request inside the core), each over the server's life, or nothing on failure.
+model_stats_us() {
+  local stats_file="$workdir/stats.$rampart_run.json"
+  local stats_url="http://127.0.0.1:$rampart_port/v2/models/$model/stats"
+  [ "$(http_status GET "$stats_file" "$stats_url")" = 200 ] || return 0
+  python3 - "$stats_file" <<'EOF' 2>/dev/null || true
+import json, sys
+stats = json.load(open(sys.argv[1]))["model_stats"][0]["inference_stats"]
+def mean_us(name):
+    duration = stats.get(name, {})
+    count = duration.get("count", 0)
+    return "%.1f" % (duration["ns"] / count / 1000) if count else "nan"
+if stats["compute_infer"]["count"]:
+    print(mean_us("compute_infer"), mean_us("queue"), mean_us("success"))
+EOF
+}
+
+# ---------------------------------------------------------------------------------------------
+# The response body both servers send.
+
+response_file="$workdir/response.json"
+if [ "$nginx_only" -eq 0 ]; then
+  start_rampart
+  code="$(http_status POST "$response_file" "http://127.0.0.1:$rampart_port$infer_path" \
+    -H 'Content-Type: application/json' --data-binary "@$request_file")"
+  if [ "$code" != 200 ]; then
+    echo "--- response body ---" >&2
+    head -c 2000 "$response_file" >&2 2>/dev/null || true
+    echo >&2
+    die "Rampart answered POST $infer_path with HTTP $code, expected 200"
+  fi
+  python3 - "$response_file" <<'EOF' || die "Rampart's infer response is not the expected JSON"
+import json, sys
+response = json.load(open(sys.argv[1]))
+names = sorted(output["name"] for output in response["outputs"])
+if names != ["OUTPUT0", "OUTPUT1"]:
+    sys.exit("outputs are %s, expected OUTPUT0 and OUTPUT1" % names)
+EOF
+else
+  # What Rampart is expected to answer (OUTPUT0 = sum, OUTPUT1 = difference), for validating the
+  # nginx half without a Rampart binary.
+  python3 - "$response_file" <<'EOF'
+import json, sys
+input0, input1 = list(range(16)), [1] * 16
+body = {"model_name": "simple", "model_version": "1", "outputs": [
+    {"name": "OUTPUT0", "datatype": "INT32", "shape": [1, 16],
+     "data": [a + b for a, b in zip(input0, input1)]},
+    {"name": "OUTPUT1", "datatype": "INT32", "shape": [1, 16],
+     "data": [a - b for a, b in zip(input0, input1)]},
+]}
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps(body, separators=(",", ":")))
+EOF
+fi
+response_bytes="$(wc -c <"$response_file" | tr -d ' ')"
+log "infer response body: $response_bytes bytes"
+
+# ---------------------------------------------------------------------------------------------
+# nginx baseline.
+
+nginx_prefix="$workdir/nginx"
+mkdir -p "$nginx_prefix"
+# When run as root, nginx workers drop to an unprivileged user; they need to traverse the prefix.
+chmod 755 "$workdir" "$nginx_prefix"
+nginx_port="$(free_port)"
+python3 - "$bench_dir/nginx_baseline.conf.in" "$nginx_prefix/nginx.conf" "$response_file" \
+  "$nginx_prefix" "$nginx_port" "$nginx_workers" "$infer_path" <<'EOF' ||
+import sys
+template, conf, body_file, prefix, port, workers, path = sys.argv[1:]
+body = open(body_file, "rb").read().decode("utf-8")
+if "$" in body:
+    sys.exit("the response body contains '$', which nginx would expand as a variable")
+body = body.replace("\\", "\\\\").replace("'", "\\'")
+text = open(template).read()
+for key, value in (("PREFIX", prefix), ("PORT", port), ("WORKERS", workers),
+                   ("INFER_PATH", path), ("BODY", body)):
+    text = text.replace("@%s@" % key, value)
+open(conf, "w").write(text)
+EOF
+  die "could not render the nginx config"
+
+"$nginx_bin" -t -q -p "$nginx_prefix" -c "$nginx_prefix/nginx.conf" -e "$nginx_prefix/error.log" \
+  2>"$workdir/nginx.test" || { cat "$workdir/nginx.test" >&2; die "nginx rejected its config"; }
+log "starting nginx on 127.0.0.1:$nginx_port (worker_processes $nginx_workers)"
+"$nginx_bin" -p "$nginx_prefix" -c "$nginx_prefix/nginx.conf" -e "$nginx_prefix/error.log" \
+  >"$workdir/nginx.stdout" 2>"$workdir/nginx.stderr" &
+nginx_pid=$!
+nginx_body="$workdir/nginx_response.json"
+deadline=$((SECONDS + 10))
+while :; do
+  code="$(http_status POST "$nginx_body" "http://127.0.0.1:$nginx_port$infer_path" \
+    -H 'Content-Type: application/json' --data-binary "@$request_file")"
+  [ "$code" = 200 ] && break
+  if ! is_running "$nginx_pid" || [ "$SECONDS" -ge "$deadline" ]; then
+    cat "$workdir/nginx.stderr" "$nginx_prefix/error.log" >&2 2>/dev/null || true
+    die "nginx baseline did not answer POST $infer_path with 200 (last status $code)"
+  fi
+  sleep 0.1
+done
+cmp -s "$response_file" "$nginx_body" ||
+  die "nginx body ($(wc -c <"$nginx_body") bytes) differs from Rampart's ($response_bytes bytes)"
+log "nginx answers POST with 200 and the identical $response_bytes-byte body"
+
+# ---------------------------------------------------------------------------------------------
+# wrk.
+
+# Converts a wrk duration ("36.00us", "1.33ms", "2.00s", "1.00m") to microseconds.
+to_us() {
+  awk -v t="$1" 'BEGIN {
+    if (match(t, /^[0-9.]+/) == 0) { print "nan"; exit }
+    v = substr(t, 1, RLENGTH); u = substr(t, RLENGTH + 1)
+    m = (u == "us") ? 1 : (u == "ms") ? 1e3 : (u == "s") ? 1e6 : (u == "m") ? 6e7 : -1
+    if (m < 0) print "nan"; else if (v * m >= 100) printf "%.0f", v * m; else printf "%.1f", v * m
+  }'
+}
+
+# Runs wrk and sets wrk_rps, wrk_p50_us, wrk_p99_us, wrk_requests, wrk_errors.
+run_wrk() {
+  local label="$1" threads="$2" connections="$3" seconds="$4" url="$5"
+  local raw="$workdir/wrk.$label.txt"
+  RAMPART_BENCH_BODY_FILE="$request_file" wrk --latency --timeout 5s -t "$threads" \
+    -c "$connections" -d "${seconds}s" -s "$bench_dir/wrk_post_body.lua" "$url" >"$raw" 2>&1 ||
+    { cat "$raw" >&2; die "wrk failed ($label)"; }
+  wrk_rps="$(awk '/^Requests\/sec:/ { print $2 }' "$raw")"
+  wrk_p50_us="$(to_us "$(awk '$1 == "50%" { print $2 }' "$raw")")"
+  wrk_p99_us="$(to_us "$(awk '$1 == "99%" { print $2 }' "$raw")")"
+  wrk_requests="$(awk '/requests in/ { print $1 }' "$raw")"
+  wrk_errors="$(awk '/Non-2xx or 3xx responses:/ { n += $NF }
+    /Socket errors:/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) n += $i }
+    END { print n + 0 }' "$raw")"
+  if [ -z "$wrk_rps" ] || [ -z "$wrk_requests" ]; then
+    cat "$raw" >&2
+    die "cannot parse wrk output ($label)"
+  fi
+  if [ "$wrk_errors" -gt 0 ]; then
+    log "WARNING: $label: $wrk_errors non-2xx responses or socket errors (see below)"
+    grep -E 'Non-2xx|Socket errors' "$raw" >&2 || true
+  fi
+}
+
+calc() { awk "BEGIN { v = $1; if (v != v) print \"nan\"; else printf \"%.${2:-2}f\", v }"; }
+ratio() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    if (b + 0 == 0 || a == "nan" || b == "nan") print "nan"; else printf "%.2f", a / b
+  }'
+}
+
+declare -A result
+for level in "${levels[@]}"; do
+  read -r name threads connections <<<"$level"
+
+  if [ "$nginx_only" -eq 0 ]; then
+    # A fresh server per load level, so each level's exit counters cover only its own traffic.
+    [ -n "$rampart_pid" ] || start_rampart
+    url="http://127.0.0.1:$rampart_port$infer_path"
+    if [ "$warmup" -gt 0 ]; then
+      log "rampart $name: warm-up ${warmup}s"
+      run_wrk "rampart.$name.warmup" "$threads" "$connections" "$warmup" "$url"
+    fi
+    log "rampart $name: measuring ${duration}s (wrk -t$threads -c$connections)"
+    run_wrk "rampart.$name" "$threads" "$connections" "$duration" "$url"
+    read -r compute_us queue_us success_us <<<"$(model_stats_us)" || true
+    result[rampart.$name.rps]="$wrk_rps"
+    result[rampart.$name.p50]="$wrk_p50_us"
+    result[rampart.$name.p99]="$wrk_p99_us"
+    result[rampart.$name.errors]="$wrk_errors"
+    stop_rampart
+
+    # Overhead = handle time per request - backend compute_infer time per request, both over the
+    # server's whole life (readiness checks, warm-up and measurement), since the handle counters
+    # are only printed at exit. outside_us = handle - success: time spent in the HTTP front end
+    # rather than in the core (queue + compute).
+    result[rampart.$name.served]="${served:-n/a}"
+    handle_us="nan"; overhead_us="nan"; outside_us="nan"
+    if [ -n "${served:-}" ] && [ "$served" -gt 0 ]; then
+      handle_us="$(calc "$handle_ns / $served / 1000" 1)"
+    else
+      log "WARNING: Rampart printed no 'rampart: http served=N handle_ns_total=T' line on SIGTERM"
+    fi
+    if [ -z "${compute_us:-}" ]; then
+      log "WARNING: no compute_infer statistics from GET /v2/models/$model/stats"
+      compute_us="nan"; queue_us="nan"; success_us="nan"
+    fi
+    if [ "$handle_us" != nan ] && [ "$compute_us" != nan ]; then
+      overhead_us="$(calc "$handle_us - $compute_us" 1)"
+    fi
+    if [ "$handle_us" != nan ] && [ "$success_us" != nan ]; then
+      outside_us="$(calc "$handle_us - $success_us" 1)"
+    fi
+    result[rampart.$name.handle_us]="$handle_us"
+    result[rampart.$name.compute_us]="$compute_us"
+    result[rampart.$name.queue_us]="$queue_us"
+    result[rampart.$name.overhead_us]="$overhead_us"
+    result[rampart.$name.outside_us]="$outside_us"
+  fi
+
+  url="http://127.0.0.1:$nginx_port$infer_path"
+  if [ "$warmup" -gt 0 ]; then
+    log "nginx $name: warm-up ${warmup}s"
+    run_wrk "nginx.$name.warmup" "$threads" "$connections" "$warmup" "$url"
+  fi
+  log "nginx $name: measuring ${duration}s (wrk -t$threads -c$connections)"
+  run_wrk "nginx.$name" "$threads" "$connections" "$duration" "$url"
+  result[nginx.$name.rps]="$wrk_rps"
+  result[nginx.$name.p50]="$wrk_p50_us"
+  result[nginx.$name.p99]="$wrk_p99_us"
+  result[nginx.$name.errors]="$wrk_errors"
+done
+
+# ---------------------------------------------------------------------------------------------
+# Report.
+
+describe_level() {
+  local threads connections
+  read -r _ threads connections <<<"$1"
+  echo "$connections conn / $threads wrk thread$([ "$threads" -gt 1 ] && echo s)"
+}
+
+report() {
+  local cpu
+  cpu="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)"
+  echo "HTTP infer benchmark: POST $infer_path, JSON, loopback keep-alive"
+  echo "machine: $(nproc) cores (${cpu:-unknown CPU}), $(uname -sr);" \
+    "wrk and servers share the cores"
+  echo "runs: ${warmup}s warm-up + ${duration}s measured per server and level;" \
+    "response body $response_bytes bytes;" \
+    "nginx $("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///') worker_processes $nginx_workers"
+  echo
+  echo "| load | server | req/s | p50 (µs) | p99 (µs) |"
+  echo "|---|---|---:|---:|---:|"
+  local level name flag errors
+  for level in "${levels[@]}"; do
+    name="${level%% *}"
+    for server in rampart nginx; do
+      [ -n "${result[$server.$name.rps]:-}" ] || continue
+      flag=""
+      errors="${result[$server.$name.errors]}"
+      [ "$errors" -eq 0 ] || flag=" ($errors errors)"
+      printf '| %s | %s%s | %.0f | %s | %s |\n' "$(describe_level "$level")" "$server" "$flag" \
+        "${result[$server.$name.rps]}" "${result[$server.$name.p50]}" "${result[$server.$name.p99]}"
+    done
+    if [ "$nginx_only" -eq 0 ]; then
+      printf '| %s | **rampart/nginx** | **%s** | %s | %s |\n' "$(describe_level "$level")" \
+        "$(ratio "${result[rampart.$name.rps]}" "${result[nginx.$name.rps]}")" \
+        "$(ratio "${result[rampart.$name.p50]}" "${result[nginx.$name.p50]}")" \
+        "$(ratio "${result[rampart.$name.p99]}" "${result[nginx.$name.p99]}")"
+    fi
+  done
+  if [ "$nginx_only" -eq 0 ]; then
+    echo
+    echo "Rampart per request, mean over each server's life: handle = handle_ns_total/served;"
+    echo "queue, compute_infer, success from /stats; overhead = handle - compute_infer;"
+    echo "outside core = handle - success."
+    echo
+    echo "| load | requests served | handle (µs) | queue (µs) | compute_infer (µs) |" \
+      "overhead (µs) | outside core (µs) |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    for level in "${levels[@]}"; do
+      name="${level%% *}"
+      printf '| %s | %s | %s | %s | %s | **%s** | %s |\n' "$(describe_level "$level")" \
+        "${result[rampart.$name.served]}" "${result[rampart.$name.handle_us]}" \
+        "${result[rampart.$name.queue_us]}" "${result[rampart.$name.compute_us]}" \
+        "${result[rampart.$name.overhead_us]}" "${result[rampart.$name.outside_us]}"
+    done
+    echo
+    echo "Goals: throughput >= 0.70 x nginx; internal overhead < 50 µs."
+  fi
+}
+
+summary() {
+  local level name
+  for level in "${levels[@]}"; do
+    name="${level%% *}"
+    if [ "$nginx_only" -eq 0 ]; then
+      echo "rampart_rps_$name=$(calc "${result[rampart.$name.rps]}" 0)"
+      echo "rampart_p50_us_$name=${result[rampart.$name.p50]}"
+      echo "rampart_p99_us_$name=${result[rampart.$name.p99]}"
+    fi
+    echo "nginx_rps_$name=$(calc "${result[nginx.$name.rps]}" 0)"
+    echo "nginx_p50_us_$name=${result[nginx.$name.p50]}"
+    echo "nginx_p99_us_$name=${result[nginx.$name.p99]}"
+    if [ "$nginx_only" -eq 0 ]; then
+      echo "ratio_throughput_$name=$(ratio "${result[rampart.$name.rps]}" \
+        "${result[nginx.$name.rps]}")"
+      echo "ratio_p50_$name=$(ratio "${result[rampart.$name.p50]}" "${result[nginx.$name.p50]}")"
+      echo "ratio_p99_$name=$(ratio "${result[rampart.$name.p99]}" "${result[nginx.$name.p99]}")"
+      echo "overhead_us_$name=${result[rampart.$name.overhead_us]}"
+      echo "outside_core_us_$name=${result[rampart.$name.outside_us]}"
+      echo "errors_$name=$((${result[rampart.$name.errors]} + ${result[nginx.$name.errors]}))"
+    else
+      echo "errors_$name=${result[nginx.$name.errors]}"
+    fi
+  done
+}
+
+echo
+report
+echo
+echo "--- summary ---"
+summary
+if [ -n "$out_file" ]; then
+  {
+    echo "<!-- bench/http_bench.sh, $(date -u +%Y-%m-%dT%H:%MZ)," \
+      "commit $(git -C "$bench_dir" rev-parse --short HEAD 2>/dev/null || echo unknown) -->"
+    report
+  } >"$out_file"
+  log "markdown written to $out_file"
+fi
