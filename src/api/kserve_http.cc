@@ -263,6 +263,7 @@ void KServeHttp::Infer(net::HttpRequest&& request, std::string_view model, int64
   infer->model_name = std::string(model);
   infer->model_version = version;
   infer->arrival = request.received;
+  infer->cancelled = request.client_gone;
   server_.Infer(
       std::move(infer), [responder = std::move(responder), encoding = std::move(decoded->encoding)](
                             Result<std::unique_ptr<serve::InferResponse>> result) mutable {

@@ -3,7 +3,9 @@
 // Plain HTTP request/response values shared by the server and the API layer; no Beast types
 // leak past src/net.
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +22,9 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
   std::string body;
   SteadyTime received{};  // when the whole request had been read
+  // Becomes true if the client closes its connection before the answer is written, so work
+  // queued for it can be dropped.
+  std::shared_ptr<const std::atomic<bool>> client_gone;
 
   std::string_view path() const;   // target up to '?'
   std::string_view query() const;  // after '?', or empty

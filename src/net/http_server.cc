@@ -1,7 +1,10 @@
 #include "net/http_server.h"
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -150,6 +153,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // On this connection's thread.
   void Write(HttpResponse response) {
+    responded_ = true;
+    if (watching_) {
+      beast::error_code ignored;
+      stream_.socket().cancel(ignored);  // only the hang-up watch is pending now
+    }
     response_.emplace(static_cast<http::status>(response.status), version_);
     response_->set(http::field::server, "rampart");
     if (!response.body.empty() || response.status >= 200) {
@@ -166,6 +174,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   void ReadNext() {
+    responded_ = false;
     parser_.emplace();
     parser_->body_limit(server_.options().max_body_bytes);
     parser_->header_limit(64 * 1024);
@@ -240,8 +249,30 @@ class Connection : public std::enable_shared_from_this<Connection> {
     request.body = std::move(message.body());
     request.received = Clock::Real().Now();
     received_ = request.received;
+    auto client_gone = std::make_shared<std::atomic<bool>>(false);
+    request.client_gone = client_gone;
     counted_ = true;
     server_.Dispatch(std::move(request), Responder(shared_from_this()));
+    WatchForHangUp(std::move(client_gone));
+  }
+
+  // While the answer is being worked on nothing reads the socket; wait for it to become readable
+  // and, if that is the client's end of stream, say so, so queued work for it is dropped.
+  void WatchForHangUp(std::shared_ptr<std::atomic<bool>> client_gone) {
+    if (responded_) return;  // answered synchronously
+    watching_ = true;
+    stream_.socket().async_wait(
+        tcp::socket::wait_read,
+        [self = shared_from_this(), client_gone = std::move(client_gone)](beast::error_code error) {
+          self->watching_ = false;
+          if (error) return;  // cancelled because the answer is being written
+          char byte = 0;
+          const ssize_t peeked =
+              ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+          if (peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            client_gone->store(true);
+          }
+        });
   }
 
   void OnWrite(beast::error_code error) {
@@ -291,7 +322,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   unsigned version_ = 11;
   bool keep_alive_ = true;
   bool close_after_write_ = false;
-  bool counted_ = false;  // the current request was dispatched and counts as in flight
+  bool counted_ = false;    // the current request was dispatched and counts as in flight
+  bool responded_ = false;  // Write() has been called for the current request
+  bool watching_ = false;   // a hang-up watch is pending
 };
 
 void HttpServer::Impl::Accept() {

@@ -515,6 +515,94 @@ def test_sigterm_drains_in_flight(fixture: Fixture) -> str:
         server.cleanup()
 
 
+def test_dynamic_batching_under_load(fixture: Fixture) -> str:
+    """mlp_classifier batches (preferred 16/32, 2 ms delay): concurrent clients must share
+    executions, every answer must still be its own row's, and the counts must be exact."""
+    server = e2e.Server(fixture.binary, fixture.repository)
+    clients, rounds = 32, 6
+    try:
+        server.start()
+        barrier = threading.Barrier(clients)
+        errors: List[str] = []
+        lock = threading.Lock()
+
+        def worker(index: int) -> None:
+            client = server.client(timeout=60)
+            try:
+                client.get("/v2/health/live")
+                barrier.wait(timeout=30)
+                for round_ in range(rounds):
+                    row = (index + round_) % 4
+                    check_mlp_row_response(fixture, row, client.infer(
+                        "mlp_classifier", mlp_row_request(fixture, row)))
+            except (E2eError, OSError, threading.BrokenBarrierError) as error:
+                with lock:
+                    errors.append(f"client {index}: {error!r}")
+            finally:
+                client.close()
+
+        threads = [threading.Thread(target=worker, args=(i,), daemon=True)
+                   for i in range(clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        check(not errors, f"{len(errors)} clients failed; first: {errors[:3]}")
+        client = server.client()
+        stats = client.get("/v2/models/mlp_classifier/stats").json()["model_stats"][0]
+        client.close()
+        requests = clients * rounds
+        check(stats["inference_stats"]["success"]["count"] == requests,
+              f"success count {stats['inference_stats']['success']['count']} != {requests}")
+        check(stats["inference_count"] == requests,
+              f"inference_count {stats['inference_count']} != {requests}")
+        sizes = {int(batch["batch_size"]): batch["compute_infer"]["count"]
+                 for batch in stats["batch_stats"]}
+        check(sum(size * count for size, count in sizes.items()) == requests,
+              f"batch_stats {sizes} do not add up to {requests} items")
+        check(max(sizes) > 1, f"no batch larger than 1 formed: batch_stats {sizes}")
+        return (f"{requests} requests in {stats['execution_count']} executions, "
+                f"largest batch {max(sizes)}")
+    finally:
+        server.stop()
+        server.cleanup()
+
+
+def test_abandoned_request_never_runs(fixture: Fixture) -> str:
+    """A request whose client hangs up while it waits behind a busy instance is dropped before
+    it reaches the backend (Triton runs it anyway)."""
+    repository = fixture.slow_repository()
+    server = e2e.Server(fixture.binary, repository)
+    try:
+        server.start()
+        busy = socket.create_connection((server.host, server.port), timeout=60)
+        busy.sendall(slow_request_bytes(fixture.slow_iterations))
+        e2e.wait_until_server_has_read(busy, server.port)
+        abandoned = socket.create_connection((server.host, server.port), timeout=60)
+        abandoned.sendall(slow_request_bytes(fixture.slow_iterations))
+        e2e.wait_until_server_has_read(abandoned, server.port)
+        abandoned.close()
+        response = e2e.ResponseReader(busy).read("POST")
+        check(response.status == 200, f"busy request: {response!r}")
+        busy.close()
+        client = server.client()
+        try:
+            after = client.infer("slow", e2e.InferRequest(
+                [{"name": "ITERATIONS", "datatype": "INT64", "shape": [1], "data": [1]}]))
+            check(after.status == 200, f"request after the abandoned one: {after!r}")
+            stats = client.get("/v2/models/slow/stats").json()["model_stats"][0]
+        finally:
+            client.close()
+        check(stats["execution_count"] == 2,
+              f"execution_count {stats['execution_count']}: the abandoned request ran")
+        check(stats["inference_stats"]["fail"]["count"] == 1,
+              f"fail count {stats['inference_stats']['fail']['count']}, expected 1 (cancelled)")
+        return "abandoned request dropped: 2 executions for 3 requests"
+    finally:
+        server.stop()
+        server.cleanup()
+
+
 # --------------------------------------------------------------------------------------------
 
 TESTS: List[Callable[[Fixture], str]] = [
@@ -523,6 +611,8 @@ TESTS: List[Callable[[Fixture], str]] = [
     test_chunked_request_body,
     test_expect_100_continue,
     test_concurrent_connections,
+    test_dynamic_batching_under_load,
+    test_abandoned_request_never_runs,
     test_client_disconnects,
     test_unknown_cli_flag,
     test_missing_repository,
