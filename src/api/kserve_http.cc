@@ -4,6 +4,8 @@
 
 #include "api/http_status.h"
 #include "api/kserve_codec.h"
+#include "core/logging.h"
+#include "core/trace.h"
 #include "json/reader.h"
 #include "json/writer.h"
 #include "model/config.h"
@@ -159,6 +161,41 @@ net::HttpResponse EncodeResponse(Result<std::unique_ptr<serve::InferResponse>>& 
   return response;
 }
 
+// Server-Timing durations are milliseconds (https://www.w3.org/TR/server-timing/).
+std::string ServerTiming(const serve::RequestTiming& timing, int64_t total_ns) {
+  return fmt::format(
+      "queue;dur={:.3f}, compute_input;dur={:.3f}, compute_infer;dur={:.3f}, "
+      "compute_output;dur={:.3f}, total;dur={:.3f}",
+      timing.queue_ns / 1e6, timing.compute_input_ns / 1e6, timing.compute_infer_ns / 1e6,
+      timing.compute_output_ns / 1e6, total_ns / 1e6);
+}
+
+void WriteAccessLog(const net::HttpRequest& request, std::string_view trace_id, int status,
+                    size_t bytes, const serve::RequestTiming& timing, int64_t total_ns) {
+  json::Writer line;
+  line.StartObject();
+  line.Key("access");
+  line.String(request.method + " " + request.target);
+  line.Key("status");
+  line.Int64(status);
+  line.Key("bytes");
+  line.Uint64(bytes);
+  line.Key("trace_id");
+  line.String(trace_id);
+  line.Key("queue_us");
+  line.Double(timing.queue_ns / 1e3);
+  line.Key("compute_input_us");
+  line.Double(timing.compute_input_ns / 1e3);
+  line.Key("compute_infer_us");
+  line.Double(timing.compute_infer_ns / 1e3);
+  line.Key("compute_output_us");
+  line.Double(timing.compute_output_ns / 1e3);
+  line.Key("total_us");
+  line.Double(total_ns / 1e3);
+  line.EndObject();
+  LOG_INFO("{}", line.view());
+}
+
 }  // namespace
 
 KServeHttp::KServeHttp(serve::InferenceServer& server, KServeHttpOptions options)
@@ -202,6 +239,11 @@ void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
           "explicit model {} is not supported yet; models load at start-up", path[4])));
       return;
     }
+  }
+  // /v2/logging (Triton's logging extension)
+  if (path[1] == "logging" && path.size() == 2) {
+    get || post ? responder.Send(Logging(request)) : method_not_allowed();
+    return;
   }
   if (path[1] != "models") {
     responder.Send(KServeError(NotFound("no route for {}", request.path())));
@@ -254,9 +296,19 @@ void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
 
 void KServeHttp::Infer(net::HttpRequest&& request, std::string_view model, int64_t version,
                        net::Responder responder) {
+  std::optional<TraceContext> parent;
+  if (auto header = request.Header("traceparent")) parent = TraceContext::Parse(*header);
+  const TraceContext trace = parent ? parent->Child() : TraceContext::Start();
+
   Result<DecodedInfer> decoded = DecodeInferRequest(request.body, request.Header(kHeaderLength));
   if (!decoded.ok()) {
-    responder.Send(KServeError(decoded.status()));
+    net::HttpResponse response = KServeError(decoded.status());
+    response.headers.emplace_back("traceparent", trace.Traceparent());
+    if (options_.access_log) {
+      WriteAccessLog(request, trace.TraceId(), response.status, response.body.size(), {},
+                     NanosBetween(request.received, Clock::Real().Now()));
+    }
+    responder.Send(std::move(response));
     return;
   }
   std::unique_ptr<serve::InferRequest> infer = std::move(decoded->request);
@@ -264,11 +316,26 @@ void KServeHttp::Infer(net::HttpRequest&& request, std::string_view model, int64
   infer->model_version = version;
   infer->arrival = request.received;
   infer->cancelled = request.client_gone;
+  // Only what the answer needs travels with the callback; the body stays behind.
+  request.body.clear();
+  request.body.shrink_to_fit();
   server_.Infer(
-      std::move(infer), [responder = std::move(responder), encoding = std::move(decoded->encoding)](
+      std::move(infer), [this, responder = std::move(responder), trace,
+                         request = std::move(request), encoding = std::move(decoded->encoding)](
                             Result<std::unique_ptr<serve::InferResponse>> result) mutable {
-        responder.SendWith([result = std::move(result), encoding = std::move(encoding)]() mutable {
-          return EncodeResponse(result, encoding);
+        responder.SendWith([this, trace, request = std::move(request), result = std::move(result),
+                            encoding = std::move(encoding)]() mutable {
+          net::HttpResponse response = EncodeResponse(result, encoding);
+          const serve::RequestTiming timing =
+              result.ok() ? (*result)->timing : serve::RequestTiming{};
+          const int64_t total_ns = NanosBetween(request.received, Clock::Real().Now());
+          response.headers.emplace_back("traceparent", trace.Traceparent());
+          response.headers.emplace_back("Server-Timing", ServerTiming(timing, total_ns));
+          if (options_.access_log) {
+            WriteAccessLog(request, trace.TraceId(), response.status, response.body.size(), timing,
+                           total_ns);
+          }
+          return response;
         });
       });
 }
@@ -283,7 +350,7 @@ net::HttpResponse KServeHttp::ServerMetadata() const {
   writer.Key("extensions");
   writer.StartArray();
   for (std::string_view extension :
-       {"binary_tensor_data", "model_configuration", "statistics", "model_repository"}) {
+       {"binary_tensor_data", "model_configuration", "statistics", "model_repository", "logging"}) {
     writer.String(extension);
   }
   writer.EndArray();
@@ -382,6 +449,66 @@ net::HttpResponse KServeHttp::RepositoryIndex(const net::HttpRequest& request) c
     writer.EndObject();
   }
   writer.EndArray();
+  return Json(writer.str());
+}
+
+net::HttpResponse KServeHttp::Logging(const net::HttpRequest& request) const {
+  LogSettings settings = CurrentLogSettings();
+  if (request.method == "POST") {
+    json::Parser parser;
+    Result<json::Value> body = parser.Parse(request.body);
+    if (!body.ok()) return KServeError(body.status());
+    if (!body->IsObject()) return KServeError(InvalidArgument("the body must be a JSON object"));
+    for (auto [key, value] : body->Object()) {
+      const json::Value field(value);
+      Status status;
+      if (key == "log_info" || key == "log_warning" || key == "log_error") {
+        Result<bool> flag = field.GetBool(key);
+        status = flag.status();
+        if (flag.ok()) {
+          (key == "log_info"      ? settings.info
+           : key == "log_warning" ? settings.warning
+                                  : settings.error) = *flag;
+        }
+      } else if (key == "log_verbose_level") {
+        Result<uint64_t> level = field.GetUint64(key);
+        status = level.status();
+        if (level.ok()) settings.verbose_level = static_cast<int>(std::min<uint64_t>(*level, 1000));
+      } else if (key == "log_format") {
+        Result<std::string_view> name = field.GetString(key);
+        status = name.status();
+        if (name.ok()) {
+          Result<LogFormat> format = ParseLogFormat(*name);
+          status = format.status();
+          if (format.ok()) settings.format = *format;
+        }
+      } else if (key == "log_file") {
+        Result<std::string_view> file = field.GetString(key);
+        status = file.ok() && !file->empty()
+                     ? Unimplemented("log_file: Rampart logs to stderr only")
+                     : file.status();
+      } else {
+        status = InvalidArgument("unknown logging setting '{}'", key);
+      }
+      if (!status.ok()) return KServeError(status);
+    }
+    ApplyLogSettings(settings);
+  }
+  json::Writer writer;
+  writer.StartObject();
+  writer.Key("log_file");
+  writer.String("");
+  writer.Key("log_info");
+  writer.Bool(settings.info);
+  writer.Key("log_warning");
+  writer.Bool(settings.warning);
+  writer.Key("log_error");
+  writer.Bool(settings.error);
+  writer.Key("log_verbose_level");
+  writer.Int64(settings.verbose_level);
+  writer.Key("log_format");
+  writer.String(LogFormatName(settings.format));
+  writer.EndObject();
   return Json(writer.str());
 }
 

@@ -5,7 +5,9 @@
 //
 // Handle() runs on an HTTP I/O thread and never blocks: infer requests are decoded there, handed
 // to the server, and answered from the completion callback (the response is serialized back on
-// the I/O thread). Thread-safe; holds no mutable state of its own.
+// the I/O thread). Every infer answer carries a W3C `traceparent` (continuing the caller's trace
+// or starting one) and a `Server-Timing` header with the request's queue, compute_input,
+// compute_infer, compute_output and total durations. Thread-safe; holds no mutable state.
 
 #include <string>
 
@@ -17,6 +19,8 @@ namespace rampart::api {
 struct KServeHttpOptions {
   std::string server_name = "rampart";
   std::string server_version;
+  // One JSON line per infer request (trace id, status, per-stage timing) at info level.
+  bool access_log = false;
 };
 
 class KServeHttp {
@@ -34,6 +38,7 @@ class KServeHttp {
   net::HttpResponse ModelReady(std::string_view model, int64_t version) const;
   net::HttpResponse Statistics(std::string_view model, int64_t version) const;
   net::HttpResponse RepositoryIndex(const net::HttpRequest& request) const;
+  net::HttpResponse Logging(const net::HttpRequest& request) const;
 
   serve::InferenceServer& server_;
   const KServeHttpOptions options_;

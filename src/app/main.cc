@@ -13,6 +13,8 @@
 #include "app/settings.h"
 #include "backend/torch/torch_backend.h"
 #include "core/logging.h"
+#include "metrics/process_collector.h"
+#include "metrics/serve_metrics.h"
 #include "net/http_server.h"
 #include "serve/server.h"
 
@@ -33,11 +35,51 @@ sigset_t BlockShutdownSignals() {
   return signals;
 }
 
+// Serves /metrics in Prometheus text format on its own port.
+Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings& settings,
+                                                            const metrics::Registry& registry) {
+  net::HttpServerOptions options;
+  options.address = settings.metrics_address;
+  options.port = static_cast<uint16_t>(settings.metrics_port);
+  options.threads = 1;
+  options.max_body_bytes = 64 * 1024;
+  return net::HttpServer::Start(
+      options, [&registry](net::HttpRequest&& request, net::Responder responder) {
+        net::HttpResponse response;
+        if (request.path() != "/metrics") {
+          response.status = 404;
+          response.body = R"({"error":"not found; metrics are at /metrics"})";
+        } else if (request.method != "GET") {
+          response.status = 405;
+          response.body = R"({"error":"use GET /metrics"})";
+        } else {
+          response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+          response.body = registry.Exposition();
+        }
+        responder.Send(std::move(response));
+      });
+}
+
 int Serve(const ServeSettings& settings) {
   const sigset_t signals = BlockShutdownSignals();
 
   backend::BackendRegistry backends;
   backends.Register(backend::MakeTorchBackend());
+
+  // Metrics outlive the server they observe.
+  metrics::Registry registry;
+  std::unique_ptr<metrics::ServeMetrics> serve_metrics;
+  if (settings.allow_metrics) {
+    metrics::ServeMetricsOptions metrics_options;
+    if (!settings.metrics_histogram_buckets.empty()) {
+      // Checked by Validate.
+      metrics_options.histogram_buckets_us =
+          *metrics::ParseHistogramBuckets(settings.metrics_histogram_buckets);
+    }
+    metrics_options.summaries = settings.metrics_summaries;
+    serve_metrics = std::make_unique<metrics::ServeMetrics>(registry, metrics_options);
+    registry.AddCollector(std::make_unique<metrics::ProcessCollector>(registry));
+  }
 
   serve::ServerOptions options;
   options.repository = settings.model_repository;
@@ -46,13 +88,17 @@ int Serve(const ServeSettings& settings) {
                              : serve::ModelControlMode::kNone;
   options.startup_models = settings.load_models;
   options.threads_per_instance = settings.threads_per_instance;
+  options.observer = serve_metrics.get();
   auto server = std::make_unique<serve::InferenceServer>(options, backends);
   if (Status loaded = server->LoadStartupModels(); !loaded.ok()) {
     LOG_ERROR("{}", loaded.message());
     return 1;
   }
+  if (serve_metrics) serve_metrics->WatchQueues(*server);
 
-  api::KServeHttp kserve(*server, {.server_name = "rampart", .server_version = RAMPART_VERSION});
+  api::KServeHttp kserve(*server, {.server_name = "rampart",
+                                   .server_version = RAMPART_VERSION,
+                                   .access_log = settings.access_log});
   net::HttpServerOptions http_options;
   http_options.address = settings.http_address;
   http_options.port = static_cast<uint16_t>(settings.http_port);
@@ -66,10 +112,25 @@ int Serve(const ServeSettings& settings) {
     LOG_ERROR("{}", http.status().message());
     return 1;
   }
+  std::unique_ptr<net::HttpServer> metrics_http;
+  if (settings.allow_metrics) {
+    auto started = StartMetricsServer(settings, registry);
+    if (!started.ok()) {
+      LOG_ERROR("metrics: {}", started.status().message());
+      return 1;
+    }
+    metrics_http = std::move(started).value();
+  }
   LOG_INFO("KServe v2 HTTP listening on {}:{} (repository '{}')", settings.http_address,
            (*http)->port(), settings.model_repository);
-  LOG_INFO("gRPC (--grpc-port {}) and metrics (--metrics-port {}) are not served by this build yet",
-           settings.grpc_port, settings.metrics_port);
+  LOG_INFO("gRPC (--grpc-port {}) is not served by this build yet", settings.grpc_port);
+  // The HTTP line comes last: tools wait for it, and by then every other line is out.
+  if (metrics_http) {
+    LOG_INFO("Prometheus metrics at http://{}:{}/metrics", settings.metrics_address,
+             metrics_http->port());
+    std::printf("rampart: metrics listening on %s:%u\n", settings.metrics_address.c_str(),
+                static_cast<unsigned>(metrics_http->port()));
+  }
   std::printf("rampart: HTTP listening on %s:%u\n", settings.http_address.c_str(),
               static_cast<unsigned>((*http)->port()));
   std::fflush(stdout);
@@ -87,6 +148,7 @@ int Serve(const ServeSettings& settings) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(std::max(
       deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(0)));
   (*http)->Shutdown(left);
+  if (metrics_http) metrics_http->Shutdown(std::chrono::milliseconds(0));
   // Models go first: their threads may still hold responders that point into the HTTP server.
   server.reset();
   const net::HttpServer::Stats stats = (*http)->stats();
@@ -145,10 +207,25 @@ int Main(int argc, char** argv) {
                         ->add_option("--grpc-port", cli.grpc_port,
                                      "gRPC port (the gRPC front end is not in this build yet)")
                         ->capture_default_str();
-  auto* metrics_port = serve
-                           ->add_option("--metrics-port", cli.metrics_port,
-                                        "Prometheus metrics port (not in this build yet)")
-                           ->capture_default_str();
+  auto* metrics_port =
+      serve->add_option("--metrics-port", cli.metrics_port, "Prometheus metrics port (/metrics)")
+          ->capture_default_str();
+  auto* allow_metrics = serve
+                            ->add_option("--allow-metrics", cli.allow_metrics,
+                                         "Serve Prometheus metrics (true/false)")
+                            ->capture_default_str();
+  auto* metrics_address =
+      serve
+          ->add_option("--metrics-address", cli.metrics_address, "Address the metrics server binds")
+          ->capture_default_str();
+  auto* metrics_buckets = serve->add_option(
+      "--metrics-histogram-buckets", cli.metrics_histogram_buckets,
+      "Latency histogram bucket bounds in microseconds, e.g. 1000,5000,10000 (default "
+      "1000,5000,10000,50000,100000,500000,1000000); a model's metrics_histogram_buckets "
+      "parameter overrides it");
+  auto* metrics_summaries = serve->add_flag("--metrics-summaries", cli.metrics_summaries,
+                                            "Also export p50/p90/p99 summaries (Triton's "
+                                            "nv_inference_*_summary_us)");
   auto* exit_timeout = serve
                            ->add_option("--exit-timeout-secs", cli.exit_timeout_secs,
                                         "On SIGINT/SIGTERM, how long to wait for requests in "
@@ -164,6 +241,13 @@ int Main(int argc, char** argv) {
                       ->add_option("--log-verbose", cli.log_verbose,
                                    "Verbose logging level (0 = info, >0 = debug)")
                       ->capture_default_str();
+  auto* log_format = serve
+                         ->add_option("--log-format", cli.log_format,
+                                      "Log lines: 'default' (text) or 'json' (one object a line)")
+                         ->capture_default_str();
+  auto* access_log = serve->add_flag("--access-log", cli.access_log,
+                                     "Log one JSON line per infer request with its trace id and "
+                                     "per-stage timing");
 
   try {
     app.parse(argc, argv);
@@ -192,14 +276,23 @@ int Main(int argc, char** argv) {
   apply(max_input, settings.http_max_input_size, cli.http_max_input_size);
   apply(grpc_port, settings.grpc_port, cli.grpc_port);
   apply(metrics_port, settings.metrics_port, cli.metrics_port);
+  apply(allow_metrics, settings.allow_metrics, cli.allow_metrics);
+  apply(metrics_address, settings.metrics_address, cli.metrics_address);
+  apply(metrics_buckets, settings.metrics_histogram_buckets, cli.metrics_histogram_buckets);
+  apply(metrics_summaries, settings.metrics_summaries, cli.metrics_summaries);
   apply(exit_timeout, settings.exit_timeout_secs, cli.exit_timeout_secs);
   apply(threads, settings.threads_per_instance, cli.threads_per_instance);
   apply(verbose, settings.log_verbose, cli.log_verbose);
+  apply(log_format, settings.log_format, cli.log_format);
+  apply(access_log, settings.access_log, cli.access_log);
   if (Status valid = Validate(settings); !valid.ok()) {
     std::fprintf(stderr, "rampart: %s\n", valid.message().c_str());
     return 2;
   }
-  ConfigureLogging(settings.log_verbose);
+  LogSettings log_settings;
+  log_settings.verbose_level = settings.log_verbose;
+  log_settings.format = *ParseLogFormat(settings.log_format);  // checked by Validate
+  ConfigureLogging(log_settings);
   return Serve(settings);
 }
 

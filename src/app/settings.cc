@@ -5,6 +5,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "core/logging.h"
+#include "metrics/metrics.h"
+
 namespace rampart::app {
 namespace {
 
@@ -44,8 +47,15 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"exit_timeout_secs", Field(settings.exit_timeout_secs, "server.exit_timeout_secs")},
       {"threads_per_instance", Field(settings.threads_per_instance, "server.threads_per_instance")},
       {"log_verbose", Field(settings.log_verbose, "server.log_verbose")},
+      {"log_format", Field(settings.log_format, "server.log_format")},
+      {"access_log", Field(settings.access_log, "server.access_log")},
       {"grpc_port", Field(settings.grpc_port, "server.grpc_port")},
       {"metrics_port", Field(settings.metrics_port, "server.metrics_port")},
+      {"allow_metrics", Field(settings.allow_metrics, "server.allow_metrics")},
+      {"metrics_address", Field(settings.metrics_address, "server.metrics_address")},
+      {"metrics_histogram_buckets",
+       Field(settings.metrics_histogram_buckets, "server.metrics_histogram_buckets")},
+      {"metrics_summaries", Field(settings.metrics_summaries, "server.metrics_summaries")},
   };
   const std::map<std::string, std::function<Status(const YAML::Node&)>> http_fields = {
       {"address", Field(settings.http_address, "http.address")},
@@ -104,6 +114,12 @@ Status Validate(const ServeSettings& settings) {
     return InvalidArgument("--http-max-input-size must be positive");
   }
   if (settings.exit_timeout_secs < 0) return InvalidArgument("--exit-timeout-secs must be >= 0");
+  RETURN_IF_ERROR(ParseLogFormat(settings.log_format).status().WithContext("--log-format"));
+  if (!settings.metrics_histogram_buckets.empty()) {
+    RETURN_IF_ERROR(metrics::ParseHistogramBuckets(settings.metrics_histogram_buckets)
+                        .status()
+                        .WithContext("--metrics-histogram-buckets"));
+  }
   return Status::Ok();
 }
 

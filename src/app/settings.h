@@ -21,10 +21,16 @@ struct ServeSettings {
   int http_threads = 0;  // 0 = one per core
   uint64_t http_max_input_size = 64ull << 20;
   int grpc_port = 8001;
+  bool allow_metrics = true;
+  std::string metrics_address = "0.0.0.0";
   int metrics_port = 8002;
+  std::string metrics_histogram_buckets;  // microseconds, e.g. "1000,5000"; empty = defaults
+  bool metrics_summaries = false;
   int exit_timeout_secs = 30;
   int threads_per_instance = 0;  // 0 = cores / instances
   int log_verbose = 0;
+  std::string log_format = "default";  // default | json
+  bool access_log = false;
 };
 
 // Reads a YAML config file into `settings` (only the keys present change). Unknown keys are an

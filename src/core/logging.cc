@@ -1,14 +1,90 @@
 #include "core/logging.h"
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
-namespace rampart {
+#include <mutex>
 
-void ConfigureLogging(int verbose) {
-  auto logger = spdlog::stderr_color_mt("rampart");
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%L%$ [%t] %v");
-  logger->set_level(verbose > 0 ? spdlog::level::debug : spdlog::level::info);
-  spdlog::set_default_logger(std::move(logger));
+namespace rampart {
+namespace {
+
+constexpr const char* kTextPattern = "%Y-%m-%dT%H:%M:%S.%e %^%L%$ [%t] %v";
+
+// One JSON object per line, with the message escaped (messages carry user-supplied names).
+class JsonFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& message, spdlog::memory_buf_t& out) override {
+    time_.format(message, out);  // {"time":"...","level":"...","thread":N,"message":"
+    for (char c : message.payload) {
+      switch (c) {
+        case '"': out.append(std::string_view("\\\"")); break;
+        case '\\': out.append(std::string_view("\\\\")); break;
+        case '\n': out.append(std::string_view("\\n")); break;
+        case '\r': out.append(std::string_view("\\r")); break;
+        case '\t': out.append(std::string_view("\\t")); break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20) {
+            fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<int>(c));
+          } else {
+            out.push_back(c);
+          }
+      }
+    }
+    out.append(std::string_view("\"}\n"));
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<JsonFormatter>();
+  }
+
+ private:
+  spdlog::pattern_formatter time_{
+      R"({"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","thread":%t,"message":")",
+      spdlog::pattern_time_type::utc, ""};
+};
+
+std::mutex settings_mutex;
+LogSettings current;  // guarded by settings_mutex
+
+spdlog::level::level_enum LevelFor(const LogSettings& settings) {
+  if (settings.verbose_level > 0) return spdlog::level::debug;
+  if (settings.info) return spdlog::level::info;
+  if (settings.warning) return spdlog::level::warn;
+  if (settings.error) return spdlog::level::err;
+  return spdlog::level::off;
+}
+
+}  // namespace
+
+void ConfigureLogging(const LogSettings& settings) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("rampart"));
+  ApplyLogSettings(settings);
+}
+
+LogSettings CurrentLogSettings() {
+  std::lock_guard lock(settings_mutex);
+  return current;
+}
+
+void ApplyLogSettings(const LogSettings& settings) {
+  std::lock_guard lock(settings_mutex);
+  auto logger = spdlog::default_logger();
+  if (settings.format == LogFormat::kJson) {
+    logger->set_formatter(std::make_unique<JsonFormatter>());
+  } else {
+    logger->set_pattern(kTextPattern);
+  }
+  logger->set_level(LevelFor(settings));
+  current = settings;
+}
+
+std::string_view LogFormatName(LogFormat format) {
+  return format == LogFormat::kJson ? "json" : "default";
+}
+
+Result<LogFormat> ParseLogFormat(std::string_view name) {
+  if (name == "default" || name == "text" || name == "ISO8601") return LogFormat::kText;
+  if (name == "json") return LogFormat::kJson;
+  return InvalidArgument("log format must be 'default' or 'json', got '{}'", name);
 }
 
 }  // namespace rampart

@@ -1,15 +1,38 @@
 #pragma once
 
-// Logging: spdlog underneath, configured once at start-up by the app. Everything logs through
-// the default logger, so LOG_* is safe from any thread. Logs go to stderr; stdout is kept for
-// the few machine-readable lines the app prints (listening addresses).
+// Logging: spdlog underneath, configured once at start-up and adjustable at run time (Triton's
+// logging extension). Everything logs through the default logger, so LOG_* is safe from any
+// thread. Logs go to stderr; stdout is kept for the few machine-readable lines the app prints.
 
 #include <spdlog/spdlog.h>
 
+#include <string>
+
+#include "core/status.h"
+
 namespace rampart {
 
-// verbose > 0 enables debug logging.
-void ConfigureLogging(int verbose);
+enum class LogFormat {
+  kText,  // "2026-11-29T18:40:55.843 I [thread] message"
+  kJson,  // one JSON object per line: {"time","level","thread","message"}
+};
+
+// What Triton's /v2/logging reports and accepts.
+struct LogSettings {
+  bool info = true;
+  bool warning = true;
+  bool error = true;
+  int verbose_level = 0;  // > 0 enables debug messages
+  LogFormat format = LogFormat::kText;
+};
+
+void ConfigureLogging(const LogSettings& settings);
+LogSettings CurrentLogSettings();
+// Applies new settings to the running logger. Thread-safe.
+void ApplyLogSettings(const LogSettings& settings);
+
+std::string_view LogFormatName(LogFormat format);  // "default" | "json"
+Result<LogFormat> ParseLogFormat(std::string_view name);
 
 }  // namespace rampart
 

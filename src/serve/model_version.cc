@@ -35,19 +35,23 @@ std::string ExpectedShape(const google::protobuf::RepeatedField<int64_t>& dims, 
 
 }  // namespace
 
-ModelVersion::ModelVersion(model::ModelConfig config, int64_t version)
-    : config_(std::move(config)), version_(version) {}
+ModelVersion::ModelVersion(model::ModelConfig config, int64_t version,
+                           std::unique_ptr<VersionObserver> observer)
+    : config_(std::move(config)), version_(version), statistics_(std::move(observer)) {}
 
 Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSource& source,
                                                          int64_t version,
                                                          const backend::BackendRegistry& backends,
-                                                         int default_threads) {
+                                                         int default_threads,
+                                                         ServerObserver* observer) {
   backend::Backend* backend = backends.Find(source.config.backend());
   if (backend == nullptr) {
     return InvalidArgument("model '{}': unknown backend '{}' (this build has: {})", source.name,
                            source.config.backend(), fmt::join(backends.Names(), ", "));
   }
-  std::shared_ptr<ModelVersion> loaded(new ModelVersion(source.config, version));
+  const SteadyTime started = Clock::Real().Now();
+  std::shared_ptr<ModelVersion> loaded(new ModelVersion(
+      source.config, version, observer ? observer->ForVersion(source.config, version) : nullptr));
   ASSIGN_OR_RETURN(BatchPolicy policy, BatchPolicy::FromConfig(loaded->config_));
   backend::InstanceSpec spec;
   spec.config = &loaded->config_;
@@ -75,6 +79,9 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSourc
   loaded->scheduler_ =
       std::make_unique<Scheduler>(loaded->config_.name(), version, std::move(policy),
                                   std::move(instances), loaded->statistics_);
+  if (VersionObserver* watching = loaded->statistics_.observer()) {
+    watching->OnLoaded(static_cast<double>(NanosBetween(started, Clock::Real().Now())) / 1e9);
+  }
   return loaded;
 }
 

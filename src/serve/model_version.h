@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "model/repository.h"
+#include "serve/observer.h"
 #include "serve/request.h"
 #include "serve/scheduler.h"
 #include "serve/statistics.h"
@@ -21,11 +22,13 @@ namespace rampart::serve {
 class ModelVersion {
  public:
   // Creates every instance the config asks for and starts their threads. `default_threads` is the
-  // intra-op thread budget per instance. Errors name the model, version and reason.
+  // intra-op thread budget per instance; `observer` (may be null) is told about every request.
+  // Errors name the model, version and reason.
   static Result<std::shared_ptr<ModelVersion>> Load(const model::ModelSource& source,
                                                     int64_t version,
                                                     const backend::BackendRegistry& backends,
-                                                    int default_threads);
+                                                    int default_threads,
+                                                    ServerObserver* observer = nullptr);
 
   // Stops accepting work, lets queued requests finish, and joins the instance threads.
   ~ModelVersion();
@@ -51,7 +54,8 @@ class ModelVersion {
   void Stop();
 
  private:
-  ModelVersion(model::ModelConfig config, int64_t version);
+  ModelVersion(model::ModelConfig config, int64_t version,
+               std::unique_ptr<VersionObserver> observer);
 
   const model::ModelConfig config_;
   const int64_t version_;

@@ -266,9 +266,7 @@ void Scheduler::Execute(backend::ModelInstance& instance,
         response->outputs.push_back(std::move(output));
       }
     }
-    statistics_.RecordSuccess(NanosBetween(pending.request->arrival, finished),
-                              response->timing.queue_ns, timing.compute_input_ns,
-                              timing.compute_infer_ns, timing.compute_output_ns,
+    statistics_.RecordSuccess(NanosBetween(pending.request->arrival, finished), response->timing,
                               static_cast<uint64_t>(pending.batch_items));
     Complete(pending, std::move(response));
   }

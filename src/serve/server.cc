@@ -65,7 +65,7 @@ void InferenceServer::LoadModel(const std::string& name) {
                             ? options_.threads_per_instance
                             : std::max(1, cores / TotalInstances(source->config));
     for (int64_t version : source->versions) {
-      auto loaded = ModelVersion::Load(*source, version, backends_, threads);
+      auto loaded = ModelVersion::Load(*source, version, backends_, threads, options_.observer);
       if (loaded.ok()) {
         entry.versions[version] = std::move(loaded).value();
       } else {

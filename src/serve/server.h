@@ -33,6 +33,9 @@ struct ServerOptions {
   // Intra-op threads per model instance unless a model says otherwise; 0 = the machine's cores
   // divided among the instances of that model.
   int threads_per_instance = 0;
+  // Told about every loaded version and request (metrics); not owned, may be null, must outlive
+  // the server.
+  ServerObserver* observer = nullptr;
 };
 
 // What the repository index reports for one model version.

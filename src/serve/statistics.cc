@@ -1,11 +1,20 @@
 #include "serve/statistics.h"
 
 #include "core/clock.h"
+#include "serve/observer.h"
 
 namespace rampart::serve {
 
+Statistics::Statistics() = default;
+
+Statistics::Statistics(std::unique_ptr<VersionObserver> observer)
+    : observer_(std::move(observer)) {}
+
+Statistics::~Statistics() = default;
+
 void Statistics::RecordExecution(uint64_t batch_size, int64_t input_ns, int64_t infer_ns,
                                  int64_t output_ns) {
+  if (observer_) observer_->OnExecution(batch_size);
   std::lock_guard lock(mutex_);
   ++stats_.execution_count;
   BatchStats& batch = stats_.batch_stats[batch_size];
@@ -14,20 +23,22 @@ void Statistics::RecordExecution(uint64_t batch_size, int64_t input_ns, int64_t 
   batch.compute_output.Add(output_ns);
 }
 
-void Statistics::RecordSuccess(int64_t total_ns, int64_t queue_ns, int64_t input_ns,
-                               int64_t infer_ns, int64_t output_ns, uint64_t batch_items) {
+void Statistics::RecordSuccess(int64_t total_ns, const RequestTiming& timing,
+                               uint64_t batch_items) {
+  if (observer_) observer_->OnSuccess(timing, total_ns, batch_items);
   const uint64_t now_ms = static_cast<uint64_t>(UnixNanosNow() / 1'000'000);
   std::lock_guard lock(mutex_);
   stats_.last_inference_ms = now_ms;
   stats_.inference_count += batch_items;
   stats_.success.Add(total_ns);
-  stats_.queue.Add(queue_ns);
-  stats_.compute_input.Add(input_ns);
-  stats_.compute_infer.Add(infer_ns);
-  stats_.compute_output.Add(output_ns);
+  stats_.queue.Add(timing.queue_ns);
+  stats_.compute_input.Add(timing.compute_input_ns);
+  stats_.compute_infer.Add(timing.compute_infer_ns);
+  stats_.compute_output.Add(timing.compute_output_ns);
 }
 
 void Statistics::RecordFailure(FailureReason reason, int64_t total_ns) {
+  if (observer_) observer_->OnFailure(reason, total_ns);
   std::lock_guard lock(mutex_);
   stats_.fail.Add(total_ns);
   ++stats_.failures_by_reason[static_cast<int>(reason)];

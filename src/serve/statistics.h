@@ -6,7 +6,10 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
+
+#include "serve/request.h"
 
 namespace rampart::serve {
 
@@ -44,18 +47,26 @@ struct StatisticsSnapshot {
   std::map<uint64_t, BatchStats> batch_stats;  // by batch size
 };
 
+class VersionObserver;
+
 class Statistics {
  public:
+  // `observer` (may be null) sees every record as well; see serve/observer.h.
+  Statistics();
+  explicit Statistics(std::unique_ptr<VersionObserver> observer);
+  ~Statistics();
+
   // One backend execution of `batch_size` items.
   void RecordExecution(uint64_t batch_size, int64_t input_ns, int64_t infer_ns, int64_t output_ns);
   // One request that succeeded, with its share of the stages.
-  void RecordSuccess(int64_t total_ns, int64_t queue_ns, int64_t input_ns, int64_t infer_ns,
-                     int64_t output_ns, uint64_t batch_items);
+  void RecordSuccess(int64_t total_ns, const RequestTiming& timing, uint64_t batch_items);
   void RecordFailure(FailureReason reason, int64_t total_ns);
 
   StatisticsSnapshot Snapshot() const;
+  VersionObserver* observer() const { return observer_.get(); }
 
  private:
+  const std::unique_ptr<VersionObserver> observer_;
   mutable std::mutex mutex_;
   StatisticsSnapshot stats_;  // guarded by mutex_
 };

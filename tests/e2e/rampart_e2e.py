@@ -27,6 +27,7 @@ import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
 LISTENING_PATTERN = re.compile(r"^rampart: HTTP listening on ([0-9.]+):(\d+)$")
+METRICS_PATTERN = re.compile(r"^rampart: metrics listening on ([0-9.]+):(\d+)$")
 SERVED_PATTERN = re.compile(r"^rampart: http served=(\d+) handle_ns_total=(\d+)$")
 
 DEFAULT_START_TIMEOUT_S = 60.0
@@ -62,6 +63,7 @@ class Server:
         self.process: Optional[subprocess.Popen] = None
         self.host = "127.0.0.1"
         self.port: Optional[int] = None
+        self.metrics_port: Optional[int] = None
         self.stdout_lines: List[str] = []
         self.exit_code: Optional[int] = None
         self._listening = threading.Event()
@@ -73,7 +75,8 @@ class Server:
     @property
     def command(self) -> List[str]:
         return [self.binary, "serve", "--model-repository", self.repository,
-                "--http-port", "0", "--http-address", "127.0.0.1"] + self.extra_args
+                "--http-port", "0", "--http-address", "127.0.0.1",
+                "--metrics-port", "0", "--metrics-address", "127.0.0.1"] + self.extra_args
 
     def start(self) -> "Server":
         environment = dict(os.environ)
@@ -107,6 +110,9 @@ class Server:
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
             with self._lock:
                 self.stdout_lines.append(line)
+            metrics = METRICS_PATTERN.match(line)
+            if metrics:
+                self.metrics_port = int(metrics.group(2))
             match = LISTENING_PATTERN.match(line)
             if match and not self._listening.is_set():
                 self.host, self.port = match.group(1), int(match.group(2))

@@ -73,13 +73,13 @@ class RecordingInstance final : public backend::ModelInstance {
   Recorder& recorder_;
 };
 
-BatchPolicy Policy(int max_batch_size, bool preserve_ordering = false,
-                   std::chrono::microseconds timeout = std::chrono::microseconds(0)) {
+// No default queue timeout, but requests may set their own.
+BatchPolicy Policy(int max_batch_size, bool preserve_ordering = false) {
   BatchPolicy policy;
   policy.max_batch_size = max_batch_size;
   policy.preserve_ordering = preserve_ordering;
   QueuePolicy queue;
-  queue.default_timeout = timeout;
+  queue.allow_timeout_override = true;
   policy.queue_policies.push_back(queue);
   return policy;
 }
@@ -99,9 +99,11 @@ class SchedulerTest : public ::testing::Test {
 
   // Enqueues one request of `rows` rows whose values are all `value`; the future completes with
   // the response.
-  std::future<Result<std::unique_ptr<InferResponse>>> Send(float value, int64_t rows = 1) {
+  std::future<Result<std::unique_ptr<InferResponse>>> Send(float value, int64_t rows = 1,
+                                                           uint64_t timeout_us = 0) {
     auto request = std::make_unique<InferRequest>();
     request->model_name = "m";
+    request->timeout_us = timeout_us;
     request->arrival = Clock::Real().Now();
     tensor::Tensor x{"x", tensor::DataType::kFp32, {rows, 2}, {}};
     for (int64_t i = 0; i < rows * 2; ++i) {
@@ -171,10 +173,10 @@ TEST_F(SchedulerTest, PreservesOrderingAcrossInstances) {
 }
 
 TEST_F(SchedulerTest, TimeoutRejectsWhileEveryInstanceIsBusy) {
-  Start(Policy(4, false, std::chrono::microseconds(2000)), 1);
-  auto blocker = Send(-1);
+  Start(Policy(4), 1);
+  auto blocker = Send(-1);  // no timeout: it must run however loaded the machine is
   ASSERT_TRUE(recorder_.WaitFor([&] { return recorder_.batch_sizes.size() == 1; }));
-  auto waiting = Send(1);
+  auto waiting = Send(1, 1, /*timeout_us=*/2000);
   auto result = waiting.get();  // the timer thread answers while the instance is still busy
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::kUnavailable);

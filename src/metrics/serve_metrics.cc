@@ -1,0 +1,195 @@
+#include "metrics/serve_metrics.h"
+
+#include <array>
+
+#include "core/logging.h"
+
+namespace rampart::metrics {
+namespace {
+
+const std::vector<std::string> kModelLabels = {"model", "version"};
+
+std::vector<double> ToSeconds(const std::vector<double>& microseconds) {
+  std::vector<double> seconds;
+  seconds.reserve(microseconds.size());
+  for (double us : microseconds) seconds.push_back(us / 1e6);
+  return seconds;
+}
+
+// One version's handles, resolved once at load.
+class VersionMetrics final : public serve::VersionObserver {
+ public:
+  VersionMetrics(Registry& registry, const std::vector<std::string>& labels,
+                 const std::vector<double>& buckets_seconds, bool summaries)
+      : success_(registry
+                     .Counter("nv_inference_request_success",
+                              "Number of successful inference requests, all batch sizes",
+                              kModelLabels)
+                     .WithLabels(labels)),
+        inference_count_(registry
+                             .Counter("nv_inference_count",
+                                      "Number of inferences performed (batch items)", kModelLabels)
+                             .WithLabels(labels)),
+        execution_count_(registry
+                             .Counter("nv_inference_exec_count",
+                                      "Number of model executions performed", kModelLabels)
+                             .WithLabels(labels)),
+        request_us_(DurationCounter(registry, "request", "end-to-end inference request", labels)),
+        queue_us_(DurationCounter(registry, "queue", "queue", labels)),
+        input_us_(DurationCounter(registry, "compute_input", "compute input", labels)),
+        infer_us_(DurationCounter(registry, "compute_infer", "compute infer", labels)),
+        output_us_(DurationCounter(registry, "compute_output", "compute output", labels)),
+        load_seconds_(registry
+                          .Gauge("nv_model_load_duration_secs",
+                                 "Time the last load of a model version took, in seconds",
+                                 kModelLabels)
+                          .WithLabels(labels)),
+        request_histogram_(
+            Histogram(registry, "request", "End-to-end request", labels, buckets_seconds)),
+        queue_histogram_(Histogram(registry, "queue", "Queue", labels, buckets_seconds)),
+        infer_histogram_(Histogram(registry, "compute_infer", "Model execution (compute infer)",
+                                   labels, buckets_seconds)) {
+    auto& failures = registry.Counter("nv_inference_request_failure",
+                                      "Number of failed inference requests, all batch sizes",
+                                      {"model", "version", "reason"});
+    for (int reason = 0; reason < serve::kFailureReasons; ++reason) {
+      failures_[static_cast<size_t>(reason)] = &failures.WithLabels(
+          {labels[0], labels[1],
+           serve::FailureReasonName(static_cast<serve::FailureReason>(reason))});
+    }
+    if (summaries) {
+      request_summary_ = &Summary(registry, "request", labels);
+      queue_summary_ = &Summary(registry, "queue", labels);
+      infer_summary_ = &Summary(registry, "compute_infer", labels);
+    }
+  }
+
+  void OnLoaded(double seconds) override { load_seconds_.Set(seconds); }
+
+  void OnExecution(uint64_t) override { execution_count_.Increment(); }
+
+  void OnSuccess(const serve::RequestTiming& timing, int64_t total_ns,
+                 uint64_t batch_items) override {
+    success_.Increment();
+    inference_count_.Increment(batch_items);
+    const double total_us = static_cast<double>(total_ns) / 1e3;
+    const double queue_us = static_cast<double>(timing.queue_ns) / 1e3;
+    const double infer_us = static_cast<double>(timing.compute_infer_ns) / 1e3;
+    request_us_.Add(total_us);
+    queue_us_.Add(queue_us);
+    input_us_.Add(static_cast<double>(timing.compute_input_ns) / 1e3);
+    infer_us_.Add(infer_us);
+    output_us_.Add(static_cast<double>(timing.compute_output_ns) / 1e3);
+    request_histogram_.Observe(total_us / 1e6);
+    queue_histogram_.Observe(queue_us / 1e6);
+    infer_histogram_.Observe(infer_us / 1e6);
+    if (request_summary_ != nullptr) {
+      request_summary_->Observe(total_us);
+      queue_summary_->Observe(queue_us);
+      infer_summary_->Observe(infer_us);
+    }
+  }
+
+  void OnFailure(serve::FailureReason reason, int64_t) override {
+    failures_[static_cast<size_t>(reason)]->Increment();
+  }
+
+ private:
+  static Counter& DurationCounter(Registry& registry, std::string_view stage, std::string_view what,
+                                  const std::vector<std::string>& labels) {
+    return registry
+        .Counter(fmt::format("nv_inference_{}_duration_us", stage),
+                 fmt::format("Cumulative {} duration in microseconds (successful requests)", what),
+                 kModelLabels)
+        .WithLabels(labels);
+  }
+
+  static metrics::Histogram& Histogram(Registry& registry, std::string_view stage,
+                                       std::string_view what,
+                                       const std::vector<std::string>& labels,
+                                       const std::vector<double>& buckets_seconds) {
+    return registry
+        .Histogram(fmt::format("rampart_inference_{}_duration_seconds", stage),
+                   fmt::format("{} duration of successful inference requests, in seconds", what),
+                   kModelLabels, buckets_seconds)
+        .WithLabels(labels, HistogramOptions{buckets_seconds});
+  }
+
+  static metrics::Summary& Summary(Registry& registry, std::string_view stage,
+                                   const std::vector<std::string>& labels) {
+    return registry
+        .Summary(fmt::format("nv_inference_{}_summary_us", stage),
+                 fmt::format("Summary of {} durations in microseconds (Triton's name)", stage),
+                 kModelLabels)
+        .WithLabels(labels);
+  }
+
+  Counter& success_;
+  Counter& inference_count_;
+  Counter& execution_count_;
+  Counter& request_us_;
+  Counter& queue_us_;
+  Counter& input_us_;
+  Counter& infer_us_;
+  Counter& output_us_;
+  Gauge& load_seconds_;
+  metrics::Histogram& request_histogram_;
+  metrics::Histogram& queue_histogram_;
+  metrics::Histogram& infer_histogram_;
+  std::array<Counter*, serve::kFailureReasons> failures_{};
+  metrics::Summary* request_summary_ = nullptr;
+  metrics::Summary* queue_summary_ = nullptr;
+  metrics::Summary* infer_summary_ = nullptr;
+};
+
+// Reads queue depths at scrape time.
+class QueueCollector final : public Collector {
+ public:
+  QueueCollector(Registry& registry, const serve::InferenceServer& server)
+      : family_(registry.Gauge("nv_inference_pending_request_count",
+                               "Instantaneous number of requests waiting for a model instance",
+                               kModelLabels)),
+        server_(server) {}
+
+  void Collect() override {
+    for (const auto& version : server_.AllModels()) {
+      family_.WithLabels({version->name(), std::to_string(version->version())})
+          .Set(static_cast<double>(version->QueueSize()));
+    }
+  }
+
+ private:
+  GaugeFamily& family_;
+  const serve::InferenceServer& server_;
+};
+
+}  // namespace
+
+ServeMetrics::ServeMetrics(Registry& registry, ServeMetricsOptions options)
+    : registry_(registry), options_(std::move(options)) {}
+
+ServeMetrics::~ServeMetrics() = default;
+
+void ServeMetrics::WatchQueues(const serve::InferenceServer& server) {
+  registry_.AddCollector(std::make_unique<QueueCollector>(registry_, server));
+}
+
+std::unique_ptr<serve::VersionObserver> ServeMetrics::ForVersion(const model::ModelConfig& config,
+                                                                 int64_t version) {
+  std::vector<double> buckets_us = options_.histogram_buckets_us;
+  auto parameter = config.parameters().find(std::string(kModelBucketsParameter));
+  if (parameter != config.parameters().end()) {
+    Result<std::vector<double>> parsed = ParseHistogramBuckets(parameter->second.string_value());
+    if (parsed.ok()) {
+      buckets_us = std::move(parsed).value();
+    } else {
+      LOG_WARN("model '{}': parameters.{}: {}; using the server's buckets", config.name(),
+               kModelBucketsParameter, parsed.status().message());
+    }
+  }
+  const std::vector<std::string> labels = {config.name(), std::to_string(version)};
+  return std::make_unique<VersionMetrics>(registry_, labels, ToSeconds(buckets_us),
+                                          options_.summaries);
+}
+
+}  // namespace rampart::metrics
