@@ -201,6 +201,8 @@ void WriteAccessLog(const net::HttpRequest& request, std::string_view trace_id, 
 KServeHttp::KServeHttp(serve::InferenceServer& server, KServeHttpOptions options)
     : server_(server), options_(std::move(options)) {}
 
+void KServeHttp::Shutdown() { control_.Stop(); }
+
 void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
   const std::vector<std::string_view> path = SplitPath(request.path());
   const bool get = request.method == "GET";
@@ -235,8 +237,19 @@ void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       return;
     }
     if (path.size() == 5 && path[2] == "models" && (path[4] == "load" || path[4] == "unload")) {
-      responder.Send(KServeError(Unimplemented(
-          "explicit model {} is not supported yet; models load at start-up", path[4])));
+      if (!post) return method_not_allowed();
+      std::optional<std::string> model = DecodeSegment(path[3]);
+      if (!model) {
+        responder.Send(KServeError(InvalidArgument("malformed model name in {}", request.path())));
+        return;
+      }
+      // Loading reads files and builds models: never on an I/O thread.
+      auto task = [this, load = path[4] == "load", model = std::move(*model),
+                   body = std::move(request.body), responder = std::move(responder)]() mutable {
+        responder.Send(RepositoryControl(load, model, body));
+      };
+      // While shutting down the task is dropped, and its responder answers 500.
+      control_.Post(std::move(task));
       return;
     }
   }
@@ -450,6 +463,39 @@ net::HttpResponse KServeHttp::RepositoryIndex(const net::HttpRequest& request) c
   }
   writer.EndArray();
   return Json(writer.str());
+}
+
+net::HttpResponse KServeHttp::RepositoryControl(bool load, const std::string& model,
+                                                const std::string& body) const {
+  std::optional<std::string> config;
+  if (!body.empty()) {
+    json::Parser parser;
+    Result<json::Value> root = parser.Parse(body);
+    if (!root.ok()) return KServeError(root.status());
+    if (!root->IsObject()) return KServeError(InvalidArgument("the body must be a JSON object"));
+    if (auto parameters = root->Find("parameters")) {
+      if (!parameters->IsObject()) {
+        return KServeError(InvalidArgument("'parameters' must be an object"));
+      }
+      for (auto [key, value] : parameters->Object()) {
+        if (key == "config" && load) {
+          Result<std::string_view> text = json::Value(value).GetString("parameters.config");
+          if (!text.ok()) return KServeError(text.status());
+          config = std::string(*text);
+        } else if (key.starts_with("file:")) {
+          return KServeError(
+              Unimplemented("parameters.{}: loading model files from the request "
+                            "is not supported",
+                            key));
+        } else if (key != "unload_dependents") {
+          return KServeError(InvalidArgument("unknown parameter '{}'", key));
+        }
+      }
+    }
+  }
+  const Status status =
+      load ? server_.LoadModel(model, std::move(config)) : server_.UnloadModel(model);
+  return status.ok() ? Empty(200) : KServeError(status);
 }
 
 net::HttpResponse KServeHttp::Logging(const net::HttpRequest& request) const {

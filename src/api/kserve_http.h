@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "core/serial_worker.h"
 #include "net/http_server.h"
 #include "serve/server.h"
 
@@ -28,6 +29,9 @@ class KServeHttp {
   KServeHttp(serve::InferenceServer& server, KServeHttpOptions options);
 
   void Handle(net::HttpRequest&& request, net::Responder responder);
+  // Finishes queued repository load/unload requests and stops their thread. Call before the
+  // InferenceServer goes away.
+  void Shutdown();
 
  private:
   void Infer(net::HttpRequest&& request, std::string_view model, int64_t version,
@@ -39,9 +43,13 @@ class KServeHttp {
   net::HttpResponse Statistics(std::string_view model, int64_t version) const;
   net::HttpResponse RepositoryIndex(const net::HttpRequest& request) const;
   net::HttpResponse Logging(const net::HttpRequest& request) const;
+  // POST /v2/repository/models/{m}/load|unload; runs on its own thread (it builds models).
+  net::HttpResponse RepositoryControl(bool load, const std::string& model,
+                                      const std::string& body) const;
 
   serve::InferenceServer& server_;
   const KServeHttpOptions options_;
+  SerialWorker control_;  // repository load/unload, one at a time, off the I/O threads
 };
 
 }  // namespace rampart::api

@@ -85,7 +85,9 @@ int Serve(const ServeSettings& settings) {
   options.repository = settings.model_repository;
   options.control_mode = settings.model_control_mode == "explicit"
                              ? serve::ModelControlMode::kExplicit
-                             : serve::ModelControlMode::kNone;
+                         : settings.model_control_mode == "poll" ? serve::ModelControlMode::kPoll
+                                                                 : serve::ModelControlMode::kNone;
+  options.poll_interval = std::chrono::seconds(settings.repository_poll_secs);
   options.startup_models = settings.load_models;
   options.threads_per_instance = settings.threads_per_instance;
   options.observer = serve_metrics.get();
@@ -149,6 +151,7 @@ int Serve(const ServeSettings& settings) {
       deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(0)));
   (*http)->Shutdown(left);
   if (metrics_http) metrics_http->Shutdown(std::chrono::milliseconds(0));
+  kserve.Shutdown();
   // Models go first: their threads may still hold responders that point into the HTTP server.
   server.reset();
   const net::HttpServer::Stats stats = (*http)->stats();
@@ -180,7 +183,8 @@ int Main(int argc, char** argv) {
   auto* mode = serve
                    ->add_option("--model-control-mode", cli.model_control_mode,
                                 "none: load every model at start; explicit: load only "
-                                "--load-model models; poll: not supported yet")
+                                "--load-model models, then the repository API; poll: load "
+                                "everything and follow changes to the repository")
                    ->capture_default_str();
   auto* poll = serve
                    ->add_option("--repository-poll-secs", cli.repository_poll_secs,

@@ -95,12 +95,8 @@ Status Validate(const ServeSettings& settings) {
     return InvalidArgument(
         "--model-repository is required (or server.model_repository in --config)");
   }
-  if (settings.model_control_mode == "poll") {
-    return Unimplemented(
-        "--model-control-mode=poll is not supported yet; use 'none' (load everything at start) "
-        "or 'explicit' with --load-model");
-  }
-  if (settings.model_control_mode != "none" && settings.model_control_mode != "explicit") {
+  if (settings.model_control_mode != "none" && settings.model_control_mode != "explicit" &&
+      settings.model_control_mode != "poll") {
     return InvalidArgument("--model-control-mode must be none, poll or explicit, got '{}'",
                            settings.model_control_mode);
   }
@@ -114,6 +110,10 @@ Status Validate(const ServeSettings& settings) {
     return InvalidArgument("--http-max-input-size must be positive");
   }
   if (settings.exit_timeout_secs < 0) return InvalidArgument("--exit-timeout-secs must be >= 0");
+  if (settings.repository_poll_secs < 1) {
+    return InvalidArgument("--repository-poll-secs must be >= 1, got {}",
+                           settings.repository_poll_secs);
+  }
   RETURN_IF_ERROR(ParseLogFormat(settings.log_format).status().WithContext("--log-format"));
   if (!settings.metrics_histogram_buckets.empty()) {
     RETURN_IF_ERROR(metrics::ParseHistogramBuckets(settings.metrics_histogram_buckets)

@@ -13,7 +13,7 @@ namespace rampart::app {
 
 struct ServeSettings {
   std::string model_repository;
-  std::string model_control_mode = "none";  // none | explicit (poll: not yet)
+  std::string model_control_mode = "none";  // none | explicit | poll
   int repository_poll_secs = 15;
   std::vector<std::string> load_models;
   std::string http_address = "0.0.0.0";

@@ -86,6 +86,19 @@ Result<ParsedConfig> ParseConfigText(std::string_view text, std::string_view fil
   return parsed;
 }
 
+Result<ModelConfig> ParseConfigJson(std::string_view json, std::string_view what) {
+  ModelConfig config;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  const auto status =
+      google::protobuf::util::JsonStringToMessage(std::string(json), &config, options);
+  if (!status.ok()) {
+    return InvalidArgument("{}: not a valid model configuration: {}", what,
+                           std::string(status.message()));
+  }
+  return config;
+}
+
 Status CompleteAndValidate(ModelConfig& config, std::string_view folder_name,
                            std::string_view file) {
   if (config.name().empty()) config.set_name(std::string(folder_name));

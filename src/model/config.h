@@ -27,6 +27,10 @@ struct ParsedConfig {
 // Parses config.pbtxt text. `file` only labels messages.
 Result<ParsedConfig> ParseConfigText(std::string_view text, std::string_view file);
 
+// Parses a config in protobuf's JSON mapping (the repository API's `config` override).
+// Unknown fields are skipped. `what` labels messages.
+Result<ModelConfig> ParseConfigJson(std::string_view json, std::string_view what);
+
 // Fills what Triton fills when a config leaves it out (name from the model's folder, version
 // policy latest/1, one CPU instance, backend <-> platform) and checks every rule Rampart relies on
 // later. `file` labels messages.

@@ -23,6 +23,29 @@ bool ParseVersion(const std::string& name, int64_t& version) {
 
 }  // namespace
 
+namespace {
+
+Result<ModelSource> Select(const std::filesystem::path& model_directory, ModelConfig config,
+                           std::string_view file) {
+  RETURN_IF_ERROR(CompleteAndValidate(config, model_directory.filename().string(), file));
+  ModelSource source;
+  source.name = model_directory.filename().string();
+  source.directory = model_directory;
+  source.config = std::move(config);
+  const std::vector<int64_t> available = ListVersions(model_directory);
+  if (available.empty()) {
+    return NotFound("{}: no version folders (e.g. {}/1/) found", model_directory.string(),
+                    model_directory.string());
+  }
+  source.versions = SelectVersions(source.config.version_policy(), available);
+  if (source.versions.empty()) {
+    return NotFound("{}: version_policy selects none of the versions present", file);
+  }
+  return source;
+}
+
+}  // namespace
+
 std::vector<int64_t> ListVersions(const std::filesystem::path& model_directory) {
   std::vector<int64_t> versions;
   std::error_code error;
@@ -74,22 +97,49 @@ Result<ModelSource> ReadModel(const std::filesystem::path& model_directory) {
 
   ASSIGN_OR_RETURN(ParsedConfig parsed, ParseConfigText(text.str(), file));
   for (const std::string& warning : parsed.warnings) LOG_WARN("{}", warning);
-  RETURN_IF_ERROR(CompleteAndValidate(parsed.config, folder_name, file));
+  return Select(model_directory, std::move(parsed.config), file);
+}
 
-  ModelSource source;
-  source.name = folder_name;
-  source.directory = model_directory;
-  source.config = std::move(parsed.config);
-  const std::vector<int64_t> available = ListVersions(model_directory);
-  if (available.empty()) {
-    return NotFound("{}: no version folders (e.g. {}/1/) found", model_directory.string(),
-                    model_directory.string());
+Result<ModelSource> ReadModelWithConfig(const std::filesystem::path& model_directory,
+                                        ModelConfig config) {
+  return Select(model_directory, std::move(config), "config override");
+}
+
+std::string VersionFingerprint(const std::filesystem::path& model_directory, int64_t version) {
+  const auto folder = model_directory / std::to_string(version);
+  std::vector<std::string> files;
+  std::error_code error;
+  for (auto it = std::filesystem::recursive_directory_iterator(folder, error);
+       !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
+    std::error_code stat_error;
+    if (!it->is_regular_file(stat_error)) continue;
+    const auto size = it->file_size(stat_error);
+    const auto time = it->last_write_time(stat_error).time_since_epoch().count();
+    files.push_back(fmt::format("{}:{}:{}", it->path().lexically_relative(model_directory).string(),
+                                size, time));
   }
-  source.versions = SelectVersions(source.config.version_policy(), available);
-  if (source.versions.empty()) {
-    return NotFound("{}: version_policy selects none of the versions present", file);
+  std::sort(files.begin(), files.end());
+  std::string digest;
+  for (const std::string& file : files) {
+    digest += '|';
+    digest += file;
   }
-  return source;
+  return digest;
+}
+
+std::string Fingerprint(const std::filesystem::path& model_directory) {
+  std::string digest;
+  std::ifstream config(model_directory / kConfigFile, std::ios::binary);
+  if (config) {
+    std::ostringstream bytes;
+    bytes << config.rdbuf();
+    digest = std::to_string(std::hash<std::string>{}(bytes.str()));
+  }
+  for (int64_t version : ListVersions(model_directory)) {
+    // (fmt, not operator+: GCC 12 warns falsely about string concatenation here.)
+    digest += fmt::format("#{}{}", version, VersionFingerprint(model_directory, version));
+  }
+  return digest;
 }
 
 Result<std::vector<std::string>> ListModels(const std::filesystem::path& repository) {

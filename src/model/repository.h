@@ -29,6 +29,18 @@ struct ModelSource {
 // Warnings (unknown fields) are logged.
 Result<ModelSource> ReadModel(const std::filesystem::path& model_directory);
 
+// As ReadModel, with `config` in place of the folder's config.pbtxt (it is completed and
+// validated the same way).
+Result<ModelSource> ReadModelWithConfig(const std::filesystem::path& model_directory,
+                                        ModelConfig config);
+
+// A digest of everything a load reads from a model folder: config.pbtxt's bytes and the path,
+// size and modification time of every file under the version folders. Equal fingerprints mean
+// nothing changed. Empty when the folder cannot be read.
+std::string Fingerprint(const std::filesystem::path& model_directory);
+// The same digest for one version folder's files only.
+std::string VersionFingerprint(const std::filesystem::path& model_directory, int64_t version);
+
 // Version folders present under a model folder, ascending.
 std::vector<int64_t> ListVersions(const std::filesystem::path& model_directory);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/logging.h"
+#include "serve/warmup.h"
 
 namespace rampart::serve {
 namespace {
@@ -65,6 +66,9 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSourc
       spec.instance_index = i;
       ASSIGN_OR_RETURN(std::unique_ptr<backend::ModelInstance> instance,
                        backend->CreateInstance(spec));
+      // Each instance has its own runtime state to warm, so each runs the samples.
+      RETURN_IF_ERROR(WarmUp(*instance, loaded->config_, spec.version_directory)
+                          .WithContext(fmt::format("model '{}' version {}", source.name, version)));
       instances.push_back(std::move(instance));
     }
   }

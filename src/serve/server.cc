@@ -7,81 +7,6 @@
 #include "model/repository.h"
 
 namespace rampart::serve {
-namespace {
-
-int TotalInstances(const model::ModelConfig& config) {
-  int total = 0;
-  for (const auto& group : config.instance_group()) total += group.count();
-  return std::max(1, total);
-}
-
-}  // namespace
-
-InferenceServer::InferenceServer(ServerOptions options, const backend::BackendRegistry& backends)
-    : options_(std::move(options)), backends_(backends) {}
-
-InferenceServer::~InferenceServer() {
-  // Stop and join every instance thread before the tables go away.
-  std::map<std::string, ModelEntry, std::less<>> models;
-  {
-    std::lock_guard lock(models_mutex_);
-    models.swap(models_);
-  }
-  for (auto& [name, entry] : models) {
-    for (auto& [version, loaded] : entry.versions) loaded->Stop();
-  }
-}
-
-Status InferenceServer::LoadStartupModels() {
-  ASSIGN_OR_RETURN(std::vector<std::string> names, model::ListModels(options_.repository));
-  std::vector<std::string> wanted;
-  if (options_.control_mode == ModelControlMode::kNone ||
-      std::find(options_.startup_models.begin(), options_.startup_models.end(), "*") !=
-          options_.startup_models.end()) {
-    wanted = names;
-  } else {
-    for (const std::string& name : options_.startup_models) {
-      if (std::find(names.begin(), names.end(), name) == names.end()) {
-        return NotFound("--load-model {}: no such model in repository '{}'", name,
-                        options_.repository.string());
-      }
-      wanted.push_back(name);
-    }
-  }
-  for (const std::string& name : wanted) LoadModel(name);
-  return Status::Ok();
-}
-
-void InferenceServer::LoadModel(const std::string& name) {
-  const auto started = Clock::Real().Now();
-  ModelEntry entry;
-  Result<model::ModelSource> source = model::ReadModel(options_.repository / name);
-  if (!source.ok()) {
-    entry.reason = source.status().message();
-    LOG_ERROR("model '{}' failed to load: {}", name, entry.reason);
-  } else {
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const int threads = options_.threads_per_instance > 0
-                            ? options_.threads_per_instance
-                            : std::max(1, cores / TotalInstances(source->config));
-    for (int64_t version : source->versions) {
-      auto loaded = ModelVersion::Load(*source, version, backends_, threads, options_.observer);
-      if (loaded.ok()) {
-        entry.versions[version] = std::move(loaded).value();
-      } else {
-        entry.failures[version] = loaded.status().message();
-        LOG_ERROR("model '{}' version {} failed to load: {}", name, version,
-                  loaded.status().message());
-      }
-    }
-    if (!entry.versions.empty()) {
-      LOG_INFO("model '{}' ready: {} version(s) in {:.1f} ms", name, entry.versions.size(),
-               NanosBetween(started, Clock::Real().Now()) / 1e6);
-    }
-  }
-  std::lock_guard lock(models_mutex_);
-  models_[name] = std::move(entry);
-}
 
 Result<std::shared_ptr<ModelVersion>> InferenceServer::GetModel(std::string_view name,
                                                                 int64_t version) const {
@@ -124,7 +49,11 @@ std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex() const {
   std::lock_guard lock(models_mutex_);
   std::vector<ModelIndexEntry> index;
   for (const auto& [name, entry] : models_) {
-    if (!entry.reason.empty()) index.push_back({name, "", "UNAVAILABLE", entry.reason});
+    if (entry.loading && entry.versions.empty()) index.push_back({name, "", "LOADING", ""});
+    if (!entry.reason.empty()) {
+      // A failed reload leaves the serving versions READY; the reason still shows.
+      index.push_back({name, "", entry.versions.empty() ? "UNAVAILABLE" : "READY", entry.reason});
+    }
     for (const auto& [version, loaded] : entry.versions) {
       index.push_back({name, std::to_string(version), "READY", ""});
     }

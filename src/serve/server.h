@@ -2,19 +2,32 @@
 
 // InferenceServer: the narrow core API every protocol front end goes through.
 //
-// It owns the loaded models (by name, then version), routes requests to them, and answers the
-// metadata and statistics questions of the KServe v2 protocol. It knows nothing of HTTP or gRPC.
+// It owns the loaded models (by name, then version), routes requests to them, answers the
+// metadata and statistics questions of the KServe v2 protocol, and runs the model lifecycle:
+// control modes (none / explicit / poll), load and unload, and hot reload. It knows nothing of
+// HTTP or gRPC.
 //
-// Thread safety: every public method may be called from any thread. The model table is guarded
-// by one mutex held only for lookups and swaps; inference never runs under it.
+// Hot reload: a (re)load builds and warms every new version beside the serving ones, then swaps
+// the model's version table in one step under the table mutex. Versions that left the table keep
+// running what they already have; they are stopped (draining their queues) only after a buffer
+// window of P90(recent load times) + 50 ms, so a request that looked a version up just before
+// the swap still finds it working. A load that fails leaves the serving versions untouched.
+//
+// Thread safety: every public method may be called from any thread. Lifecycle operations run one
+// at a time (lifecycle_mutex_); the model table is guarded by models_mutex_, held only for
+// lookups and swaps, so inference never waits for a load.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/backend.h"
@@ -23,13 +36,16 @@
 
 namespace rampart::serve {
 
-enum class ModelControlMode { kNone, kExplicit };
+enum class ModelControlMode { kNone, kExplicit, kPoll };
 
 struct ServerOptions {
   std::filesystem::path repository;
   ModelControlMode control_mode = ModelControlMode::kNone;
   // Models to load at start in explicit mode ("*" = all).
   std::vector<std::string> startup_models;
+  // Poll mode: how often the repository is rescanned. A change is loaded once the model's files
+  // have looked the same for one whole interval (so a half-copied version is never loaded).
+  std::chrono::milliseconds poll_interval{15000};
   // Intra-op threads per model instance unless a model says otherwise; 0 = the machine's cores
   // divided among the instances of that model.
   int threads_per_instance = 0;
@@ -38,11 +54,11 @@ struct ServerOptions {
   ServerObserver* observer = nullptr;
 };
 
-// What the repository index reports for one model version.
+// What the repository index reports for one model (version).
 struct ModelIndexEntry {
   std::string name;
   std::string version;  // empty when the model never got as far as choosing versions
-  std::string state;    // READY, UNAVAILABLE
+  std::string state;    // READY, LOADING, UNAVAILABLE
   std::string reason;   // why it is not ready
 };
 
@@ -53,10 +69,22 @@ class InferenceServer {
   InferenceServer(const InferenceServer&) = delete;
   InferenceServer& operator=(const InferenceServer&) = delete;
 
-  // Loads the models the control mode asks for. A model that fails is logged and recorded with
-  // its reason; the others load regardless. Fails only when the repository cannot be read or an
-  // explicitly requested model does not exist.
+  // Loads the models the control mode asks for, and starts polling in poll mode. A model that
+  // fails is logged and recorded with its reason; the others load regardless. Fails only when the
+  // repository cannot be read or an explicitly requested model does not exist.
   Status LoadStartupModels();
+
+  // Loads or reloads one model (the repository API). `config_json`, when given, replaces the
+  // model's config.pbtxt (protobuf JSON mapping, Triton's field names). Errors: FailedPrecondition
+  // outside explicit mode, NotFound for a model not in the repository, InvalidArgument for a bad
+  // config, or why a version failed to load (the serving versions stay).
+  Status LoadModel(std::string_view name, std::optional<std::string> config_json = std::nullopt);
+  // Unloads every version of a model; requests already queued still finish.
+  // Errors: FailedPrecondition outside explicit mode, NotFound for a model not loaded.
+  Status UnloadModel(std::string_view name);
+  // One poll-mode scan: loads new and changed models whose files have settled, unloads removed
+  // ones. Runs by itself every poll interval in poll mode; public for tests.
+  void Poll();
 
   bool IsLive() const { return true; }
   // Ready while not shutting down.
@@ -75,25 +103,53 @@ class InferenceServer {
   std::vector<std::shared_ptr<ModelVersion>> AllModels() const;
   std::vector<ModelIndexEntry> RepositoryIndex() const;
 
+  // The buffer window a replaced version keeps running for (P90 of recent loads + 50 ms).
+  std::chrono::milliseconds ReleaseDelay() const;
+
   // Stops accepting requests and waits up to `timeout` for those in flight. Returns the number
   // still in flight at the deadline (0 when drained).
   int64_t Shutdown(std::chrono::milliseconds timeout);
 
  private:
   struct ModelEntry {
-    std::map<int64_t, std::shared_ptr<ModelVersion>> versions;  // loaded
+    std::map<int64_t, std::shared_ptr<ModelVersion>> versions;  // serving
     std::map<int64_t, std::string> failures;                    // version -> reason
-    std::string reason;  // why the model as a whole failed (bad config, ...)
+    std::string reason;       // why the model as a whole is not serving (bad config, ...)
+    bool loading = false;     // a first load is under way
+    std::string config;       // serialized config the versions were loaded with
+    std::string fingerprint;  // the files the versions were loaded from (poll mode)
+    std::map<int64_t, std::string> version_files;  // per-version file digests
+  };
+  struct Retiring {
+    SteadyTime release_at;
+    std::shared_ptr<ModelVersion> version;
   };
 
-  void LoadModel(const std::string& name);
+  // REQUIRES: lifecycle_mutex_ held.
+  Status Load(const std::string& name, std::optional<std::string> config_json);
+  Status Unload(const std::string& name);
+  void Retire(std::vector<std::shared_ptr<ModelVersion>> versions);
+  void RunLifecycleThread();
   void FinishRequest();
+  int DefaultThreads(const model::ModelConfig& config) const;
 
   const ServerOptions options_;
   const backend::BackendRegistry& backends_;
 
+  std::mutex lifecycle_mutex_;  // one load/unload/poll at a time; taken before models_mutex_
+  std::map<std::string, std::string> last_seen_;  // poll: fingerprints one scan ago
+  std::deque<int64_t> load_times_ms_;             // recent load durations
+
   mutable std::mutex models_mutex_;
   std::map<std::string, ModelEntry, std::less<>> models_;  // guarded by models_mutex_
+
+  // Replaced versions waiting for their buffer window, and the thread that releases them (and
+  // polls, in poll mode).
+  std::mutex retire_mutex_;
+  std::condition_variable retire_changed_;
+  std::vector<Retiring> retiring_;  // guarded by retire_mutex_
+  bool stopping_ = false;           // guarded by retire_mutex_
+  std::thread lifecycle_thread_;
 
   std::atomic<bool> shutting_down_{false};
   std::atomic<int64_t> in_flight_{0};

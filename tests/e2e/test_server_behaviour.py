@@ -474,7 +474,7 @@ def test_sigterm_drains_in_flight(fixture: Fixture) -> str:
     single instance) when SIGTERM arrives: both complete correctly and the exit code is 0."""
     repository = fixture.slow_repository()
     iterations = fixture.slow_iterations
-    server = e2e.Server(fixture.binary, repository, extra_args=["--exit-timeout-secs", "30"])
+    server = e2e.Server(fixture.binary, repository, extra_args=["--exit-timeout-secs", "120"])
     try:
         server.start()
         sockets, readers = [], []

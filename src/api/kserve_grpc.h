@@ -1,0 +1,85 @@
+#pragma once
+
+// KServe v2 / Triton gRPC front end (PROTOCOLS.md §3): `inference.GRPCInferenceService` on its
+// own port, over the same InferenceServer as the HTTP front end, plus the standard
+// `grpc.health.v1.Health` service and server reflection.
+//
+// Every RPC uses gRPC's callback API: handlers run on gRPC's own threads, hand infer requests to
+// the server and return at once; the completion callback (on an instance thread) finishes the
+// call. No thread waits while a model runs. ModelStreamInfer keeps any number of requests in
+// flight per stream (reading pauses above kMaxStreamPending unanswered ones) and writes each
+// response as it completes; a failed request is answered in the stream with `error_message`,
+// and the stream stays open. A cancelled call (client gone, deadline passed) marks its requests
+// cancelled, so the batcher drops those still queued.
+//
+// gRPC's headers stay inside this module: this header only declares the front end's surface.
+//
+// Thread safety: Start, StopServing and Shutdown are called by one owner thread; port() and
+// cancelled_calls() from any thread. Errors never escape as exceptions.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "serve/server.h"
+
+namespace rampart::api {
+
+// PEM files for TLS (Triton's --grpc-server-cert, --grpc-server-key, --grpc-root-cert).
+struct GrpcTlsOptions {
+  std::string server_cert;  // path, required
+  std::string server_key;   // path, required
+  std::string root_cert;    // path; required for mutual TLS
+  // Require and verify a client certificate signed by root_cert (--grpc-use-ssl-mutual).
+  bool mutual = false;
+};
+
+struct KServeGrpcOptions {
+  std::string address = "0.0.0.0";
+  int port = 8001;  // 0 picks a free port; see KServeGrpc::port()
+  std::string server_name = "rampart";
+  std::string server_version;
+  // Largest request message accepted; larger ones fail with RESOURCE_EXHAUSTED.
+  int max_receive_bytes = 64 << 20;
+  std::optional<GrpcTlsOptions> tls;  // plaintext when empty
+};
+
+// Reading pauses on a stream with this many requests in flight or responses not yet written.
+inline constexpr int kMaxStreamPending = 256;
+
+class KServeGrpc {
+ public:
+  // Binds and starts serving. `server` must outlive the front end. Errors: InvalidArgument for
+  // unreadable TLS files, Unavailable when the address cannot be bound.
+  static Result<std::unique_ptr<KServeGrpc>> Start(serve::InferenceServer& server,
+                                                   KServeGrpcOptions options);
+  // Shuts down at once if Shutdown was not called.
+  ~KServeGrpc();
+  KServeGrpc(const KServeGrpc&) = delete;
+  KServeGrpc& operator=(const KServeGrpc&) = delete;
+
+  // The bound port (the chosen one when options.port was 0).
+  int port() const;
+
+  // First step of a drain: health checks answer NOT_SERVING, and every open stream is finished
+  // (UNAVAILABLE) as soon as its requests in flight have been answered. Unary calls are still
+  // accepted (the server answers them UNAVAILABLE once it shuts down). Idempotent.
+  void StopServing();
+
+  // Stops accepting calls, waits up to `timeout` for calls in flight, then cancels the rest and
+  // waits until their handlers are done. Calls StopServing first. Idempotent.
+  void Shutdown(std::chrono::milliseconds timeout);
+
+  // Calls (unary or stream) the client cancelled or whose deadline passed, since start.
+  uint64_t cancelled_calls() const;
+
+ private:
+  struct Impl;
+  explicit KServeGrpc(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rampart::api

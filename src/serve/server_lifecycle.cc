@@ -1,0 +1,310 @@
+// InferenceServer's model lifecycle: start-up loading, load/unload, poll mode, hot reload and
+// the delayed release of replaced versions. See server.h for the rules.
+
+#include <algorithm>
+
+#include "core/logging.h"
+#include "model/repository.h"
+#include "serve/server.h"
+
+namespace rampart::serve {
+namespace {
+
+constexpr size_t kLoadTimesKept = 64;
+constexpr std::chrono::milliseconds kReleaseMargin{50};
+
+int TotalInstances(const model::ModelConfig& config) {
+  int total = 0;
+  for (const auto& group : config.instance_group()) total += group.count();
+  return std::max(1, total);
+}
+
+}  // namespace
+
+InferenceServer::InferenceServer(ServerOptions options, const backend::BackendRegistry& backends)
+    : options_(std::move(options)), backends_(backends) {
+  lifecycle_thread_ = std::thread([this] { RunLifecycleThread(); });
+}
+
+InferenceServer::~InferenceServer() {
+  {
+    std::lock_guard lock(retire_mutex_);
+    stopping_ = true;
+  }
+  retire_changed_.notify_all();
+  lifecycle_thread_.join();
+  // Stop and join every instance thread (draining queues) before the tables go away.
+  std::map<std::string, ModelEntry, std::less<>> models;
+  {
+    std::lock_guard lock(models_mutex_);
+    models.swap(models_);
+  }
+  for (auto& [name, entry] : models) {
+    for (auto& [version, loaded] : entry.versions) loaded->Stop();
+  }
+  for (Retiring& retiring : retiring_) retiring.version->Stop();
+}
+
+int InferenceServer::DefaultThreads(const model::ModelConfig& config) const {
+  if (options_.threads_per_instance > 0) return options_.threads_per_instance;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / TotalInstances(config));
+}
+
+Status InferenceServer::LoadStartupModels() {
+  ASSIGN_OR_RETURN(std::vector<std::string> names, model::ListModels(options_.repository));
+  std::vector<std::string> wanted;
+  if (options_.control_mode != ModelControlMode::kExplicit ||
+      std::find(options_.startup_models.begin(), options_.startup_models.end(), "*") !=
+          options_.startup_models.end()) {
+    wanted = names;
+  } else {
+    for (const std::string& name : options_.startup_models) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        return NotFound("--load-model {}: no such model in repository '{}'", name,
+                        options_.repository.string());
+      }
+      wanted.push_back(name);
+    }
+  }
+  std::lock_guard lock(lifecycle_mutex_);
+  for (const std::string& name : wanted) {
+    if (options_.control_mode == ModelControlMode::kPoll) {
+      last_seen_[name] = model::Fingerprint(options_.repository / name);
+    }
+    // Failures are recorded in the index and logged; the other models load regardless.
+    (void)Load(name, std::nullopt);
+  }
+  return Status::Ok();
+}
+
+Status InferenceServer::LoadModel(std::string_view name, std::optional<std::string> config_json) {
+  if (options_.control_mode != ModelControlMode::kExplicit) {
+    return FailedPrecondition(
+        "explicit model load / unload is not allowed in model control mode '{}'; start with "
+        "--model-control-mode=explicit",
+        options_.control_mode == ModelControlMode::kPoll ? "poll" : "none");
+  }
+  std::lock_guard lock(lifecycle_mutex_);
+  return Load(std::string(name), std::move(config_json));
+}
+
+Status InferenceServer::UnloadModel(std::string_view name) {
+  if (options_.control_mode != ModelControlMode::kExplicit) {
+    return FailedPrecondition(
+        "explicit model load / unload is not allowed in model control mode '{}'",
+        options_.control_mode == ModelControlMode::kPoll ? "poll" : "none");
+  }
+  std::lock_guard lock(lifecycle_mutex_);
+  return Unload(std::string(name));
+}
+
+Status InferenceServer::Load(const std::string& name, std::optional<std::string> config_json) {
+  const SteadyTime started = Clock::Real().Now();
+  const std::filesystem::path directory = options_.repository / name;
+  std::error_code error;
+  if (name.empty() || name.find('/') != std::string::npos || name[0] == '.' ||
+      !std::filesystem::is_directory(directory, error)) {
+    return NotFound("failed to load '{}': no such model in the repository", name);
+  }
+  const std::string fingerprint = model::Fingerprint(directory);
+
+  // What is serving now; new versions are loaded beside it.
+  std::map<int64_t, std::shared_ptr<ModelVersion>> serving;
+  std::map<int64_t, std::string> serving_files;
+  std::string serving_config;
+  {
+    std::lock_guard lock(models_mutex_);
+    ModelEntry& entry = models_[name];
+    serving = entry.versions;
+    serving_files = entry.version_files;
+    serving_config = entry.config;
+    if (serving.empty()) entry.loading = true;
+  }
+  const auto fail = [&](const Status& status) {
+    std::lock_guard lock(models_mutex_);
+    ModelEntry& entry = models_[name];
+    entry.loading = false;
+    entry.reason = status.message();
+    LOG_ERROR("model '{}' failed to load{}: {}", name,
+              entry.versions.empty() ? "" : " (the serving versions stay)", status.message());
+    return status;
+  };
+
+  Result<model::ModelSource> source = model::ReadModel(directory);
+  if (config_json) {
+    Result<model::ModelConfig> override =
+        model::ParseConfigJson(*config_json, fmt::format("model '{}' config override", name));
+    source = override.ok() ? model::ReadModelWithConfig(directory, std::move(override).value())
+                           : Result<model::ModelSource>(override.status());
+  }
+  if (!source.ok()) return fail(source.status());
+  const std::string config = source->config.SerializeAsString();
+
+  std::map<int64_t, std::shared_ptr<ModelVersion>> next;
+  std::map<int64_t, std::string> next_files;
+  for (int64_t version : source->versions) {
+    next_files[version] = model::VersionFingerprint(directory, version);
+    // A version whose config and files are unchanged keeps serving as it is.
+    auto same = serving.find(version);
+    if (same != serving.end() && config == serving_config &&
+        serving_files[version] == next_files[version]) {
+      next[version] = same->second;
+      continue;
+    }
+    Result<std::shared_ptr<ModelVersion>> loaded = ModelVersion::Load(
+        *source, version, backends_, DefaultThreads(source->config), options_.observer);
+    // All or nothing: a version that fails keeps every serving version in place.
+    if (!loaded.ok()) return fail(loaded.status());
+    next[version] = std::move(loaded).value();
+  }
+
+  std::vector<std::shared_ptr<ModelVersion>> replaced;
+  {
+    std::lock_guard lock(models_mutex_);
+    ModelEntry& entry = models_[name];
+    for (auto& [version, loaded] : entry.versions) {
+      auto kept = next.find(version);
+      if (kept == next.end() || kept->second != loaded) replaced.push_back(loaded);
+    }
+    entry.versions = std::move(next);
+    entry.failures.clear();
+    entry.reason.clear();
+    entry.loading = false;
+    entry.config = config;
+    entry.fingerprint = fingerprint;
+    entry.version_files = std::move(next_files);
+  }
+  const int64_t load_ms = NanosBetween(started, Clock::Real().Now()) / 1'000'000;
+  load_times_ms_.push_back(load_ms);
+  if (load_times_ms_.size() > kLoadTimesKept) load_times_ms_.pop_front();
+  LOG_INFO("model '{}' ready: version(s) {} in {} ms{}", name, fmt::join(source->versions, ", "),
+           load_ms,
+           replaced.empty() ? ""
+                            : fmt::format("; {} old version(s) released in {} ms", replaced.size(),
+                                          ReleaseDelay().count()));
+  Retire(std::move(replaced));
+  return Status::Ok();
+}
+
+Status InferenceServer::Unload(const std::string& name) {
+  std::vector<std::shared_ptr<ModelVersion>> removed;
+  {
+    std::lock_guard lock(models_mutex_);
+    auto it = models_.find(name);
+    if (it == models_.end() || it->second.versions.empty()) {
+      return NotFound("failed to unload '{}': the model is not loaded", name);
+    }
+    for (auto& [version, loaded] : it->second.versions) removed.push_back(loaded);
+    it->second = ModelEntry();
+    it->second.reason = "unloaded";
+  }
+  LOG_INFO("model '{}' unloaded; {} version(s) finish their queued requests", name, removed.size());
+  Retire(std::move(removed));
+  return Status::Ok();
+}
+
+std::chrono::milliseconds InferenceServer::ReleaseDelay() const {
+  // Only the lifecycle (under lifecycle_mutex_) and its callers read load_times_ms_.
+  if (load_times_ms_.empty()) return kReleaseMargin;
+  std::vector<int64_t> sorted(load_times_ms_.begin(), load_times_ms_.end());
+  std::sort(sorted.begin(), sorted.end());
+  const size_t p90 = std::min(sorted.size() - 1, (sorted.size() * 9) / 10);
+  return std::chrono::milliseconds(sorted[p90]) + kReleaseMargin;
+}
+
+void InferenceServer::Retire(std::vector<std::shared_ptr<ModelVersion>> versions) {
+  if (versions.empty()) return;
+  const SteadyTime release_at = Clock::Real().Now() + ReleaseDelay();
+  {
+    std::lock_guard lock(retire_mutex_);
+    for (auto& version : versions) retiring_.push_back({release_at, std::move(version)});
+  }
+  retire_changed_.notify_all();
+}
+
+void InferenceServer::Poll() {
+  std::lock_guard lock(lifecycle_mutex_);
+  Result<std::vector<std::string>> names = model::ListModels(options_.repository);
+  if (!names.ok()) {
+    LOG_WARN("poll: {}", names.status().message());
+    return;
+  }
+  std::map<std::string, std::string> seen;
+  for (const std::string& name : *names) {
+    const std::string fingerprint = model::Fingerprint(options_.repository / name);
+    seen[name] = fingerprint;
+    // Act only on files that looked the same one interval ago: copies in progress wait.
+    auto before = last_seen_.find(name);
+    if (before == last_seen_.end() || before->second != fingerprint) continue;
+    std::string loaded_fingerprint;
+    bool known = false;
+    {
+      std::lock_guard models_lock(models_mutex_);
+      auto it = models_.find(name);
+      if (it != models_.end()) {
+        known = true;
+        loaded_fingerprint = it->second.fingerprint;
+      }
+    }
+    if (!known || loaded_fingerprint != fingerprint) {
+      LOG_INFO("poll: model '{}' {}", name, known ? "changed; reloading" : "appeared; loading");
+      if (!Load(name, std::nullopt).ok()) {
+        // Remember the failed files so the same broken copy is not retried every interval.
+        std::lock_guard models_lock(models_mutex_);
+        models_[name].fingerprint = fingerprint;
+      }
+    }
+  }
+  std::vector<std::string> gone;
+  {
+    std::lock_guard models_lock(models_mutex_);
+    for (const auto& [name, entry] : models_) {
+      if (!seen.contains(name) && !entry.versions.empty()) gone.push_back(name);
+    }
+  }
+  for (const std::string& name : gone) {
+    LOG_INFO("poll: model '{}' left the repository; unloading", name);
+    (void)Unload(name);
+  }
+  last_seen_ = std::move(seen);
+}
+
+void InferenceServer::RunLifecycleThread() {
+  const bool polling = options_.control_mode == ModelControlMode::kPoll;
+  SteadyTime next_poll = Clock::Real().Now() + options_.poll_interval;
+  std::unique_lock lock(retire_mutex_);
+  while (!stopping_) {
+    const SteadyTime now = Clock::Real().Now();
+    // Release versions whose buffer window has passed. Stop() drains their queues, so it runs
+    // without the lock.
+    std::vector<std::shared_ptr<ModelVersion>> due;
+    SteadyTime next_release = SteadyTime::max();
+    for (auto it = retiring_.begin(); it != retiring_.end();) {
+      if (it->release_at <= now) {
+        due.push_back(std::move(it->version));
+        it = retiring_.erase(it);
+      } else {
+        next_release = std::min(next_release, it->release_at);
+        ++it;
+      }
+    }
+    if (!due.empty()) {
+      lock.unlock();
+      for (auto& version : due) version->Stop();
+      due.clear();
+      lock.lock();
+      continue;
+    }
+    if (polling && now >= next_poll) {
+      lock.unlock();
+      Poll();
+      lock.lock();
+      next_poll = Clock::Real().Now() + options_.poll_interval;
+      continue;
+    }
+    retire_changed_.wait_until(lock, polling ? std::min(next_release, next_poll) : next_release);
+  }
+}
+
+}  // namespace rampart::serve

@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""Model lifecycle on the real binary: explicit load/unload through the repository API, hot
+reload under continuous load with zero failed requests, poll mode following the repository,
+warm-up, and memory returning after many load/unload cycles.
+
+Usage: test_lifecycle.py --binary build/rampart --repository examples/models
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from typing import Callable, List
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rampart_e2e as e2e  # noqa: E402
+from rampart_e2e import E2eError  # noqa: E402
+
+SIMPLE = e2e.InferRequest([
+    {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
+    {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}])
+MLP = e2e.InferRequest([{"name": "INPUT__0", "datatype": "FP32", "shape": [1, 256],
+                         "data": [0.01] * 256}])
+
+
+def check(condition: bool, message: str) -> None:
+    if not condition:
+        raise E2eError(message)
+
+
+def wait_for(predicate: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
+    """Polls an observable condition (not a sleep standing in for synchronisation)."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise E2eError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def index(client: e2e.Client) -> dict:
+    reply = client.post_json("/v2/repository/index", {})
+    check(reply.status == 200, f"index: {reply.status}")
+    return {(entry["name"], entry.get("version", "")): entry for entry in reply.json()}
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise E2eError("no VmRSS")
+
+
+def test_explicit_load_unload(binary: str, repository: str) -> str:
+    server = e2e.Server(binary, repository, extra_args=[
+        "--model-control-mode", "explicit", "--load-model", "simple"])
+    try:
+        server.start()
+        client = server.client()
+        check(client.infer("simple", SIMPLE).status == 200, "simple not loaded at start")
+        check(client.infer("mlp_classifier", MLP).status == 404, "mlp loaded without asking")
+        check(client.request("POST", "/v2/repository/models/mlp_classifier/load").status == 200,
+              "load mlp_classifier")
+        check(client.infer("mlp_classifier", MLP).status == 200, "mlp after load")
+        check(index(client)[("mlp_classifier", "1")]["state"] == "READY", "index state")
+        missing = client.request("POST", "/v2/repository/models/nope/load")
+        check(missing.status == 404, f"loading an unknown model: {missing.status}")
+        check(client.request("POST", "/v2/repository/models/mlp_classifier/unload").status == 200,
+              "unload")
+        check(client.infer("mlp_classifier", MLP).status == 404, "mlp still served after unload")
+        check(index(client)[("mlp_classifier", "")]["reason"] == "unloaded", "index after unload")
+        # A config override: a bad one is refused and changes nothing.
+        bad = client.request("POST", "/v2/repository/models/simple/load",
+                             json.dumps({"parameters": {"config": json.dumps(
+                                 {"backend": "pytorch", "max_batch_size": -3})}}).encode())
+        check(bad.status == 400 and "max_batch_size" in bad.json()["error"], f"bad config: {bad!r}")
+        check(client.infer("simple", SIMPLE).status == 200, "simple must keep serving")
+        client.close()
+        return "load, unload, unknown model 404, bad override refused while serving on"
+    finally:
+        server.stop()
+        server.cleanup()
+
+
+def test_hot_reload_without_failures(binary: str, repository: str) -> str:
+    work = tempfile.mkdtemp(prefix="rampart-reload-")
+    repository = e2e.copy_repository(repository, work)
+    server = e2e.Server(binary, repository, extra_args=[
+        "--model-control-mode", "explicit", "--load-model", "*"])
+    try:
+        server.start()
+        stop = threading.Event()
+        counts = {"ok": 0, "failed": 0}
+        failures: List[str] = []
+        lock = threading.Lock()
+
+        def client_loop(model: str, request: e2e.InferRequest) -> None:
+            client = server.client()
+            try:
+                while not stop.is_set():
+                    reply = client.infer(model, request)
+                    with lock:
+                        if reply.status == 200:
+                            counts["ok"] += 1
+                        else:
+                            counts["failed"] += 1
+                            failures.append(f"{model}: {reply.status} {reply.body[:120]!r}")
+            finally:
+                client.close()
+
+        threads = [threading.Thread(target=client_loop, args=args, daemon=True)
+                   for args in (("simple", SIMPLE), ("simple", SIMPLE), ("mlp_classifier", MLP))]
+        for thread in threads:
+            thread.start()
+        control = server.client()
+        reloads = 0
+        for delay_us in (100, 200, 300, 400, 500):
+            # Each override changes the config, so every version is rebuilt, warmed and swapped.
+            config = {"name": "mlp_classifier", "backend": "pytorch", "max_batch_size": 32,
+                      "input": [{"name": "INPUT__0", "data_type": "TYPE_FP32", "dims": [256]}],
+                      "output": [{"name": "OUTPUT__0", "data_type": "TYPE_FP32", "dims": [10]}],
+                      "dynamic_batching": {"max_queue_delay_microseconds": delay_us},
+                      "model_warmup": [{"name": "zeros", "batch_size": 4, "inputs": {
+                          "INPUT__0": {"data_type": "TYPE_FP32", "dims": [256],
+                                       "zero_data": True}}}]}
+            # simple's file changes instead, so it reloads from disk.
+            model_file = os.path.join(repository, "simple", "1", "model.pt")
+            os.utime(model_file, ns=(time.time_ns(), time.time_ns() + delay_us * 1000))
+            for model, body in (("mlp_classifier", {"parameters": {"config": json.dumps(config)}}),
+                                ("simple", None)):
+                before = counts["ok"]
+                reply = control.request("POST", f"/v2/repository/models/{model}/load",
+                                        json.dumps(body).encode() if body else None)
+                check(reply.status == 200, f"reload {model}: {reply!r}")
+                reloads += 1
+                wait_for(lambda: counts["ok"] > before + 20, "traffic after a reload")
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        control.close()
+        check(counts["failed"] == 0, f"{counts['failed']} failed requests during reloads: "
+                                     f"{failures[:3]}")
+        loads = server.stderr_text().count("model 'simple' ready")
+        check(loads == 6, f"simple loaded {loads} times, expected 1 + 5 reloads")
+        return f"{reloads} reloads under load, {counts['ok']} requests, 0 failed"
+    finally:
+        server.stop()
+        server.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_warmup_failure_keeps_serving(binary: str, repository: str) -> str:
+    server = e2e.Server(binary, repository, extra_args=[
+        "--model-control-mode", "explicit", "--load-model", "simple"])
+    try:
+        server.start()
+        client = server.client()
+        config = {"name": "simple", "platform": "pytorch_libtorch", "max_batch_size": 8,
+                  "input": [{"name": "INPUT0", "data_type": "TYPE_INT32", "dims": [16]},
+                            {"name": "INPUT1", "data_type": "TYPE_INT32", "dims": [16]}],
+                  "output": [{"name": "OUTPUT0", "data_type": "TYPE_INT32", "dims": [16]},
+                             {"name": "OUTPUT1", "data_type": "TYPE_INT32", "dims": [16]}],
+                  "model_warmup": [{"name": "half", "batch_size": 1, "inputs": {
+                      "INPUT0": {"data_type": "TYPE_INT32", "dims": [16], "random_data": True}}}]}
+        reply = client.request("POST", "/v2/repository/models/simple/load",
+                               json.dumps({"parameters": {"config": json.dumps(config)}}).encode())
+        check(reply.status == 400 and "model_warmup 'half'" in reply.text(),
+              f"a warm-up missing an input must fail the load: {reply!r}")
+        check(client.infer("simple", SIMPLE).status == 200, "the old version must keep serving")
+        entry = index(client)[("simple", "")]
+        check("model_warmup" in entry["reason"] and entry["state"] == "READY",
+              f"index after the failed reload: {entry}")
+        client.close()
+        return "failed warm-up refused the reload; version 1 kept serving"
+    finally:
+        server.stop()
+        server.cleanup()
+
+
+def test_poll_mode(binary: str, repository: str) -> str:
+    work = tempfile.mkdtemp(prefix="rampart-poll-")
+    try:
+        models = os.path.join(work, "models")
+        os.makedirs(models)
+        shutil.copytree(os.path.join(repository, "simple"), os.path.join(models, "simple"))
+        server = e2e.Server(binary, models, extra_args=[
+            "--model-control-mode", "poll", "--repository-poll-secs", "1"])
+        try:
+            server.start()
+            client = server.client()
+            check(client.infer("simple", SIMPLE).status == 200, "simple at start")
+            # A new version appears: once its files have settled it is loaded (latest policy).
+            shutil.copytree(os.path.join(models, "simple", "1"), os.path.join(models, "simple", "2"))
+            wait_for(lambda: client.get("/v2/models/simple/versions/2/ready").status == 200,
+                     "version 2 to load")
+            # A new model appears.
+            shutil.copytree(os.path.join(repository, "text_stats"),
+                            os.path.join(models, "text_stats"))
+            wait_for(lambda: client.get("/v2/models/text_stats/ready").status == 200,
+                     "text_stats to load")
+            # A model disappears.
+            shutil.rmtree(os.path.join(models, "text_stats"))
+            wait_for(lambda: client.get("/v2/models/text_stats/ready").status == 400,
+                     "text_stats to unload")
+            refused = client.request("POST", "/v2/repository/models/simple/unload")
+            check(refused.status == 400, f"the API must refuse unload in poll mode: {refused!r}")
+            client.close()
+            return "new version, new model and removed model followed; API refused"
+        finally:
+            server.stop()
+            server.cleanup()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_no_leak_over_load_unload_cycles(binary: str, repository: str) -> str:
+    server = e2e.Server(binary, repository, extra_args=[
+        "--model-control-mode", "explicit", "--load-model", "simple"])
+    cycles, warm = 200, 20
+    try:
+        server.start()
+        client = server.client()
+        baseline = None
+        for cycle in range(cycles):
+            check(client.request("POST", "/v2/repository/models/mlp_classifier/load").status == 200,
+                  f"load {cycle}")
+            check(client.infer("mlp_classifier", MLP).status == 200, f"infer {cycle}")
+            check(client.request("POST", "/v2/repository/models/mlp_classifier/unload").status
+                  == 200, f"unload {cycle}")
+            if cycle + 1 == warm:
+                baseline = rss_kib(server.process.pid)
+        # Unloaded versions are released after their buffer window; let the last ones go.
+        settled = [rss_kib(server.process.pid)]
+
+        def settled_low() -> bool:
+            settled.append(rss_kib(server.process.pid))
+            return settled[-1] - baseline < 32 * 1024
+
+        wait_for(settled_low, "resident memory to return near its level after 20 cycles", 10)
+        client.close()
+        return (f"{cycles} load/unload cycles: RSS {baseline // 1024} MiB after {warm}, "
+                f"{settled[-1] // 1024} MiB at the end")
+    finally:
+        server.stop()
+        server.cleanup()
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--repository", required=True)
+    parser.add_argument("--filter", default="")
+    args = parser.parse_args(argv)
+    tally = e2e.Tally()
+    for test in (test_explicit_load_unload, test_hot_reload_without_failures,
+                 test_warmup_failure_keeps_serving, test_poll_mode,
+                 test_no_leak_over_load_unload_cycles):
+        name = test.__name__[5:]
+        if args.filter and args.filter not in name:
+            continue
+        started = time.monotonic()
+        try:
+            tally.record(f"{name}: {test(args.binary, args.repository)}", None,
+                         time.monotonic() - started)
+        except (E2eError, OSError, ValueError, KeyError) as error:
+            tally.record(name, repr(error))
+    return tally.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
