@@ -161,13 +161,26 @@ net::HttpResponse EncodeResponse(Result<std::unique_ptr<serve::InferResponse>>& 
   return response;
 }
 
-// Server-Timing durations are milliseconds (https://www.w3.org/TR/server-timing/).
-std::string ServerTiming(const serve::RequestTiming& timing, int64_t total_ns) {
-  return fmt::format(
+// Server-Timing durations are milliseconds (https://www.w3.org/TR/server-timing/). Ensembles
+// add one entry per step (its duration, and its start after arrival in `desc`) and the
+// alignment latency of their parallel branches.
+std::string ServerTiming(const serve::InferResponse* response, int64_t total_ns) {
+  const serve::RequestTiming timing = response ? response->timing : serve::RequestTiming{};
+  std::string header = fmt::format(
       "queue;dur={:.3f}, compute_input;dur={:.3f}, compute_infer;dur={:.3f}, "
       "compute_output;dur={:.3f}, total;dur={:.3f}",
       timing.queue_ns / 1e6, timing.compute_input_ns / 1e6, timing.compute_infer_ns / 1e6,
       timing.compute_output_ns / 1e6, total_ns / 1e6);
+  if (response != nullptr && !response->steps.empty()) {
+    for (size_t i = 0; i < response->steps.size(); ++i) {
+      const serve::StepTiming& step = response->steps[i];
+      fmt::format_to(std::back_inserter(header), ", step.{}.{};dur={:.3f};desc=\"start {:.3f}\"", i,
+                     step.model, (step.end_ns - step.start_ns) / 1e6, step.start_ns / 1e6);
+    }
+    fmt::format_to(std::back_inserter(header), ", alignment;dur={:.3f}",
+                   response->alignment_ns / 1e6);
+  }
+  return header;
 }
 
 void WriteAccessLog(const net::HttpRequest& request, std::string_view trace_id, int status,
@@ -343,7 +356,8 @@ void KServeHttp::Infer(net::HttpRequest&& request, std::string_view model, int64
               result.ok() ? (*result)->timing : serve::RequestTiming{};
           const int64_t total_ns = NanosBetween(request.received, Clock::Real().Now());
           response.headers.emplace_back("traceparent", trace.Traceparent());
-          response.headers.emplace_back("Server-Timing", ServerTiming(timing, total_ns));
+          response.headers.emplace_back(
+              "Server-Timing", ServerTiming(result.ok() ? result->get() : nullptr, total_ns));
           if (options_.access_log) {
             WriteAccessLog(request, trace.TraceId(), response.status, response.body.size(), timing,
                            total_ns);

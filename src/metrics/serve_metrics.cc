@@ -20,7 +20,7 @@ std::vector<double> ToSeconds(const std::vector<double>& microseconds) {
 class VersionMetrics final : public serve::VersionObserver {
  public:
   VersionMetrics(Registry& registry, const std::vector<std::string>& labels,
-                 const std::vector<double>& buckets_seconds, bool summaries)
+                 const std::vector<double>& buckets_seconds, bool summaries, bool is_ensemble)
       : success_(registry
                      .Counter("nv_inference_request_success",
                               "Number of successful inference requests, all batch sizes",
@@ -57,6 +57,14 @@ class VersionMetrics final : public serve::VersionObserver {
           {labels[0], labels[1],
            serve::FailureReasonName(static_cast<serve::FailureReason>(reason))});
     }
+    if (is_ensemble) {
+      alignment_ = &registry
+                        .Histogram("rampart_ensemble_alignment_seconds",
+                                   "Spread between the finish times of an ensemble's parallel "
+                                   "branches, in seconds",
+                                   kModelLabels, buckets_seconds)
+                        .WithLabels(labels, HistogramOptions{buckets_seconds});
+    }
     if (summaries) {
       request_summary_ = &Summary(registry, "request", labels);
       queue_summary_ = &Summary(registry, "queue", labels);
@@ -92,6 +100,10 @@ class VersionMetrics final : public serve::VersionObserver {
 
   void OnFailure(serve::FailureReason reason, int64_t) override {
     failures_[static_cast<size_t>(reason)]->Increment();
+  }
+
+  void OnEnsembleAlignment(int64_t alignment_ns) override {
+    if (alignment_ != nullptr) alignment_->Observe(static_cast<double>(alignment_ns) / 1e9);
   }
 
  private:
@@ -137,6 +149,7 @@ class VersionMetrics final : public serve::VersionObserver {
   metrics::Histogram& queue_histogram_;
   metrics::Histogram& infer_histogram_;
   std::array<Counter*, serve::kFailureReasons> failures_{};
+  metrics::Histogram* alignment_ = nullptr;
   metrics::Summary* request_summary_ = nullptr;
   metrics::Summary* queue_summary_ = nullptr;
   metrics::Summary* infer_summary_ = nullptr;
@@ -189,7 +202,8 @@ std::unique_ptr<serve::VersionObserver> ServeMetrics::ForVersion(const model::Mo
   }
   const std::vector<std::string> labels = {config.name(), std::to_string(version)};
   return std::make_unique<VersionMetrics>(registry_, labels, ToSeconds(buckets_us),
-                                          options_.summaries);
+                                          options_.summaries,
+                                          config.platform() == model::kEnsemblePlatform);
 }
 
 }  // namespace rampart::metrics

@@ -16,6 +16,8 @@
 //   histograms        rampart_inference_{request,queue,compute_infer}_duration_seconds, buckets
 //                     configurable per server and per model (parameter
 //                     `metrics_histogram_buckets`, microseconds)
+//   ensembles         rampart_ensemble_alignment_seconds: spread of the parallel branches'
+//                     finish times
 //   summaries         nv_inference_{request,queue,compute_infer}_summary_us (p50/p90/p99), off
 //                     unless asked for, as in Triton
 //

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/logging.h"
+#include "serve/ensemble.h"
 #include "serve/warmup.h"
 
 namespace rampart::serve {
@@ -45,6 +46,11 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSourc
                                                          const backend::BackendRegistry& backends,
                                                          int default_threads,
                                                          ServerObserver* observer) {
+  if (source.config.platform() == model::kEnsemblePlatform) {
+    RETURN_IF_ERROR(ValidateEnsemble(source.config));
+    return std::shared_ptr<ModelVersion>(new ModelVersion(
+        source.config, version, observer ? observer->ForVersion(source.config, version) : nullptr));
+  }
   backend::Backend* backend = backends.Find(source.config.backend());
   if (backend == nullptr) {
     return InvalidArgument("model '{}': unknown backend '{}' (this build has: {})", source.name,

@@ -39,8 +39,13 @@ class ModelVersion {
   const std::string& name() const { return config_.name(); }
   int64_t version() const { return version_; }
   const Statistics& statistics() const { return statistics_; }
+  // For request paths outside the scheduler (ensembles) that record their own outcomes.
+  Statistics& mutable_statistics() { return statistics_; }
   // Requests waiting for an instance (Triton's pending request count).
-  size_t QueueSize() const { return scheduler_->QueueSize(); }
+  size_t QueueSize() const { return scheduler_ ? scheduler_->QueueSize() : 0; }
+  // An ensemble has no instances of its own: InferenceServer runs its steps (serve/ensemble.h).
+  bool IsEnsemble() const { return config_.platform() == model::kEnsemblePlatform; }
+  // REQUIRES: !IsEnsemble() for Enqueue.
 
   // Checks a request against the config (inputs present and known, data types, shapes, batch
   // size, byte sizes, requested outputs) and puts its inputs into config order.

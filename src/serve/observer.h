@@ -25,6 +25,8 @@ class VersionObserver {
   virtual void OnExecution(uint64_t batch_size) = 0;
   virtual void OnSuccess(const RequestTiming& timing, int64_t total_ns, uint64_t batch_items) = 0;
   virtual void OnFailure(FailureReason reason, int64_t total_ns) = 0;
+  // Ensembles only: the spread between the finish times of the ensemble's parallel branches.
+  virtual void OnEnsembleAlignment(int64_t /*alignment_ns*/) {}
 };
 
 class ServerObserver {

@@ -46,12 +46,21 @@ struct RequestTiming {
   int64_t compute_output_ns = 0;
 };
 
+// One ensemble step's span, in nanoseconds after the ensemble request's arrival.
+struct StepTiming {
+  std::string model;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
 struct InferResponse {
   std::string model_name;
   int64_t model_version = 0;
   std::string id;
   std::vector<tensor::Tensor> outputs;  // in the model's config order
   RequestTiming timing;
+  std::vector<StepTiming> steps;  // ensembles only
+  int64_t alignment_ns = 0;       // ensembles only: spread of the final steps' finish times
 };
 
 // Called exactly once per request, on a server thread (never the caller's I/O thread while it

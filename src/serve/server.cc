@@ -5,6 +5,7 @@
 
 #include "core/logging.h"
 #include "model/repository.h"
+#include "serve/ensemble.h"
 
 namespace rampart::serve {
 
@@ -80,11 +81,16 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
     return;
   }
   in_flight_.fetch_add(1);
-  (*model)->Enqueue(std::move(request), [this, done = std::move(done)](
-                                            Result<std::unique_ptr<InferResponse>> result) mutable {
-    done(std::move(result));
-    FinishRequest();
-  });
+  InferCallback finish =
+      [this, done = std::move(done)](Result<std::unique_ptr<InferResponse>> result) mutable {
+        done(std::move(result));
+        FinishRequest();
+      };
+  if ((*model)->IsEnsemble()) {
+    RunEnsemble(*this, std::move(model).value(), std::move(request), std::move(finish));
+  } else {
+    (*model)->Enqueue(std::move(request), std::move(finish));
+  }
 }
 
 void InferenceServer::FinishRequest() {

@@ -67,6 +67,11 @@ Status InferenceServer::LoadStartupModels() {
       wanted.push_back(name);
     }
   }
+  // Ensembles last: their steps' models must be serving first.
+  std::stable_partition(wanted.begin(), wanted.end(), [this](const std::string& name) {
+    Result<model::ModelSource> source = model::ReadModel(options_.repository / name);
+    return !source.ok() || source->config.platform() != model::kEnsemblePlatform;
+  });
   std::lock_guard lock(lifecycle_mutex_);
   for (const std::string& name : wanted) {
     if (options_.control_mode == ModelControlMode::kPoll) {
@@ -139,6 +144,15 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
                            : Result<model::ModelSource>(override.status());
   }
   if (!source.ok()) return fail(source.status());
+  if (source->config.platform() == model::kEnsemblePlatform) {
+    for (const auto& step : source->config.ensemble_scheduling().step()) {
+      const int64_t version = step.model_version() > 0 ? step.model_version() : kLatestVersion;
+      if (Status ready = GetModel(step.model_name(), version).status(); !ready.ok()) {
+        return fail(InvalidArgument("ensemble '{}': step model '{}' is not loaded: {}", name,
+                                    step.model_name(), ready.message()));
+      }
+    }
+  }
   const std::string config = source->config.SerializeAsString();
 
   std::map<int64_t, std::shared_ptr<ModelVersion>> next;

@@ -147,6 +147,31 @@ def test_traceparent(server: e2e.Server) -> str:
     return f"trace continued ({reply}), Server-Timing: {timing}"
 
 
+def test_ensemble_timing(server: e2e.Server) -> str:
+    request = e2e.InferRequest([
+        {"name": "A", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
+        {"name": "B", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}])
+    client = server.client()
+    try:
+        reply = client.infer("simple_ensemble", request)
+    finally:
+        client.close()
+    check(reply.status == 200, f"ensemble infer {reply.status} {reply.body[:200]!r}")
+    timing = reply.header("server-timing") or ""
+    steps = re.findall(r'step\.(\d)\.simple;dur=([0-9.]+);desc="start ([0-9.]+)"', timing)
+    check(len(steps) == 3, f"expected 3 step entries in Server-Timing: {timing!r}")
+    check(re.search(r"alignment;dur=[0-9.]+", timing) is not None, f"no alignment: {timing!r}")
+    # Step 1 (SUM, DIFF -> 2A, 2B) needs step 0's outputs: it cannot start before step 0 ends.
+    start = {int(i): float(s) for i, _, s in steps}
+    duration = {int(i): float(d) for i, d, _ in steps}
+    check(start[1] >= start[0] + duration[0] - 0.001, f"step 1 started before step 0 ended: {timing}")
+    samples = parse_exposition(scrape(server))
+    count = value(samples, "rampart_ensemble_alignment_seconds_count", model="simple_ensemble",
+                  version="1")
+    check(count == 1, f"alignment histogram count {count}")
+    return f"3 steps and alignment in Server-Timing; alignment histogram counted"
+
+
 def test_logging_extension(server: e2e.Server) -> str:
     client = server.client()
     try:
@@ -206,7 +231,7 @@ def main(argv: List[str]) -> int:
     try:
         server.start()
         check(server.metrics_port is not None, "no 'rampart: metrics listening' line")
-        for test in (test_exact_counters, test_promtool, test_traceparent,
+        for test in (test_exact_counters, test_promtool, test_traceparent, test_ensemble_timing,
                      test_logging_extension):
             started = time.monotonic()
             try:

@@ -1,0 +1,276 @@
+#include "serve/ensemble.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include <fmt/ranges.h>
+
+#include "serve/server.h"
+
+namespace rampart::serve {
+namespace {
+
+using Step = inference::ModelEnsembling::Step;
+
+// Steps whose outputs no other step reads: the ends of the graph's branches.
+std::vector<bool> FinalSteps(const inference::ModelEnsembling& scheduling) {
+  std::set<std::string> consumed;
+  for (const Step& step : scheduling.step()) {
+    for (const auto& [input, tensor] : step.input_map()) consumed.insert(tensor);
+  }
+  std::vector<bool> final(static_cast<size_t>(scheduling.step_size()), true);
+  for (int i = 0; i < scheduling.step_size(); ++i) {
+    for (const auto& [output, tensor] : scheduling.step(i).output_map()) {
+      if (consumed.contains(tensor)) final[static_cast<size_t>(i)] = false;
+    }
+  }
+  return final;
+}
+
+// The state of one request going through an ensemble. Shared by the step callbacks; every field
+// below the constants is guarded by mutex.
+class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
+ public:
+  EnsembleRun(InferenceServer& server, std::shared_ptr<ModelVersion> ensemble,
+              std::unique_ptr<InferRequest> request, InferCallback done)
+      : server_(server),
+        ensemble_(std::move(ensemble)),
+        scheduling_(ensemble_->config().ensemble_scheduling()),
+        final_steps_(FinalSteps(scheduling_)),
+        request_(std::move(request)),
+        done_(std::move(done)),
+        steps_(static_cast<size_t>(scheduling_.step_size())) {
+    for (tensor::Tensor& input : request_->inputs) tensors_[input.name] = std::move(input);
+    request_->inputs.clear();
+  }
+
+  void Start() {
+    std::unique_lock lock(mutex_);
+    LaunchReady(lock);
+  }
+
+ private:
+  struct StepState {
+    bool launched = false;
+    bool finished = false;
+    StepTiming timing;
+  };
+
+  // Launches every step whose inputs exist. Takes and may release the lock around Infer (a
+  // step that fails validation calls back at once, re-entering this object).
+  void LaunchReady(std::unique_lock<std::mutex>& lock) {
+    while (!failed_) {
+      std::vector<std::pair<size_t, std::unique_ptr<InferRequest>>> ready;
+      for (size_t i = 0; i < steps_.size(); ++i) {
+        if (steps_[i].launched) continue;
+        const Step& step = scheduling_.step(static_cast<int>(i));
+        const bool inputs_ready =
+            std::all_of(step.input_map().begin(), step.input_map().end(),
+                        [&](const auto& entry) { return tensors_.contains(entry.second); });
+        if (!inputs_ready) continue;
+        auto sub = std::make_unique<InferRequest>();
+        sub->model_name = step.model_name();
+        sub->model_version = step.model_version() > 0 ? step.model_version() : kLatestVersion;
+        sub->id = request_->id;
+        sub->cancelled = request_->cancelled;
+        for (const auto& [model_input, tensor_name] : step.input_map()) {
+          tensor::Tensor input = tensors_.at(tensor_name);
+          input.name = model_input;
+          sub->inputs.push_back(std::move(input));
+        }
+        for (const auto& [model_output, tensor_name] : step.output_map()) {
+          sub->requested_outputs.push_back(model_output);
+        }
+        steps_[i].launched = true;
+        steps_[i].timing.model = step.model_name();
+        const SteadyTime now = Clock::Real().Now();
+        steps_[i].timing.start_ns = NanosBetween(request_->arrival, now);
+        sub->arrival = now;
+        ready.emplace_back(i, std::move(sub));
+      }
+      if (ready.empty()) break;
+      running_ += ready.size();
+      lock.unlock();
+      for (auto& [index, sub] : ready) {
+        server_.Infer(std::move(sub), [self = shared_from_this(), index = index](
+                                          Result<std::unique_ptr<InferResponse>> result) mutable {
+          self->StepDone(index, std::move(result));
+        });
+      }
+      lock.lock();
+    }
+    MaybeFinish(lock);
+  }
+
+  void StepDone(size_t index, Result<std::unique_ptr<InferResponse>> result) {
+    std::unique_lock lock(mutex_);
+    --running_;
+    steps_[index].finished = true;
+    steps_[index].timing.end_ns = NanosBetween(request_->arrival, Clock::Real().Now());
+    if (!result.ok()) {
+      if (!failed_) {
+        failed_ = true;
+        failure_ = result.status().WithContext(fmt::format("ensemble '{}' step {} (model '{}')",
+                                                           ensemble_->name(), index,
+                                                           steps_[index].timing.model));
+      }
+    } else {
+      const Step& step = scheduling_.step(static_cast<int>(index));
+      for (tensor::Tensor& output : (*result)->outputs) {
+        auto mapped = step.output_map().find(output.name);
+        if (mapped == step.output_map().end()) continue;
+        output.name = mapped->second;
+        tensors_[mapped->second] = std::move(output);
+      }
+    }
+    LaunchReady(lock);
+  }
+
+  void MaybeFinish(std::unique_lock<std::mutex>& lock) {
+    if (running_ > 0 || answered_) return;
+    answered_ = true;
+    const SteadyTime finished = Clock::Real().Now();
+    const int64_t total_ns = NanosBetween(request_->arrival, finished);
+    Statistics& stats = ensemble_->mutable_statistics();
+    Result<std::unique_ptr<InferResponse>> outcome =
+        failed_ ? Result<std::unique_ptr<InferResponse>>(failure_) : Assemble();
+    if (!outcome.ok()) {
+      stats.RecordFailure(FailureReason::kOther, total_ns);
+    } else {
+      stats.RecordSuccess(total_ns, (*outcome)->timing, 1);
+      if (VersionObserver* observer = stats.observer()) {
+        observer->OnEnsembleAlignment((*outcome)->alignment_ns);
+      }
+    }
+    InferCallback done = std::move(done_);
+    lock.unlock();
+    done(std::move(outcome));
+  }
+
+  Result<std::unique_ptr<InferResponse>> Assemble() {
+    auto response = std::make_unique<InferResponse>();
+    response->model_name = ensemble_->name();
+    response->model_version = ensemble_->version();
+    response->id = request_->id;
+    const auto& wanted = request_->requested_outputs;
+    for (const auto& output : ensemble_->config().output()) {
+      if (!wanted.empty() &&
+          std::find(wanted.begin(), wanted.end(), output.name()) == wanted.end()) {
+        continue;
+      }
+      auto it = tensors_.find(output.name());
+      if (it == tensors_.end()) {
+        return Internal("ensemble '{}': no step produced output '{}'", ensemble_->name(),
+                        output.name());
+      }
+      response->outputs.push_back(std::move(it->second));
+    }
+    int64_t first_end = INT64_MAX;
+    int64_t last_end = 0;
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      response->steps.push_back(steps_[i].timing);
+      if (final_steps_[i]) {
+        first_end = std::min(first_end, steps_[i].timing.end_ns);
+        last_end = std::max(last_end, steps_[i].timing.end_ns);
+      }
+    }
+    response->alignment_ns = last_end > first_end ? last_end - first_end : 0;
+    return response;
+  }
+
+  InferenceServer& server_;
+  const std::shared_ptr<ModelVersion> ensemble_;
+  const inference::ModelEnsembling& scheduling_;  // owned by ensemble_'s config
+  const std::vector<bool> final_steps_;
+  const std::unique_ptr<InferRequest> request_;
+
+  std::mutex mutex_;
+  InferCallback done_;
+  std::map<std::string, tensor::Tensor> tensors_;
+  std::vector<StepState> steps_;
+  size_t running_ = 0;
+  bool failed_ = false;
+  bool answered_ = false;
+  Status failure_;
+};
+
+}  // namespace
+
+Status ValidateEnsemble(const model::ModelConfig& config) {
+  const std::string& name = config.name();
+  if (!config.has_ensemble_scheduling() || config.ensemble_scheduling().step_size() == 0) {
+    return InvalidArgument("ensemble '{}': ensemble_scheduling needs at least one step", name);
+  }
+  const auto& steps = config.ensemble_scheduling().step();
+  std::map<std::string, int> producer;
+  for (int i = 0; i < steps.size(); ++i) {
+    const Step& step = steps.Get(i);
+    if (step.model_name().empty()) {
+      return InvalidArgument("ensemble '{}' step {}: model_name is required", name, i);
+    }
+    if (step.model_name() == name) {
+      return InvalidArgument("ensemble '{}' step {}: an ensemble cannot call itself", name, i);
+    }
+    if (step.input_map().empty() || step.output_map().empty()) {
+      return InvalidArgument("ensemble '{}' step {} ('{}'): input_map and output_map are required",
+                             name, i, step.model_name());
+    }
+    for (const auto& [output, tensor] : step.output_map()) {
+      if (!producer.emplace(tensor, i).second) {
+        return InvalidArgument("ensemble '{}': tensor '{}' is produced by steps {} and {}", name,
+                               tensor, producer[tensor], i);
+      }
+    }
+  }
+  std::set<std::string> available;
+  for (const auto& input : config.input()) {
+    available.insert(input.name());
+    if (producer.contains(input.name())) {
+      return InvalidArgument("ensemble '{}': step {} overwrites ensemble input '{}'", name,
+                             producer[input.name()], input.name());
+    }
+  }
+  // Run the graph symbolically: every step must become runnable, else a cycle or a missing
+  // tensor blocks it.
+  std::vector<bool> done(static_cast<size_t>(steps.size()), false);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int i = 0; i < steps.size(); ++i) {
+      if (done[static_cast<size_t>(i)]) continue;
+      const Step& step = steps.Get(i);
+      if (std::all_of(step.input_map().begin(), step.input_map().end(),
+                      [&](const auto& entry) { return available.contains(entry.second); })) {
+        for (const auto& [output, tensor] : step.output_map()) available.insert(tensor);
+        done[static_cast<size_t>(i)] = progress = true;
+      }
+    }
+  }
+  for (int i = 0; i < steps.size(); ++i) {
+    if (!done[static_cast<size_t>(i)]) {
+      std::vector<std::string> missing;
+      for (const auto& [input, tensor] : steps.Get(i).input_map()) {
+        if (!available.contains(tensor)) missing.push_back(tensor);
+      }
+      return InvalidArgument(
+          "ensemble '{}' step {} ('{}') can never run: no ensemble input or step produces {} (or "
+          "the steps form a cycle)",
+          name, i, steps.Get(i).model_name(), fmt::join(missing, ", "));
+    }
+  }
+  for (const auto& output : config.output()) {
+    if (!available.contains(output.name())) {
+      return InvalidArgument("ensemble '{}': no step produces output '{}'", name, output.name());
+    }
+  }
+  return Status::Ok();
+}
+
+void RunEnsemble(InferenceServer& server, std::shared_ptr<ModelVersion> ensemble,
+                 std::unique_ptr<InferRequest> request, InferCallback done) {
+  std::make_shared<EnsembleRun>(server, std::move(ensemble), std::move(request), std::move(done))
+      ->Start();
+}
+
+}  // namespace rampart::serve
