@@ -313,6 +313,17 @@ void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     get ? responder.Send(ModelConfig(*model, version)) : method_not_allowed();
   } else if (action == "stats") {
     get ? responder.Send(Statistics(*model, version)) : method_not_allowed();
+  } else if (action == "canary") {
+    if (get) {
+      responder.Send(Canary(*model));
+    } else if (post) {
+      responder.Send(StartCanary(*model, request.body));
+    } else if (request.method == "DELETE") {
+      Status stopped = server_.StopCanary(*model);
+      responder.Send(stopped.ok() ? Empty(200) : KServeError(stopped));
+    } else {
+      method_not_allowed();
+    }
   } else if (action == "infer") {
     post ? Infer(std::move(request), *model, version, std::move(responder)) : method_not_allowed();
   } else {
@@ -510,6 +521,95 @@ net::HttpResponse KServeHttp::RepositoryControl(bool load, const std::string& mo
   const Status status =
       load ? server_.LoadModel(model, std::move(config)) : server_.UnloadModel(model);
   return status.ok() ? Empty(200) : KServeError(status);
+}
+
+net::HttpResponse KServeHttp::Canary(std::string_view model) const {
+  Result<serve::CanaryStatus> status = server_.GetCanary(model);
+  if (!status.ok()) return KServeError(status.status());
+  json::Writer writer;
+  writer.StartObject();
+  writer.Key("model");
+  writer.String(model);
+  writer.Key("baseline");
+  writer.String(std::to_string(status->policy.baseline));
+  writer.Key("candidate");
+  writer.String(std::to_string(status->policy.candidate));
+  writer.Key("state");
+  writer.String(serve::CanaryStateName(status->state));
+  writer.Key("stage");
+  writer.Uint64(status->stage);
+  writer.Key("stages");
+  writer.StartArray();
+  for (int stage : status->policy.stages_percent) writer.Int64(stage);
+  writer.EndArray();
+  writer.Key("weight_percent");
+  writer.Int64(status->weight_percent);
+  writer.Key("candidate_requests");
+  writer.Uint64(status->candidate_requests);
+  writer.Key("candidate_failures");
+  writer.Uint64(status->candidate_failures);
+  writer.Key("baseline_requests");
+  writer.Uint64(status->baseline_requests);
+  writer.Key("candidate_p99_ms");
+  writer.Double(status->candidate_p99_ms);
+  writer.Key("baseline_p99_ms");
+  writer.Double(status->baseline_p99_ms);
+  writer.Key("last_decision");
+  writer.String(status->last_decision);
+  writer.EndObject();
+  return Json(writer.str());
+}
+
+net::HttpResponse KServeHttp::StartCanary(std::string_view model, const std::string& body) const {
+  json::Parser parser;
+  Result<json::Value> root = parser.Parse(body);
+  if (!root.ok()) return KServeError(root.status());
+  if (!root->IsObject()) return KServeError(InvalidArgument("the body must be a JSON object"));
+  serve::CanaryPolicy policy;
+  for (auto [key, value] : root->Object()) {
+    const json::Value field(value);
+    Status status;
+    const auto read_version = [&](int64_t& target) {
+      Result<uint64_t> version = field.GetUint64(key);
+      status = version.status();
+      if (version.ok()) target = static_cast<int64_t>(*version);
+    };
+    if (key == "baseline") {
+      read_version(policy.baseline);
+    } else if (key == "candidate") {
+      read_version(policy.candidate);
+    } else if (key == "stages") {
+      policy.stages_percent.clear();
+      if (!field.IsArray()) {
+        status = InvalidArgument("'stages' must be an array of percentages");
+      } else {
+        for (simdjson::dom::element stage : field.Array()) {
+          Result<uint64_t> percent = json::Value(stage).GetUint64("stages[]");
+          if (!percent.ok()) {
+            status = percent.status();
+            break;
+          }
+          policy.stages_percent.push_back(static_cast<int>(std::min<uint64_t>(*percent, 1000)));
+        }
+      }
+    } else if (key == "min_requests") {
+      Result<uint64_t> count = field.GetUint64(key);
+      status = count.status();
+      if (count.ok()) policy.min_requests = *count;
+    } else if (key == "max_error_rate" || key == "max_p99_ratio") {
+      Result<double> number = field.GetDouble(key);
+      status = number.status();
+      if (number.ok())
+        (key == "max_error_rate" ? policy.max_error_rate : policy.max_p99_ratio) = *number;
+    } else {
+      status = InvalidArgument("unknown canary setting '{}'", key);
+    }
+    if (!status.ok()) return KServeError(status);
+  }
+  if (Status started = server_.StartCanary(model, std::move(policy)); !started.ok()) {
+    return KServeError(started);
+  }
+  return Canary(model);
 }
 
 net::HttpResponse KServeHttp::Logging(const net::HttpRequest& request) const {

@@ -43,6 +43,9 @@ class KServeHttp {
   net::HttpResponse Statistics(std::string_view model, int64_t version) const;
   net::HttpResponse RepositoryIndex(const net::HttpRequest& request) const;
   net::HttpResponse Logging(const net::HttpRequest& request) const;
+  // GET/POST/DELETE /v2/models/{m}/canary: state, start (JSON policy), stop.
+  net::HttpResponse Canary(std::string_view model) const;
+  net::HttpResponse StartCanary(std::string_view model, const std::string& body) const;
   // POST /v2/repository/models/{m}/load|unload; runs on its own thread (it builds models).
   net::HttpResponse RepositoryControl(bool load, const std::string& model,
                                       const std::string& body) const;

@@ -155,24 +155,45 @@ class VersionMetrics final : public serve::VersionObserver {
   metrics::Summary* infer_summary_ = nullptr;
 };
 
-// Reads queue depths at scrape time.
-class QueueCollector final : public Collector {
+// Reads queue depths and canary states at scrape time.
+class ServerCollector final : public Collector {
  public:
-  QueueCollector(Registry& registry, const serve::InferenceServer& server)
-      : family_(registry.Gauge("nv_inference_pending_request_count",
-                               "Instantaneous number of requests waiting for a model instance",
-                               kModelLabels)),
+  ServerCollector(Registry& registry, const serve::InferenceServer& server)
+      : pending_(registry.Gauge("nv_inference_pending_request_count",
+                                "Instantaneous number of requests waiting for a model instance",
+                                kModelLabels)),
+        canary_weight_(registry.Gauge(
+            "rampart_canary_weight_percent",
+            "Share of a model's unversioned traffic sent to its canary candidate", {"model"})),
+        canary_stage_(registry.Gauge("rampart_canary_stage", "Index of the canary's current stage",
+                                     {"model"})),
+        canary_state_(
+            registry.Gauge("rampart_canary_state",
+                           "1 for the canary's current state (RUNNING, PROMOTED, ROLLED_BACK)",
+                           {"model", "state"})),
         server_(server) {}
 
   void Collect() override {
     for (const auto& version : server_.AllModels()) {
-      family_.WithLabels({version->name(), std::to_string(version->version())})
+      pending_.WithLabels({version->name(), std::to_string(version->version())})
           .Set(static_cast<double>(version->QueueSize()));
+    }
+    for (const auto& [model, status] : server_.Canaries()) {
+      canary_weight_.WithLabels({model}).Set(status.weight_percent);
+      canary_stage_.WithLabels({model}).Set(static_cast<double>(status.stage));
+      for (auto state : {serve::CanaryState::kRunning, serve::CanaryState::kPromoted,
+                         serve::CanaryState::kRolledBack}) {
+        canary_state_.WithLabels({model, serve::CanaryStateName(state)})
+            .Set(status.state == state ? 1 : 0);
+      }
     }
   }
 
  private:
-  GaugeFamily& family_;
+  GaugeFamily& pending_;
+  GaugeFamily& canary_weight_;
+  GaugeFamily& canary_stage_;
+  GaugeFamily& canary_state_;
   const serve::InferenceServer& server_;
 };
 
@@ -184,7 +205,7 @@ ServeMetrics::ServeMetrics(Registry& registry, ServeMetricsOptions options)
 ServeMetrics::~ServeMetrics() = default;
 
 void ServeMetrics::WatchQueues(const serve::InferenceServer& server) {
-  registry_.AddCollector(std::make_unique<QueueCollector>(registry_, server));
+  registry_.AddCollector(std::make_unique<ServerCollector>(registry_, server));
 }
 
 std::unique_ptr<serve::VersionObserver> ServeMetrics::ForVersion(const model::ModelConfig& config,

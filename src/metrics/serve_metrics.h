@@ -49,7 +49,8 @@ class ServeMetrics final : public serve::ServerObserver {
   ServeMetrics(Registry& registry, ServeMetricsOptions options);
   ~ServeMetrics() override;
 
-  // Starts reading the server's queue sizes at each scrape. Call once the server exists.
+  // Starts reading the server's queue sizes and canary states (rampart_canary_weight_percent,
+  // rampart_canary_stage, rampart_canary_state) at each scrape. Call once the server exists.
   void WatchQueues(const serve::InferenceServer& server);
 
   std::unique_ptr<serve::VersionObserver> ForVersion(const model::ModelConfig& config,

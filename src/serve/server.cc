@@ -70,6 +70,13 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
     done(Unavailable("the server is shutting down"));
     return;
   }
+  std::shared_ptr<CanaryController> canary;
+  if (request->model_version == kLatestVersion) {
+    std::lock_guard lock(models_mutex_);
+    auto it = canaries_.find(request->model_name);
+    if (it != canaries_.end()) canary = it->second;
+  }
+  if (canary) request->model_version = canary->Route();
   Result<std::shared_ptr<ModelVersion>> model =
       GetModel(request->model_name, request->model_version);
   if (!model.ok()) {
@@ -82,7 +89,11 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
   }
   in_flight_.fetch_add(1);
   InferCallback finish =
-      [this, done = std::move(done)](Result<std::unique_ptr<InferResponse>> result) mutable {
+      [this, done = std::move(done), canary = std::move(canary), version = request->model_version,
+       arrival = request->arrival](Result<std::unique_ptr<InferResponse>> result) mutable {
+        if (canary) {
+          canary->Record(version, result.ok(), NanosBetween(arrival, Clock::Real().Now()));
+        }
         done(std::move(result));
         FinishRequest();
       };
@@ -91,6 +102,48 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
   } else {
     (*model)->Enqueue(std::move(request), std::move(finish));
   }
+}
+
+Status InferenceServer::StartCanary(std::string_view name, CanaryPolicy policy) {
+  RETURN_IF_ERROR(policy.Validate());
+  for (int64_t version : {policy.baseline, policy.candidate}) {
+    RETURN_IF_ERROR(GetModel(name, version).status());
+  }
+  auto controller = std::make_shared<CanaryController>(std::string(name), std::move(policy));
+  std::lock_guard lock(models_mutex_);
+  canaries_[std::string(name)] = std::move(controller);
+  return Status::Ok();
+}
+
+Status InferenceServer::StopCanary(std::string_view name) {
+  std::lock_guard lock(models_mutex_);
+  auto it = canaries_.find(name);
+  if (it == canaries_.end()) return NotFound("no canary runs for model '{}'", name);
+  canaries_.erase(it);
+  LOG_INFO("canary '{}': stopped", name);
+  return Status::Ok();
+}
+
+Result<CanaryStatus> InferenceServer::GetCanary(std::string_view name) const {
+  std::shared_ptr<CanaryController> canary;
+  {
+    std::lock_guard lock(models_mutex_);
+    auto it = canaries_.find(name);
+    if (it == canaries_.end()) return NotFound("no canary runs for model '{}'", name);
+    canary = it->second;
+  }
+  return canary->Status();
+}
+
+std::vector<std::pair<std::string, CanaryStatus>> InferenceServer::Canaries() const {
+  std::vector<std::pair<std::string, std::shared_ptr<CanaryController>>> all;
+  {
+    std::lock_guard lock(models_mutex_);
+    all.assign(canaries_.begin(), canaries_.end());
+  }
+  std::vector<std::pair<std::string, CanaryStatus>> statuses;
+  for (const auto& [name, canary] : all) statuses.emplace_back(name, canary->Status());
+  return statuses;
 }
 
 void InferenceServer::FinishRequest() {

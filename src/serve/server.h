@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "serve/canary.h"
 #include "serve/model_version.h"
 #include "serve/request.h"
 
@@ -103,6 +104,14 @@ class InferenceServer {
   std::vector<std::shared_ptr<ModelVersion>> AllModels() const;
   std::vector<ModelIndexEntry> RepositoryIndex() const;
 
+  // Canary releases (serve/canary.h): requests that name no version are split between the
+  // policy's baseline and candidate versions. Errors: NotFound when either version is not
+  // loaded, InvalidArgument for a bad policy. Starting again replaces a running canary.
+  Status StartCanary(std::string_view name, CanaryPolicy policy);
+  Status StopCanary(std::string_view name);  // NotFound when none runs
+  Result<CanaryStatus> GetCanary(std::string_view name) const;
+  std::vector<std::pair<std::string, CanaryStatus>> Canaries() const;
+
   // The buffer window a replaced version keeps running for (P90 of recent loads + 50 ms).
   std::chrono::milliseconds ReleaseDelay() const;
 
@@ -142,6 +151,8 @@ class InferenceServer {
 
   mutable std::mutex models_mutex_;
   std::map<std::string, ModelEntry, std::less<>> models_;  // guarded by models_mutex_
+  std::map<std::string, std::shared_ptr<CanaryController>, std::less<>>
+      canaries_;  // guarded by models_mutex_
 
   // Replaced versions waiting for their buffer window, and the thread that releases them (and
   // polls, in poll mode).

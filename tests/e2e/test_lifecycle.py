@@ -249,6 +249,48 @@ def test_no_leak_over_load_unload_cycles(binary: str, repository: str) -> str:
         server.cleanup()
 
 
+def test_canary_promotes(binary: str, repository: str) -> str:
+    work = tempfile.mkdtemp(prefix="rampart-canary-")
+    try:
+        models = os.path.join(work, "models")
+        os.makedirs(models)
+        simple = os.path.join(models, "simple")
+        shutil.copytree(os.path.join(repository, "simple"), simple)
+        shutil.copytree(os.path.join(simple, "1"), os.path.join(simple, "2"))
+        with open(os.path.join(simple, "config.pbtxt"), "a") as config:
+            config.write("\nversion_policy: { all { } }\n")
+        server = e2e.Server(binary, models)
+        try:
+            server.start()
+            client = server.client()
+            policy = {"baseline": 1, "candidate": 2, "stages": [50, 100], "min_requests": 20,
+                      "max_p99_ratio": 1000}
+            started = client.post_json("/v2/models/simple/canary", policy)
+            check(started.status == 200 and started.json()["weight_percent"] == 50,
+                  f"start canary: {started!r}")
+            versions = {}
+            for _ in range(100):
+                reply = client.infer("simple", SIMPLE)
+                check(reply.status == 200, f"infer during canary: {reply!r}")
+                version = reply.json()["model_version"]
+                versions[version] = versions.get(version, 0) + 1
+            status = client.get("/v2/models/simple/canary").json()
+            check(status["state"] == "PROMOTED", f"canary status {status}")
+            check(versions.get("1", 0) >= 20 and versions.get("2", 0) >= 40,
+                  f"traffic split {versions}")
+            bad = client.post_json("/v2/models/simple/canary", {"baseline": 1, "candidate": 7})
+            check(bad.status == 404, f"canary to a missing version: {bad!r}")
+            check(client.request("DELETE", "/v2/models/simple/canary").status == 200, "stop")
+            check(client.get("/v2/models/simple/canary").status == 404, "status after stop")
+            client.close()
+            return f"50% -> 100% promoted; responses by version {versions}"
+        finally:
+            server.stop()
+            server.cleanup()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--binary", required=True)
@@ -257,7 +299,7 @@ def main(argv: List[str]) -> int:
     args = parser.parse_args(argv)
     tally = e2e.Tally()
     for test in (test_explicit_load_unload, test_hot_reload_without_failures,
-                 test_warmup_failure_keeps_serving, test_poll_mode,
+                 test_warmup_failure_keeps_serving, test_poll_mode, test_canary_promotes,
                  test_no_leak_over_load_unload_cycles):
         name = test.__name__[5:]
         if args.filter and args.filter not in name:
