@@ -47,6 +47,8 @@ asan: deps
 
 bench: build
 	bench/http_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models
+	bench/batching_bench.sh --binary $(BUILD_DIR)/rampart --offline $(BUILD_DIR)/bench/torch_offline --repository examples/models
+	bench/grpc_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -15,6 +15,9 @@ set -euo pipefail
 
 bench_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly bench_dir
+readonly bench_name="http_bench"
+# shellcheck source=bench/lib.sh
+source "$bench_dir/lib.sh"
 readonly model="simple"
 readonly infer_path="/v2/models/${model}/infer"
 # Load levels: name, wrk threads, connections.
@@ -49,12 +52,6 @@ Options:
 EOF
 }
 
-die() {
-  echo "http_bench: error: $*" >&2
-  exit 1
-}
-log() { echo "http_bench: $*" >&2; }
-
 while [ $# -gt 0 ]; do
   case "$1" in
     --binary) binary="${2:?--binary needs a value}"; shift 2 ;;
@@ -80,10 +77,7 @@ done
 # ---------------------------------------------------------------------------------------------
 # Prerequisites.
 
-for tool in wrk curl python3; do
-  command -v "$tool" >/dev/null 2>&1 ||
-    die "'$tool' not found on PATH (install it: tools/install_deps.sh installs wrk and curl)"
-done
+require_tools wrk curl python3
 if [ -z "$nginx_bin" ]; then
   nginx_bin="$(command -v nginx 2>/dev/null || true)"
   [ -n "$nginx_bin" ] || { [ -x /usr/sbin/nginx ] && nginx_bin=/usr/sbin/nginx; } || true
@@ -95,39 +89,14 @@ fi
 if [ "$nginx_only" -eq 0 ]; then
   [ -n "$binary" ] || die "--binary is required (or use --nginx-only)"
   [ -n "$repository" ] || die "--repository is required (or use --nginx-only)"
-  [ -e "$binary" ] || die "Rampart binary '$binary' does not exist (build it first: make build)"
-  if [ ! -f "$binary" ] || [ ! -x "$binary" ]; then die "'$binary' is not an executable file"; fi
+  require_executable "$binary" "Rampart binary" "build it first: make build"
   [ -d "$repository/$model" ] || die "model repository '$repository' has no '$model' model"
-  binary="$(cd "$(dirname "$binary")" && pwd)/$(basename "$binary")"
-  repository="$(cd "$repository" && pwd)"
+  binary="$(absolute_path "$binary")"
+  repository="$(absolute_path "$repository")"
 fi
 
 workdir="$(mktemp -d "${TMPDIR:-/tmp}/rampart_http_bench.XXXXXX")"
-rampart_pid=""
 nginx_pid=""
-
-# True while the process exists and is not a zombie (kill -0 also succeeds on zombies).
-is_running() {
-  local state
-  state="$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" || return 1
-  [ -n "$state" ] && [ "$state" != "Z" ]
-}
-
-# Sends SIGTERM, waits up to $2 seconds, then SIGKILL; reaps the child.
-stop_process() {
-  local pid="$1" grace="$2" i
-  [ -n "$pid" ] || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < grace * 10; i++)); do
-    is_running "$pid" || break
-    sleep 0.1
-  done
-  if is_running "$pid"; then
-    log "process $pid ignored SIGTERM for ${grace}s; sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-}
 
 cleanup() {
   local status=$?
@@ -153,14 +122,6 @@ print(s.getsockname()[1])
 s.close()'
 }
 
-# Prints the HTTP status of a request; the body goes to $2 (or /dev/null).
-http_status() {
-  local method="$1" body_out="$2" url="$3"
-  shift 3
-  curl -sS --max-time 10 -o "$body_out" -w '%{http_code}' -X "$method" "$@" "$url" 2>/dev/null ||
-    echo "000"
-}
-
 # ---------------------------------------------------------------------------------------------
 # Request body: INPUT0 = 0..15, INPUT1 = all ones.
 
@@ -180,57 +141,13 @@ EOF
 # ---------------------------------------------------------------------------------------------
 # Rampart.
 
-rampart_port=""
-rampart_run=0
-
-start_rampart() {
-  rampart_run=$((rampart_run + 1))
-  local stdout_file="$workdir/rampart.$rampart_run.stdout"
-  local stderr_file="$workdir/rampart.$rampart_run.stderr"
-  log "starting Rampart ($binary serve, run $rampart_run)"
-  "$binary" serve --model-repository "$repository" --http-port 0 --http-address 127.0.0.1 \
-    >"$stdout_file" 2>"$stderr_file" &
-  rampart_pid=$!
-
-  local deadline=$((SECONDS + start_timeout)) line=""
-  while :; do
-    line="$(grep -m1 -E '^rampart: HTTP listening on 127\.0\.0\.1:[0-9]+' "$stdout_file" || true)"
-    [ -n "$line" ] && break
-    if ! is_running "$rampart_pid"; then
-      wait "$rampart_pid" 2>/dev/null && status=0 || status=$?
-      rampart_pid=""
-      echo "--- Rampart stdout (tail) ---" >&2; tail -n 20 "$stdout_file" >&2 || true
-      echo "--- Rampart stderr (tail) ---" >&2; tail -n 20 "$stderr_file" >&2 || true
-      die "Rampart exited with status $status before listening (logs above)"
-    fi
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      echo "--- Rampart stderr (tail) ---" >&2; tail -n 20 "$stderr_file" >&2 || true
-      die "Rampart did not print 'rampart: HTTP listening on 127.0.0.1:<port>' within" \
-        "${start_timeout}s (still loading? stdout not flushed?)"
-    fi
-    sleep 0.1
-  done
-  rampart_port="$(sed -E 's/^rampart: HTTP listening on 127\.0\.0\.1:([0-9]+).*/\1/' <<<"$line")"
-
-  deadline=$((SECONDS + 30))
-  local ready_url="http://127.0.0.1:$rampart_port/v2/health/ready"
-  until [ "$(http_status GET /dev/null "$ready_url")" = 200 ]; do
-    is_running "$rampart_pid" || die "Rampart exited while waiting for /v2/health/ready"
-    [ "$SECONDS" -lt "$deadline" ] ||
-      die "Rampart listens on port $rampart_port but /v2/health/ready is not 200 after 30s"
-    sleep 0.1
-  done
-  log "Rampart ready on 127.0.0.1:$rampart_port"
-}
-
 # Stops Rampart with SIGTERM and sets served and handle_ns from its exit line
 # `rampart: http served=N handle_ns_total=T` (both empty when the line is missing).
 stop_rampart() {
-  local stdout_file="$workdir/rampart.$rampart_run.stdout"
   stop_process "$rampart_pid" 30
   rampart_pid=""
   local pattern='s/^rampart: http served=([0-9]+) handle_ns_total=([0-9]+).*/\1 \2/p'
-  read -r served handle_ns <<<"$(sed -n -E "$pattern" "$stdout_file" | tail -n 1)"
+  read -r served handle_ns <<<"$(sed -n -E "$pattern" "$rampart_stdout" | tail -n 1)"
 }
 
 # Prints the mean µs per request of model_stats[0].inference_stats compute_infer, queue and
@@ -256,7 +173,7 @@ EOF
 
 response_file="$workdir/response.json"
 if [ "$nginx_only" -eq 0 ]; then
-  start_rampart
+  start_rampart "$binary" "$repository" "$start_timeout"
   code="$(http_status POST "$response_file" "http://127.0.0.1:$rampart_port$infer_path" \
     -H 'Content-Type: application/json' --data-binary "@$request_file")"
   if [ "$code" != 200 ]; then
@@ -340,61 +257,20 @@ log "nginx answers POST with 200 and the identical $response_bytes-byte body"
 # ---------------------------------------------------------------------------------------------
 # wrk.
 
-# Converts a wrk duration ("36.00us", "1.33ms", "2.00s", "1.00m") to microseconds.
-to_us() {
-  awk -v t="$1" 'BEGIN {
-    if (match(t, /^[0-9.]+/) == 0) { print "nan"; exit }
-    v = substr(t, 1, RLENGTH); u = substr(t, RLENGTH + 1)
-    m = (u == "us") ? 1 : (u == "ms") ? 1e3 : (u == "s") ? 1e6 : (u == "m") ? 6e7 : -1
-    if (m < 0) print "nan"; else if (v * m >= 100) printf "%.0f", v * m; else printf "%.1f", v * m
-  }'
-}
-
-# Runs wrk and sets wrk_rps, wrk_p50_us, wrk_p99_us, wrk_requests, wrk_errors.
-run_wrk() {
-  local label="$1" threads="$2" connections="$3" seconds="$4" url="$5"
-  local raw="$workdir/wrk.$label.txt"
-  RAMPART_BENCH_BODY_FILE="$request_file" wrk --latency --timeout 5s -t "$threads" \
-    -c "$connections" -d "${seconds}s" -s "$bench_dir/wrk_post_body.lua" "$url" >"$raw" 2>&1 ||
-    { cat "$raw" >&2; die "wrk failed ($label)"; }
-  wrk_rps="$(awk '/^Requests\/sec:/ { print $2 }' "$raw")"
-  wrk_p50_us="$(to_us "$(awk '$1 == "50%" { print $2 }' "$raw")")"
-  wrk_p99_us="$(to_us "$(awk '$1 == "99%" { print $2 }' "$raw")")"
-  wrk_requests="$(awk '/requests in/ { print $1 }' "$raw")"
-  wrk_errors="$(awk '/Non-2xx or 3xx responses:/ { n += $NF }
-    /Socket errors:/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) n += $i }
-    END { print n + 0 }' "$raw")"
-  if [ -z "$wrk_rps" ] || [ -z "$wrk_requests" ]; then
-    cat "$raw" >&2
-    die "cannot parse wrk output ($label)"
-  fi
-  if [ "$wrk_errors" -gt 0 ]; then
-    log "WARNING: $label: $wrk_errors non-2xx responses or socket errors (see below)"
-    grep -E 'Non-2xx|Socket errors' "$raw" >&2 || true
-  fi
-}
-
-calc() { awk "BEGIN { v = $1; if (v != v) print \"nan\"; else printf \"%.${2:-2}f\", v }"; }
-ratio() {
-  awk -v a="$1" -v b="$2" 'BEGIN {
-    if (b + 0 == 0 || a == "nan" || b == "nan") print "nan"; else printf "%.2f", a / b
-  }'
-}
-
 declare -A result
 for level in "${levels[@]}"; do
   read -r name threads connections <<<"$level"
 
   if [ "$nginx_only" -eq 0 ]; then
     # A fresh server per load level, so each level's exit counters cover only its own traffic.
-    [ -n "$rampart_pid" ] || start_rampart
+    [ -n "$rampart_pid" ] || start_rampart "$binary" "$repository" "$start_timeout"
     url="http://127.0.0.1:$rampart_port$infer_path"
     if [ "$warmup" -gt 0 ]; then
       log "rampart $name: warm-up ${warmup}s"
-      run_wrk "rampart.$name.warmup" "$threads" "$connections" "$warmup" "$url"
+      run_wrk "rampart.$name.warmup" "$threads" "$connections" "$warmup" "$url" "$request_file"
     fi
     log "rampart $name: measuring ${duration}s (wrk -t$threads -c$connections)"
-    run_wrk "rampart.$name" "$threads" "$connections" "$duration" "$url"
+    run_wrk "rampart.$name" "$threads" "$connections" "$duration" "$url" "$request_file"
     read -r compute_us queue_us success_us <<<"$(model_stats_us)" || true
     result[rampart.$name.rps]="$wrk_rps"
     result[rampart.$name.p50]="$wrk_p50_us"
@@ -433,10 +309,10 @@ for level in "${levels[@]}"; do
   url="http://127.0.0.1:$nginx_port$infer_path"
   if [ "$warmup" -gt 0 ]; then
     log "nginx $name: warm-up ${warmup}s"
-    run_wrk "nginx.$name.warmup" "$threads" "$connections" "$warmup" "$url"
+    run_wrk "nginx.$name.warmup" "$threads" "$connections" "$warmup" "$url" "$request_file"
   fi
   log "nginx $name: measuring ${duration}s (wrk -t$threads -c$connections)"
-  run_wrk "nginx.$name" "$threads" "$connections" "$duration" "$url"
+  run_wrk "nginx.$name" "$threads" "$connections" "$duration" "$url" "$request_file"
   result[nginx.$name.rps]="$wrk_rps"
   result[nginx.$name.p50]="$wrk_p50_us"
   result[nginx.$name.p99]="$wrk_p99_us"
@@ -453,11 +329,8 @@ describe_level() {
 }
 
 report() {
-  local cpu
-  cpu="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)"
   echo "HTTP infer benchmark: POST $infer_path, JSON, loopback keep-alive"
-  echo "machine: $(nproc) cores (${cpu:-unknown CPU}), $(uname -sr);" \
-    "wrk and servers share the cores"
+  machine_line
   echo "runs: ${warmup}s warm-up + ${duration}s measured per server and level;" \
     "response body $response_bytes bytes;" \
     "nginx $("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///') worker_processes $nginx_workers"
@@ -536,8 +409,7 @@ echo "--- summary ---"
 summary
 if [ -n "$out_file" ]; then
   {
-    echo "<!-- bench/http_bench.sh, $(date -u +%Y-%m-%dT%H:%MZ)," \
-      "commit $(git -C "$bench_dir" rev-parse --short HEAD 2>/dev/null || echo unknown) -->"
+    snippet_header http_bench.sh
     report
   } >"$out_file"
   log "markdown written to $out_file"

@@ -1,5 +1,5 @@
--- wrk script for bench/http_bench.sh: POSTs one fixed body, read once per wrk thread from the
--- file named by $RAMPART_BENCH_BODY_FILE, as application/json.
+-- wrk script for bench/*.sh (run_wrk in bench/lib.sh): POSTs one fixed body, read once per wrk
+-- thread from the file named by $RAMPART_BENCH_BODY_FILE, as application/json.
 --
 -- Only wrk.method/body/headers are set, so wrk's default init() pre-formats the request once and
 -- no response() hook is defined: wrk stays on its fast path (responses are not parsed in Lua).

@@ -1,10 +1,7 @@
 #include "api/kserve_grpc.h"
 
-#include <atomic>
-#include <deque>
 #include <fstream>
-#include <mutex>
-#include <set>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -13,9 +10,9 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "api/grpc_service.grpc.pb.h"
+#include "api/kserve_grpc_calls.h"
 #include "api/kserve_grpc_codec.h"
-#include "core/clock.h"
-#include "core/logging.h"
+#include "core/serial_worker.h"
 
 namespace rampart::api {
 namespace {
@@ -25,8 +22,6 @@ using inference::ModelInferResponse;
 using inference::ModelStreamInferResponse;
 
 constexpr char kServiceName[] = "inference.GRPCInferenceService";
-
-using InferResult = Result<std::unique_ptr<serve::InferResponse>>;
 
 // Runs `body` (returning a grpc::Status) and finishes the call with its result; exceptions become
 // INTERNAL here, so none reaches gRPC.
@@ -45,116 +40,39 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, Body&& bo
   return reactor;
 }
 
-// Decodes, turning exceptions (allocation failures) into Internal.
-Result<std::unique_ptr<serve::InferRequest>> SafeDecode(ModelInferRequest& request) {
-  try {
-    return DecodeInferRequest(request);
-  } catch (const std::exception& error) {
-    return Internal("decoding the infer request: {}", error.what());
+// Triton's repository load/unload parameters: `config` (load only: the model's config as JSON,
+// replacing config.pbtxt) and `unload_dependents` (accepted; ensembles unload their own way).
+template <typename Request>
+Result<std::optional<std::string>> ControlParameters(const Request& request, bool load) {
+  if (!request.repository_name().empty()) {
+    return Unimplemented("'repository_name' specification is not supported");
   }
+  std::optional<std::string> config;
+  for (const auto& [key, value] : request.parameters()) {
+    if (key == "config" && load) {
+      if (value.parameter_choice_case() != inference::ModelRepositoryParameter::kStringParam) {
+        return InvalidArgument("parameter 'config' must be a string_param holding JSON");
+      }
+      config = value.string_param();
+    } else if (key.starts_with("file:")) {
+      return Unimplemented("parameter '{}': loading model files from the request is not supported",
+                           key);
+    } else if (key != "unload_dependents") {
+      return InvalidArgument("unknown parameter '{}'", key);
+    }
+  }
+  return config;
 }
-
-// Fills `out` from a completed request; the status the call or stream entry ends with.
-Status SafeEncode(InferResult& result, ModelInferResponse& out) {
-  if (!result.ok()) return result.status();
-  try {
-    EncodeInferResponse(**result, out);
-    return Status::Ok();
-  } catch (const std::exception& error) {
-    return Internal("encoding the infer response: {}", error.what());
-  }
-}
-
-class Service;
-
-// One ModelInfer call. Lives from the handler until gRPC calls OnDone (after Finish).
-class InferCall final : public grpc::ServerUnaryReactor {
- public:
-  explicit InferCall(std::atomic<uint64_t>& cancelled_calls) : cancelled_calls_(cancelled_calls) {}
-
-  void OnCancel() override {
-    cancelled_->store(true, std::memory_order_relaxed);
-    cancelled_calls_.fetch_add(1, std::memory_order_relaxed);
-  }
-  void OnDone() override { delete this; }
-
-  std::shared_ptr<const std::atomic<bool>> cancelled() const { return cancelled_; }
-
- private:
-  std::atomic<uint64_t>& cancelled_calls_;
-  const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
-};
-
-// One ModelStreamInfer call. Reads requests one after another and hands each to the server
-// without waiting for the previous one; responses are queued and written one at a time, in
-// completion order. The stream finishes once reading has ended (client half-close, cancellation
-// or shutdown) and every request in flight has been answered.
-//
-// Every gRPC operation (StartRead, StartWrite, Finish) is started under mutex_: gRPC runs the
-// reactions of a bidi stream on its own threads, never inline, so this cannot deadlock, and it
-// keeps "finished" and "start another operation" from racing.
-class StreamCall final
-    : public grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse> {
- public:
-  explicit StreamCall(Service& service);
-
-  // The server is draining: end the stream once its requests in flight are answered.
-  void Stop();
-
-  void OnReadDone(bool ok) override;
-  void OnWriteDone(bool ok) override;
-  void OnCancel() override;
-  void OnDone() override;
-
- private:
-  // Decodes request_ and hands it to the server (or answers the error in the stream). The
-  // request is already counted in in_flight_; Respond uncounts it.
-  void Handle();
-  void Respond(ModelStreamInferResponse response);
-  // REQUIRES: mutex_ held. Starts the next write, resumes reading or finishes, as the state
-  // allows.
-  void ProgressLocked();
-
-  Service& service_;
-  const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
-  ModelInferRequest request_;  // target of the read in progress; used by the read path only
-
-  std::mutex mutex_;
-  std::deque<ModelStreamInferResponse> writes_;  // guarded; front() is on the wire if writing_
-  bool writing_ = false;                         // guarded
-  bool reading_ = false;       // guarded; a read is outstanding or its request is being handled
-  bool reads_done_ = false;    // guarded; the client half-closed (or the read side broke)
-  bool write_failed_ = false;  // guarded; the write side broke: nobody reads the answers
-  bool stopping_ = false;      // guarded; the server is draining
-  bool finished_ = false;      // guarded; Finish was called
-  int in_flight_ = 0;          // guarded; requests handed to the server, not yet answered
-};
 
 class Service final : public inference::GRPCInferenceService::CallbackService {
  public:
   Service(serve::InferenceServer& server, const KServeGrpcOptions& options)
-      : server_(server), options_(options) {}
+      : server_(server), options_(options), shared_(server) {}
 
-  serve::InferenceServer& server() { return server_; }
-  std::atomic<uint64_t>& cancelled_calls() { return cancelled_calls_; }
-
-  // Streams register while open so a drain can end them. Register fails once draining.
-  bool Register(StreamCall* stream) {
-    std::lock_guard lock(streams_mutex_);
-    if (stopping_) return false;
-    streams_.insert(stream);
-    return true;
-  }
-  void Unregister(StreamCall* stream) {
-    std::lock_guard lock(streams_mutex_);
-    streams_.erase(stream);
-  }
-  void StopStreams() {
-    std::lock_guard lock(streams_mutex_);
-    stopping_ = true;
-    // A stream cannot be deleted meanwhile: its OnDone waits for streams_mutex_ to unregister.
-    for (StreamCall* stream : streams_) stream->Stop();
-  }
+  grpc_calls::CallShared& shared() { return shared_; }
+  // Runs queued repository loads and unloads, then stops their thread. REQUIRES: no more calls
+  // can arrive (the gRPC server is shut down).
+  void StopControl() { control_.Stop(); }
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
                                        const inference::ServerLiveRequest*,
@@ -271,184 +189,62 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     });
   }
 
-  grpc::ServerUnaryReactor* RepositoryModelLoad(grpc::CallbackServerContext* context,
-                                                const inference::RepositoryModelLoadRequest*,
-                                                inference::RepositoryModelLoadResponse*) override {
-    return Answer(context, [] {
-      return ToGrpcStatus(
-          Unimplemented("explicit model load is not supported yet; models load at start-up"));
-    });
+  grpc::ServerUnaryReactor* RepositoryModelLoad(
+      grpc::CallbackServerContext* context, const inference::RepositoryModelLoadRequest* request,
+      inference::RepositoryModelLoadResponse*) override {
+    return RepositoryControl(context, *request, /*load=*/true);
   }
 
   grpc::ServerUnaryReactor* RepositoryModelUnload(
-      grpc::CallbackServerContext* context, const inference::RepositoryModelUnloadRequest*,
+      grpc::CallbackServerContext* context, const inference::RepositoryModelUnloadRequest* request,
       inference::RepositoryModelUnloadResponse*) override {
-    return Answer(context, [] {
-      return ToGrpcStatus(
-          Unimplemented("explicit model unload is not supported yet; models load at start-up"));
-    });
+    return RepositoryControl(context, *request, /*load=*/false);
   }
 
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
                                        const ModelInferRequest* request,
                                        ModelInferResponse* response) override {
-    const SteadyTime arrival = Clock::Real().Now();
-    auto* call = new InferCall(cancelled_calls_);
-    // The request is ours until the call is done; its allocator state hands it out mutable, so
-    // raw tensor bytes move into the InferRequest instead of being copied.
-    auto* holder = static_cast<grpc::MessageHolder<ModelInferRequest, ModelInferResponse>*>(
-        context->GetRpcAllocatorState());
-    ModelInferRequest copy;
-    ModelInferRequest* mutable_request = holder != nullptr ? holder->request() : nullptr;
-    if (mutable_request != request) {
-      copy = *request;
-      mutable_request = &copy;
-    }
-    Result<std::unique_ptr<serve::InferRequest>> decoded = SafeDecode(*mutable_request);
-    if (!decoded.ok()) {
-      call->Finish(ToGrpcStatus(decoded.status()));
-      return call;
-    }
-    (*decoded)->arrival = arrival;
-    (*decoded)->cancelled = call->cancelled();
-    server_.Infer(std::move(decoded).value(), [call, response](InferResult result) {
-      call->Finish(ToGrpcStatus(SafeEncode(result, *response)));
-    });
-    return call;
+    return grpc_calls::StartInfer(shared_, context, request, response);
   }
 
   grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* ModelStreamInfer(
       grpc::CallbackServerContext*) override {
-    return new StreamCall(*this);
+    return grpc_calls::StartStream(shared_);
   }
 
  private:
+  // Loading reads files and builds models: it runs on the control thread, one at a time, and
+  // finishes the call from there (as HTTP does).
+  template <typename Request>
+  grpc::ServerUnaryReactor* RepositoryControl(grpc::CallbackServerContext* context,
+                                              const Request& request, bool load) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    Result<std::optional<std::string>> config = ControlParameters(request, load);
+    if (!config.ok()) {
+      reactor->Finish(ToGrpcStatus(config.status()));
+      return reactor;
+    }
+    auto task = [this, reactor, load, model = request.model_name(),
+                 config = std::move(config).value()]() mutable {
+      Status status;
+      try {
+        status = load ? server_.LoadModel(model, std::move(config)) : server_.UnloadModel(model);
+      } catch (const std::exception& error) {
+        status = Internal("{} '{}': {}", load ? "loading" : "unloading", model, error.what());
+      }
+      reactor->Finish(ToGrpcStatus(status));
+    };
+    if (!control_.Post(std::move(task))) {
+      reactor->Finish(ToGrpcStatus(Unavailable("the server is shutting down")));
+    }
+    return reactor;
+  }
+
   serve::InferenceServer& server_;
   const KServeGrpcOptions& options_;
-  std::atomic<uint64_t> cancelled_calls_{0};
-
-  std::mutex streams_mutex_;
-  std::set<StreamCall*> streams_;  // guarded by streams_mutex_
-  bool stopping_ = false;          // guarded by streams_mutex_
+  grpc_calls::CallShared shared_;
+  SerialWorker control_;  // repository load/unload; last, so its thread stops first
 };
-
-StreamCall::StreamCall(Service& service) : service_(service) {
-  const bool registered = service_.Register(this);
-  std::lock_guard lock(mutex_);
-  stopping_ = !registered;
-  ProgressLocked();
-}
-
-void StreamCall::Stop() {
-  std::lock_guard lock(mutex_);
-  stopping_ = true;
-  ProgressLocked();
-}
-
-void StreamCall::OnReadDone(bool ok) {
-  if (!ok) {
-    std::lock_guard lock(mutex_);
-    reading_ = false;
-    reads_done_ = true;
-    ProgressLocked();
-    return;
-  }
-  {
-    // Counted from here, so the stream cannot finish (and be deleted) while Handle runs or
-    // before the server's callback for this request has run.
-    std::lock_guard lock(mutex_);
-    ++in_flight_;
-  }
-  Handle();
-  std::lock_guard lock(mutex_);
-  reading_ = false;
-  ProgressLocked();
-}
-
-void StreamCall::Handle() {
-  const SteadyTime arrival = Clock::Real().Now();
-  Result<std::unique_ptr<serve::InferRequest>> decoded = SafeDecode(request_);
-  if (!decoded.ok()) {
-    ModelStreamInferResponse response;
-    response.set_error_message(decoded.status().message());
-    // Name the request the error belongs to, so clients can match it.
-    response.mutable_infer_response()->set_model_name(request_.model_name());
-    response.mutable_infer_response()->set_model_version(request_.model_version());
-    response.mutable_infer_response()->set_id(request_.id());
-    Respond(std::move(response));
-    return;
-  }
-  (*decoded)->arrival = arrival;
-  (*decoded)->cancelled = cancelled_;
-  service_.server().Infer(std::move(decoded).value(), [this, model = request_.model_name(),
-                                                       version = request_.model_version(),
-                                                       id = request_.id()](InferResult result) {
-    ModelStreamInferResponse response;
-    if (Status encoded = SafeEncode(result, *response.mutable_infer_response()); !encoded.ok()) {
-      response.Clear();
-      response.set_error_message(encoded.message());
-      response.mutable_infer_response()->set_model_name(model);
-      response.mutable_infer_response()->set_model_version(version);
-      response.mutable_infer_response()->set_id(id);
-    }
-    Respond(std::move(response));
-  });
-}
-
-void StreamCall::Respond(ModelStreamInferResponse response) {
-  std::lock_guard lock(mutex_);
-  --in_flight_;
-  if (!write_failed_ && !cancelled_->load(std::memory_order_relaxed)) {
-    writes_.push_back(std::move(response));
-  }
-  ProgressLocked();
-}
-
-void StreamCall::OnWriteDone(bool ok) {
-  std::lock_guard lock(mutex_);
-  writing_ = false;
-  writes_.pop_front();
-  if (!ok) write_failed_ = true;
-  ProgressLocked();
-}
-
-void StreamCall::OnCancel() {
-  cancelled_->store(true, std::memory_order_relaxed);
-  service_.cancelled_calls().fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard lock(mutex_);
-  ProgressLocked();
-}
-
-void StreamCall::OnDone() {
-  service_.Unregister(this);
-  delete this;
-}
-
-void StreamCall::ProgressLocked() {
-  if (finished_) return;
-  const bool cancelled = cancelled_->load(std::memory_order_relaxed);
-  if (cancelled || write_failed_) {
-    // Nobody will read what is still queued (the one on the wire completes by itself).
-    while (writes_.size() > (writing_ ? 1u : 0u)) writes_.pop_back();
-  } else if (!writing_ && !writes_.empty()) {
-    writing_ = true;
-    StartWrite(&writes_.front());
-  }
-  const bool ending = reads_done_ || stopping_ || cancelled || write_failed_;
-  if (!ending && !reading_ && in_flight_ + static_cast<int>(writes_.size()) < kMaxStreamPending) {
-    reading_ = true;
-    StartRead(&request_);
-  }
-  if (!ending || in_flight_ > 0 || writing_ || (!writes_.empty() && !cancelled)) return;
-  finished_ = true;
-  if (cancelled || write_failed_) {
-    Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the stream was cancelled"));
-  } else if (stopping_ && !reads_done_) {
-    Finish(ToGrpcStatus(Unavailable("the server is shutting down")));
-  } else {
-    Finish(grpc::Status::OK);
-  }
-}
 
 Result<std::string> ReadPem(const std::string& path, std::string_view flag) {
   if (path.empty()) return InvalidArgument("{} is required with TLS", flag);
@@ -534,7 +330,7 @@ Result<std::unique_ptr<KServeGrpc>> KServeGrpc::Start(serve::InferenceServer& se
 int KServeGrpc::port() const { return impl_->port; }
 
 uint64_t KServeGrpc::cancelled_calls() const {
-  return impl_->service.cancelled_calls().load(std::memory_order_relaxed);
+  return impl_->service.shared().cancelled_calls.load(std::memory_order_relaxed);
 }
 
 void KServeGrpc::StopServing() {
@@ -543,7 +339,7 @@ void KServeGrpc::StopServing() {
   if (grpc::HealthCheckServiceInterface* health = impl_->grpc_server->GetHealthCheckService()) {
     health->SetServingStatus(false);
   }
-  impl_->service.StopStreams();
+  impl_->service.shared().streams.StopAll();
 }
 
 void KServeGrpc::Shutdown(std::chrono::milliseconds timeout) {
@@ -552,6 +348,7 @@ void KServeGrpc::Shutdown(std::chrono::milliseconds timeout) {
   impl_->shut_down = true;
   // Returns once every call's handler is done (cancelled at the deadline if still running).
   impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + timeout);
+  impl_->service.StopControl();
 }
 
 }  // namespace rampart::api

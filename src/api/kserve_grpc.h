@@ -10,7 +10,8 @@
 // flight per stream (reading pauses above kMaxStreamPending unanswered ones) and writes each
 // response as it completes; a failed request is answered in the stream with `error_message`,
 // and the stream stays open. A cancelled call (client gone, deadline passed) marks its requests
-// cancelled, so the batcher drops those still queued.
+// cancelled, so the batcher drops those still queued. RepositoryModelLoad/Unload run on a
+// control thread of their own (loading builds models), as HTTP's load/unload do.
 //
 // gRPC's headers stay inside this module: this header only declares the front end's surface.
 //

@@ -1,7 +1,7 @@
 // rampart: one binary, subcommands. `rampart serve` runs the model server.
 //
-// Wiring only: parse settings, build the backend registry, the InferenceServer and the HTTP
-// front end, wait for SIGINT/SIGTERM, then drain and exit.
+// Wiring only: parse settings, build the backend registry, the InferenceServer and the HTTP and
+// gRPC front ends, wait for SIGINT/SIGTERM, then drain and exit.
 
 #include <csignal>
 #include <cstdio>
@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "api/kserve_grpc.h"
 #include "api/kserve_http.h"
 #include "app/settings.h"
 #include "backend/torch/torch_backend.h"
@@ -60,6 +61,22 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
       });
 }
 
+api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings) {
+  api::KServeGrpcOptions options;
+  options.address = settings.grpc_address;
+  options.port = settings.grpc_port;
+  options.server_name = "rampart";
+  options.server_version = RAMPART_VERSION;
+  options.max_receive_bytes = static_cast<int>(settings.grpc_max_input_size);  // checked
+  if (settings.grpc_use_ssl || settings.grpc_use_ssl_mutual) {
+    options.tls = api::GrpcTlsOptions{.server_cert = settings.grpc_server_cert,
+                                      .server_key = settings.grpc_server_key,
+                                      .root_cert = settings.grpc_root_cert,
+                                      .mutual = settings.grpc_use_ssl_mutual};
+  }
+  return options;
+}
+
 int Serve(const ServeSettings& settings) {
   const sigset_t signals = BlockShutdownSignals();
 
@@ -101,11 +118,27 @@ int Serve(const ServeSettings& settings) {
   api::KServeHttp kserve(*server, {.server_name = "rampart",
                                    .server_version = RAMPART_VERSION,
                                    .access_log = settings.access_log});
+  // gRPC serves the same InferenceServer; it is shut down before the server goes away.
+  std::unique_ptr<api::KServeGrpc> grpc;
+  if (settings.allow_grpc) {
+    auto started = api::KServeGrpc::Start(*server, GrpcOptions(settings));
+    if (!started.ok()) {
+      LOG_ERROR("gRPC: {}", started.status().message());
+      return 1;
+    }
+    grpc = std::move(started).value();
+  }
   net::HttpServerOptions http_options;
   http_options.address = settings.http_address;
   http_options.port = static_cast<uint16_t>(settings.http_port);
   http_options.threads = settings.http_threads;
   http_options.max_body_bytes = settings.http_max_input_size;
+  if (!settings.http_ssl_cert.empty()) {
+    http_options.tls = net::HttpTlsOptions{.cert = settings.http_ssl_cert,
+                                           .key = settings.http_ssl_key,
+                                           .root_cert = settings.http_ssl_root_cert,
+                                           .mutual = settings.http_ssl_mutual};
+  }
   auto http = net::HttpServer::Start(
       http_options, [&kserve](net::HttpRequest&& request, net::Responder responder) {
         kserve.Handle(std::move(request), std::move(responder));
@@ -123,10 +156,19 @@ int Serve(const ServeSettings& settings) {
     }
     metrics_http = std::move(started).value();
   }
-  LOG_INFO("KServe v2 HTTP listening on {}:{} (repository '{}')", settings.http_address,
-           (*http)->port(), settings.model_repository);
-  LOG_INFO("gRPC (--grpc-port {}) is not served by this build yet", settings.grpc_port);
+  LOG_INFO("KServe v2 HTTP{} listening on {}:{} (repository '{}')",
+           settings.http_ssl_mutual          ? "S (mutual TLS)"
+           : !settings.http_ssl_cert.empty() ? "S"
+                                             : "",
+           settings.http_address, (*http)->port(), settings.model_repository);
   // The HTTP line comes last: tools wait for it, and by then every other line is out.
+  if (grpc) {
+    LOG_INFO("KServe v2 gRPC listening on {}:{}{}", settings.grpc_address, grpc->port(),
+             settings.grpc_use_ssl_mutual ? " (mutual TLS)"
+             : settings.grpc_use_ssl      ? " (TLS)"
+                                          : "");
+    std::printf("rampart: gRPC listening on %s:%d\n", settings.grpc_address.c_str(), grpc->port());
+  }
   if (metrics_http) {
     LOG_INFO("Prometheus metrics at http://{}:{}/metrics", settings.metrics_address,
              metrics_http->port());
@@ -145,11 +187,18 @@ int Serve(const ServeSettings& settings) {
   const auto timeout = std::chrono::seconds(settings.exit_timeout_secs);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   (*http)->StopAccepting();
+  // Health turns NOT_SERVING and open streams end once their requests are answered; unary calls
+  // still arriving are answered UNAVAILABLE by the server below.
+  if (grpc) grpc->StopServing();
   const int64_t unfinished = server->Shutdown(timeout);
   if (unfinished > 0) LOG_WARN("{} request(s) still running at the exit timeout", unfinished);
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(std::max(
       deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(0)));
   (*http)->Shutdown(left);
+  if (grpc) {
+    grpc->Shutdown(std::chrono::duration_cast<std::chrono::milliseconds>(std::max(
+        deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(0))));
+  }
   if (metrics_http) metrics_http->Shutdown(std::chrono::milliseconds(0));
   kserve.Shutdown();
   // Models go first: their threads may still hold responders that point into the HTTP server.
@@ -173,7 +222,8 @@ int Main(int argc, char** argv) {
   ServeSettings cli;
   std::string config_file;
   CLI::App* serve = app.add_subcommand(
-      "serve", "Serve the models of a Triton-layout model repository over KServe v2 HTTP.");
+      "serve",
+      "Serve the models of a Triton-layout model repository over KServe v2 HTTP and gRPC.");
   serve
       ->add_option("--config", config_file,
                    "YAML config file (sections server: and http:); flags override it")
@@ -207,10 +257,49 @@ int Main(int argc, char** argv) {
                         ->add_option("--http-max-input-size", cli.http_max_input_size,
                                      "Largest request body in bytes; larger bodies get 413")
                         ->capture_default_str();
-  auto* grpc_port = serve
-                        ->add_option("--grpc-port", cli.grpc_port,
-                                     "gRPC port (the gRPC front end is not in this build yet)")
-                        ->capture_default_str();
+  auto* http_ssl_cert = serve->add_option("--http-ssl-cert", cli.http_ssl_cert,
+                                          "PEM certificate (chain): serve HTTPS instead of HTTP");
+  auto* http_ssl_key =
+      serve->add_option("--http-ssl-key", cli.http_ssl_key, "PEM private key for HTTPS");
+  auto* http_ssl_root = serve->add_option("--http-ssl-root-cert", cli.http_ssl_root_cert,
+                                          "PEM CA certificate(s) that sign client certificates");
+  auto* http_ssl_mutual = serve
+                              ->add_flag("--http-ssl-mutual", cli.http_ssl_mutual,
+                                         "HTTPS with mutual TLS: clients must present a "
+                                         "certificate signed by --http-ssl-root-cert")
+                              ->expected(0, 1);
+  auto* allow_grpc = serve
+                         ->add_flag("--allow-grpc", cli.allow_grpc,
+                                    "Serve KServe v2 gRPC (true/false; default true)")
+                         ->expected(0, 1);
+  auto* grpc_address =
+      serve->add_option("--grpc-address", cli.grpc_address, "Address the gRPC server binds")
+          ->capture_default_str();
+  auto* grpc_port =
+      serve
+          ->add_option("--grpc-port", cli.grpc_port, "gRPC port (0 picks a free one and prints it)")
+          ->capture_default_str();
+  auto* grpc_max_input = serve
+                             ->add_option("--grpc-max-input-size", cli.grpc_max_input_size,
+                                          "Largest gRPC request message in bytes; larger ones "
+                                          "get RESOURCE_EXHAUSTED")
+                             ->capture_default_str();
+  auto* grpc_ssl = serve
+                       ->add_flag("--grpc-use-ssl", cli.grpc_use_ssl,
+                                  "Serve gRPC over TLS (needs --grpc-server-cert and "
+                                  "--grpc-server-key)")
+                       ->expected(0, 1);
+  auto* grpc_ssl_mutual = serve
+                              ->add_flag("--grpc-use-ssl-mutual", cli.grpc_use_ssl_mutual,
+                                         "Serve gRPC over mutual TLS: clients must present a "
+                                         "certificate signed by --grpc-root-cert")
+                              ->expected(0, 1);
+  auto* grpc_cert = serve->add_option("--grpc-server-cert", cli.grpc_server_cert,
+                                      "PEM certificate (chain) of the gRPC server");
+  auto* grpc_key =
+      serve->add_option("--grpc-server-key", cli.grpc_server_key, "PEM private key of the server");
+  auto* grpc_root = serve->add_option("--grpc-root-cert", cli.grpc_root_cert,
+                                      "PEM CA certificate(s) that sign client certificates");
   auto* metrics_port =
       serve->add_option("--metrics-port", cli.metrics_port, "Prometheus metrics port (/metrics)")
           ->capture_default_str();
@@ -278,7 +367,19 @@ int Main(int argc, char** argv) {
   apply(http_port, settings.http_port, cli.http_port);
   apply(http_threads, settings.http_threads, cli.http_threads);
   apply(max_input, settings.http_max_input_size, cli.http_max_input_size);
+  apply(http_ssl_cert, settings.http_ssl_cert, cli.http_ssl_cert);
+  apply(http_ssl_key, settings.http_ssl_key, cli.http_ssl_key);
+  apply(http_ssl_root, settings.http_ssl_root_cert, cli.http_ssl_root_cert);
+  apply(http_ssl_mutual, settings.http_ssl_mutual, cli.http_ssl_mutual);
+  apply(allow_grpc, settings.allow_grpc, cli.allow_grpc);
+  apply(grpc_address, settings.grpc_address, cli.grpc_address);
   apply(grpc_port, settings.grpc_port, cli.grpc_port);
+  apply(grpc_max_input, settings.grpc_max_input_size, cli.grpc_max_input_size);
+  apply(grpc_ssl, settings.grpc_use_ssl, cli.grpc_use_ssl);
+  apply(grpc_ssl_mutual, settings.grpc_use_ssl_mutual, cli.grpc_use_ssl_mutual);
+  apply(grpc_cert, settings.grpc_server_cert, cli.grpc_server_cert);
+  apply(grpc_key, settings.grpc_server_key, cli.grpc_server_key);
+  apply(grpc_root, settings.grpc_root_cert, cli.grpc_root_cert);
   apply(metrics_port, settings.metrics_port, cli.metrics_port);
   apply(allow_metrics, settings.allow_metrics, cli.allow_metrics);
   apply(metrics_address, settings.metrics_address, cli.metrics_address);

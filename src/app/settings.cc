@@ -1,6 +1,7 @@
 #include "app/settings.h"
 
 #include <functional>
+#include <limits>
 #include <map>
 
 #include <yaml-cpp/yaml.h>
@@ -49,7 +50,15 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"log_verbose", Field(settings.log_verbose, "server.log_verbose")},
       {"log_format", Field(settings.log_format, "server.log_format")},
       {"access_log", Field(settings.access_log, "server.access_log")},
+      {"allow_grpc", Field(settings.allow_grpc, "server.allow_grpc")},
+      {"grpc_address", Field(settings.grpc_address, "server.grpc_address")},
       {"grpc_port", Field(settings.grpc_port, "server.grpc_port")},
+      {"grpc_max_input_size", Field(settings.grpc_max_input_size, "server.grpc_max_input_size")},
+      {"grpc_use_ssl", Field(settings.grpc_use_ssl, "server.grpc_use_ssl")},
+      {"grpc_use_ssl_mutual", Field(settings.grpc_use_ssl_mutual, "server.grpc_use_ssl_mutual")},
+      {"grpc_server_cert", Field(settings.grpc_server_cert, "server.grpc_server_cert")},
+      {"grpc_server_key", Field(settings.grpc_server_key, "server.grpc_server_key")},
+      {"grpc_root_cert", Field(settings.grpc_root_cert, "server.grpc_root_cert")},
       {"metrics_port", Field(settings.metrics_port, "server.metrics_port")},
       {"allow_metrics", Field(settings.allow_metrics, "server.allow_metrics")},
       {"metrics_address", Field(settings.metrics_address, "server.metrics_address")},
@@ -62,6 +71,10 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"port", Field(settings.http_port, "http.port")},
       {"threads", Field(settings.http_threads, "http.threads")},
       {"max_input_size", Field(settings.http_max_input_size, "http.max_input_size")},
+      {"ssl_cert", Field(settings.http_ssl_cert, "http.ssl_cert")},
+      {"ssl_key", Field(settings.http_ssl_key, "http.ssl_key")},
+      {"ssl_root_cert", Field(settings.http_ssl_root_cert, "http.ssl_root_cert")},
+      {"ssl_mutual", Field(settings.http_ssl_mutual, "http.ssl_mutual")},
   };
   const std::map<std::string,
                  const std::map<std::string, std::function<Status(const YAML::Node&)>>*>
@@ -105,6 +118,29 @@ Status Validate(const ServeSettings& settings) {
         std::pair{"--metrics-port", settings.metrics_port}}) {
     if (port < 0 || port > 65535)
       return InvalidArgument("{} must be in [0, 65535], got {}", name, port);
+  }
+  if (settings.grpc_max_input_size == 0 ||
+      settings.grpc_max_input_size > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+    return InvalidArgument("--grpc-max-input-size must be in [1, 2147483647], got {}",
+                           settings.grpc_max_input_size);
+  }
+  if (settings.http_ssl_cert.empty() != settings.http_ssl_key.empty()) {
+    return InvalidArgument("HTTPS needs both --http-ssl-cert and --http-ssl-key");
+  }
+  if (settings.http_ssl_mutual &&
+      (settings.http_ssl_cert.empty() || settings.http_ssl_root_cert.empty())) {
+    return InvalidArgument(
+        "--http-ssl-mutual needs --http-ssl-cert, --http-ssl-key and --http-ssl-root-cert (the CA "
+        "that signs client certificates)");
+  }
+  if (settings.allow_grpc && (settings.grpc_use_ssl || settings.grpc_use_ssl_mutual)) {
+    if (settings.grpc_server_cert.empty() || settings.grpc_server_key.empty()) {
+      return InvalidArgument("--grpc-use-ssl needs --grpc-server-cert and --grpc-server-key");
+    }
+    if (settings.grpc_use_ssl_mutual && settings.grpc_root_cert.empty()) {
+      return InvalidArgument(
+          "--grpc-use-ssl-mutual needs --grpc-root-cert (the CA that signs client certificates)");
+    }
   }
   if (settings.http_max_input_size == 0) {
     return InvalidArgument("--http-max-input-size must be positive");

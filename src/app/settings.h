@@ -20,7 +20,22 @@ struct ServeSettings {
   int http_port = 8000;
   int http_threads = 0;  // 0 = one per core
   uint64_t http_max_input_size = 64ull << 20;
+  // HTTPS when http_ssl_cert is set (PEM files); mutual TLS requires client certificates signed
+  // by http_ssl_root_cert.
+  std::string http_ssl_cert;
+  std::string http_ssl_key;
+  std::string http_ssl_root_cert;
+  bool http_ssl_mutual = false;
+  bool allow_grpc = true;
+  std::string grpc_address = "0.0.0.0";
   int grpc_port = 8001;
+  uint64_t grpc_max_input_size = 64ull << 20;
+  // TLS for gRPC (Triton's flags); --grpc-use-ssl-mutual implies --grpc-use-ssl.
+  bool grpc_use_ssl = false;
+  bool grpc_use_ssl_mutual = false;
+  std::string grpc_server_cert;  // PEM file
+  std::string grpc_server_key;   // PEM file
+  std::string grpc_root_cert;    // PEM file: the CA that signs client certificates (mutual TLS)
   bool allow_metrics = true;
   std::string metrics_address = "0.0.0.0";
   int metrics_port = 8002;

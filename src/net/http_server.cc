@@ -10,11 +10,14 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include "core/logging.h"
 #include "json/writer.h"
@@ -24,7 +27,43 @@ namespace rampart::net {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
+
+namespace {
+
+// The server side of TLS 1.2+ with `options`' files. Errors: InvalidArgument naming the file.
+Result<std::unique_ptr<ssl::context>> MakeTlsContext(const HttpTlsOptions& options) {
+  if (options.cert.empty() || options.key.empty()) {
+    return InvalidArgument("HTTPS needs a certificate and a private key");
+  }
+  if (options.mutual && options.root_cert.empty()) {
+    return InvalidArgument("mutual TLS needs the CA certificate that signs client certificates");
+  }
+  auto context = std::make_unique<ssl::context>(ssl::context::tls_server);
+  beast::error_code error;
+  context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                           ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                           ssl::context::no_tlsv1_1 | ssl::context::single_dh_use,
+                       error);
+  if (!error) context->use_certificate_chain_file(options.cert, error);
+  if (error) return InvalidArgument("HTTPS certificate '{}': {}", options.cert, error.message());
+  context->use_private_key_file(options.key, ssl::context::pem, error);
+  if (error) return InvalidArgument("HTTPS private key '{}': {}", options.key, error.message());
+  if (!options.root_cert.empty()) {
+    context->load_verify_file(options.root_cert, error);
+    if (error) {
+      return InvalidArgument("HTTPS root certificate '{}': {}", options.root_cert, error.message());
+    }
+  }
+  if (options.mutual) {
+    context->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert, error);
+    if (error) return InvalidArgument("mutual TLS: {}", error.message());
+  }
+  return context;
+}
+
+}  // namespace
 
 class HttpServer::Impl {
  public:
@@ -43,6 +82,9 @@ class HttpServer::Impl {
   ~Impl() { Shutdown(std::chrono::milliseconds(0)); }
 
   Status Listen() {
+    if (options_.tls) {
+      ASSIGN_OR_RETURN(tls_, MakeTlsContext(*options_.tls));
+    }
     beast::error_code error;
     const auto address = asio::ip::make_address(options_.address, error);
     if (error)
@@ -127,6 +169,7 @@ class HttpServer::Impl {
   std::vector<std::unique_ptr<asio::io_context>> contexts_;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::optional<tcp::acceptor> acceptor_;
+  std::unique_ptr<ssl::context> tls_;  // set for HTTPS; shared by every connection
   std::vector<std::thread> threads_;
   size_t next_context_ = 0;  // only touched by the accept handler on contexts_[0]
   uint16_t port_ = 0;
@@ -144,19 +187,49 @@ class HttpServer::Impl {
 // Lives on one I/O thread; kept alive by the pending operation's shared_ptr (and a Responder's).
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, HttpServer::Impl& server)
-      : stream_(std::move(socket)), server_(server) {}
-
-  void Start() { ReadNext(); }
-
-  asio::any_io_executor executor() { return stream_.get_executor(); }
-
+  virtual ~Connection() = default;
+  virtual void Start() = 0;
+  virtual asio::any_io_executor executor() = 0;
   // On this connection's thread.
-  void Write(HttpResponse response) {
+  virtual void Write(HttpResponse response) = 0;
+};
+
+// Over plain TCP (Stream = beast::tcp_stream) or TLS (beast::ssl_stream<beast::tcp_stream>).
+template <typename Stream>
+class StreamConnection final : public Connection {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  StreamConnection(tcp::socket socket, HttpServer::Impl& server) requires(!kTls)
+      : stream_(std::move(socket)), server_(server) {}
+  StreamConnection(tcp::socket socket, ssl::context& tls, HttpServer::Impl& server) requires(kTls)
+      : stream_(std::move(socket), tls), server_(server) {}
+
+  void Start() override {
+    if constexpr (kTls) {
+      Lowest().expires_after(std::chrono::seconds(30));
+      stream_.async_handshake(ssl::stream_base::server, [self = Self()](beast::error_code error) {
+        if (error) {
+          // A failed handshake (no or untrusted client certificate,
+          // plain HTTP on the HTTPS port) just ends the connection.
+          LOG_DEBUG("TLS handshake failed: {}", error.message());
+          self->CloseSocket();
+          return;
+        }
+        self->ReadNext();
+      });
+    } else {
+      ReadNext();
+    }
+  }
+
+  asio::any_io_executor executor() override { return stream_.get_executor(); }
+
+  void Write(HttpResponse response) override {
     responded_ = true;
     if (watching_) {
       beast::error_code ignored;
-      stream_.socket().cancel(ignored);  // only the hang-up watch is pending now
+      Lowest().socket().cancel(ignored);  // only the hang-up watch is pending now
     }
     response_.emplace(static_cast<http::status>(response.status), version_);
     response_->set(http::field::server, "rampart");
@@ -167,21 +240,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
     response_->body() = std::move(response.body);
     response_->keep_alive(keep_alive_ && !close_after_write_);
     response_->prepare_payload();
-    http::async_write(
-        stream_, *response_,
-        [self = shared_from_this()](beast::error_code error, size_t) { self->OnWrite(error); });
+    http::async_write(stream_, *response_,
+                      [self = Self()](beast::error_code error, size_t) { self->OnWrite(error); });
   }
 
  private:
+  std::shared_ptr<StreamConnection> Self() {
+    return std::static_pointer_cast<StreamConnection>(shared_from_this());
+  }
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
   void ReadNext() {
     responded_ = false;
     parser_.emplace();
     parser_->body_limit(server_.options().max_body_bytes);
     parser_->header_limit(64 * 1024);
-    stream_.expires_after(server_.options().idle_timeout);
+    Lowest().expires_after(server_.options().idle_timeout);
     http::async_read_header(
         stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code error, size_t) { self->OnHeader(error); });
+        [self = Self()](beast::error_code error, size_t) { self->OnHeader(error); });
   }
 
   // Clients that send `Expect: 100-continue` (curl does for bodies over 1 MiB) wait for an
@@ -195,7 +272,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
       continue_.emplace(http::status::continue_, parser_->get().version());
       http::async_write(stream_, *continue_,
-                        [self = shared_from_this()](beast::error_code write_error, size_t) {
+                        [self = Self()](beast::error_code write_error, size_t) {
                           if (write_error) {
                             self->Close();
                             return;
@@ -208,9 +285,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void ReadBody() {
-    http::async_read(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code error, size_t) { self->OnRead(error); });
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = Self()](beast::error_code error, size_t) { self->OnRead(error); });
   }
 
   void OnRead(beast::error_code error) {
@@ -233,7 +309,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       }
       return;
     }
-    stream_.expires_never();
+    Lowest().expires_never();
     auto& message = parser_->get();
     keep_alive_ = message.keep_alive();
     version_ = message.version();
@@ -261,14 +337,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void WatchForHangUp(std::shared_ptr<std::atomic<bool>> client_gone) {
     if (responded_) return;  // answered synchronously
     watching_ = true;
-    stream_.socket().async_wait(
+    Lowest().socket().async_wait(
         tcp::socket::wait_read,
-        [self = shared_from_this(), client_gone = std::move(client_gone)](beast::error_code error) {
+        [self = Self(), client_gone = std::move(client_gone)](beast::error_code error) {
           self->watching_ = false;
           if (error) return;  // cancelled because the answer is being written
           char byte = 0;
           const ssize_t peeked =
-              ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+              ::recv(self->Lowest().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
           if (peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
             client_gone->store(true);
           }
@@ -307,12 +383,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void Close() {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.socket().close(ignored);
+    if constexpr (kTls) {
+      // Say goodbye with close_notify (bounded), so clients see a clean end of the stream.
+      Lowest().expires_after(std::chrono::seconds(5));
+      stream_.async_shutdown([self = Self()](beast::error_code) { self->CloseSocket(); });
+    } else {
+      CloseSocket();
+    }
   }
 
-  beast::tcp_stream stream_;
+  void CloseSocket() {
+    beast::error_code ignored;
+    Lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    Lowest().socket().close(ignored);
+  }
+
+  Stream stream_;
   HttpServer::Impl& server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -335,7 +421,14 @@ void HttpServer::Impl::Accept() {
     if (!error) {
       beast::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);
-      auto connection = std::make_shared<Connection>(std::move(socket), *this);
+      std::shared_ptr<Connection> connection;
+      if (tls_) {
+        connection = std::make_shared<StreamConnection<beast::ssl_stream<beast::tcp_stream>>>(
+            std::move(socket), *tls_, *this);
+      } else {
+        connection =
+            std::make_shared<StreamConnection<beast::tcp_stream>>(std::move(socket), *this);
+      }
       // Start on the connection's own thread.
       asio::post(connection->executor(), [connection] { connection->Start(); });
     } else {

@@ -5,7 +5,8 @@
 // Each I/O thread runs its own event loop; a connection lives on one thread for its whole life.
 // The handler is called on that thread and must not block: it answers through the Responder,
 // from any thread, exactly once. Bodies over `max_body_bytes` are answered 413 without being
-// read; unparsable requests get 400. Both close the connection.
+// read; unparsable requests get 400. Both close the connection. With `tls` set every connection
+// is HTTPS (TLS 1.2+), optionally requiring a client certificate (mutual TLS).
 //
 // Thread safety: Start/StopAccepting/Shutdown from one controlling thread; stats() from any.
 
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -43,18 +45,27 @@ class Responder {
 
 using HttpHandler = std::function<void(HttpRequest&& request, Responder responder)>;
 
+// PEM files for HTTPS.
+struct HttpTlsOptions {
+  std::string cert;       // certificate chain, required
+  std::string key;        // private key, required
+  std::string root_cert;  // CA(s) that sign client certificates; required when `mutual`
+  bool mutual = false;    // require a client certificate signed by root_cert
+};
+
 struct HttpServerOptions {
   std::string address = "0.0.0.0";
   uint16_t port = 8000;  // 0 picks a free port; see HttpServer::port()
   int threads = 0;       // 0 = one per core
   uint64_t max_body_bytes = 64ull << 20;
   std::chrono::seconds idle_timeout{300};
+  std::optional<HttpTlsOptions> tls;  // plain HTTP when empty
 };
 
 class HttpServer {
  public:
   // Binds, listens and starts the I/O threads. Errors: Unavailable when the address cannot be
-  // bound (with the OS reason).
+  // bound (with the OS reason); InvalidArgument for TLS files that cannot be read or used.
   static Result<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
                                                    HttpHandler handler);
   ~HttpServer();  // Shutdown(0) if not done

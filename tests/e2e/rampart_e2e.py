@@ -28,6 +28,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 LISTENING_PATTERN = re.compile(r"^rampart: HTTP listening on ([0-9.]+):(\d+)$")
 METRICS_PATTERN = re.compile(r"^rampart: metrics listening on ([0-9.]+):(\d+)$")
+GRPC_PATTERN = re.compile(r"^rampart: gRPC listening on ([0-9.]+):(\d+)$")
 SERVED_PATTERN = re.compile(r"^rampart: http served=(\d+) handle_ns_total=(\d+)$")
 
 DEFAULT_START_TIMEOUT_S = 60.0
@@ -64,6 +65,7 @@ class Server:
         self.host = "127.0.0.1"
         self.port: Optional[int] = None
         self.metrics_port: Optional[int] = None
+        self.grpc_port: Optional[int] = None
         self.stdout_lines: List[str] = []
         self.exit_code: Optional[int] = None
         self._listening = threading.Event()
@@ -76,6 +78,7 @@ class Server:
     def command(self) -> List[str]:
         return [self.binary, "serve", "--model-repository", self.repository,
                 "--http-port", "0", "--http-address", "127.0.0.1",
+                "--grpc-port", "0", "--grpc-address", "127.0.0.1",
                 "--metrics-port", "0", "--metrics-address", "127.0.0.1"] + self.extra_args
 
     def start(self) -> "Server":
@@ -113,6 +116,9 @@ class Server:
             metrics = METRICS_PATTERN.match(line)
             if metrics:
                 self.metrics_port = int(metrics.group(2))
+            grpc_line = GRPC_PATTERN.match(line)
+            if grpc_line:
+                self.grpc_port = int(grpc_line.group(2))
             match = LISTENING_PATTERN.match(line)
             if match and not self._listening.is_set():
                 self.host, self.port = match.group(1), int(match.group(2))

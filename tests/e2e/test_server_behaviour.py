@@ -338,7 +338,8 @@ def test_client_disconnects(fixture: Fixture) -> str:
 
 def test_unknown_cli_flag(fixture: Fixture) -> str:
     command = [fixture.binary, "serve", "--model-repository", fixture.repository,
-               "--http-port", "0", "--http-address", "127.0.0.1", "--no-such-flag"]
+               "--http-port", "0", "--http-address", "127.0.0.1", "--grpc-port", "0",
+               "--grpc-address", "127.0.0.1", "--no-such-flag"]
     try:
         result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
                                 timeout=30)
@@ -355,7 +356,8 @@ def test_unknown_cli_flag(fixture: Fixture) -> str:
 def test_missing_repository(fixture: Fixture) -> str:
     missing = os.path.join(fixture.work_dir, "no-such-repository")
     command = [fixture.binary, "serve", "--model-repository", missing,
-               "--http-port", "0", "--http-address", "127.0.0.1"]
+               "--http-port", "0", "--http-address", "127.0.0.1", "--grpc-port", "0",
+               "--grpc-address", "127.0.0.1"]
     try:
         result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
                                 timeout=30)

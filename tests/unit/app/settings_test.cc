@@ -62,5 +62,63 @@ TEST(Settings, ValidateRejectsImpossibleValues) {
   EXPECT_FALSE(Validate(settings).ok());
 }
 
+TEST(Settings, GrpcKeysLiveUnderServer) {
+  ServeSettings settings;
+  const std::string path = WriteTemp(
+      "server:\n  allow_grpc: false\n  grpc_address: 127.0.0.1\n  grpc_port: 0\n"
+      "  grpc_use_ssl_mutual: true\n  grpc_server_cert: /c.pem\n  grpc_server_key: /k.pem\n"
+      "  grpc_root_cert: /ca.pem\n  grpc_max_input_size: 2048\n");
+  ASSERT_TRUE(ApplyYamlFile(path, settings).ok());
+  EXPECT_FALSE(settings.allow_grpc);
+  EXPECT_EQ(settings.grpc_address, "127.0.0.1");
+  EXPECT_EQ(settings.grpc_port, 0);
+  EXPECT_TRUE(settings.grpc_use_ssl_mutual);
+  EXPECT_EQ(settings.grpc_server_cert, "/c.pem");
+  EXPECT_EQ(settings.grpc_server_key, "/k.pem");
+  EXPECT_EQ(settings.grpc_root_cert, "/ca.pem");
+  EXPECT_EQ(settings.grpc_max_input_size, 2048u);
+  std::filesystem::remove(path);
+}
+
+TEST(Settings, GrpcTlsNeedsItsFiles) {
+  ServeSettings settings;
+  settings.model_repository = "/models";
+  settings.grpc_use_ssl = true;
+  EXPECT_NE(Validate(settings).message().find("--grpc-server-cert and --grpc-server-key"),
+            std::string::npos);
+  settings.grpc_server_cert = "/c.pem";
+  settings.grpc_server_key = "/k.pem";
+  EXPECT_TRUE(Validate(settings).ok());
+  settings.grpc_use_ssl_mutual = true;
+  EXPECT_NE(Validate(settings).message().find("--grpc-root-cert"), std::string::npos);
+  settings.grpc_root_cert = "/ca.pem";
+  EXPECT_TRUE(Validate(settings).ok());
+  settings.grpc_max_input_size = 1ull << 32;
+  EXPECT_FALSE(Validate(settings).ok());
+}
+
+TEST(Settings, HttpsKeysLiveUnderHttpAndNeedTheirFiles) {
+  ServeSettings settings;
+  const std::string path = WriteTemp(
+      "http:\n  ssl_cert: /c.pem\n  ssl_key: /k.pem\n  ssl_root_cert: /ca.pem\n"
+      "  ssl_mutual: true\n");
+  ASSERT_TRUE(ApplyYamlFile(path, settings).ok());
+  EXPECT_EQ(settings.http_ssl_cert, "/c.pem");
+  EXPECT_EQ(settings.http_ssl_key, "/k.pem");
+  EXPECT_EQ(settings.http_ssl_root_cert, "/ca.pem");
+  EXPECT_TRUE(settings.http_ssl_mutual);
+  std::filesystem::remove(path);
+
+  settings.model_repository = "/models";
+  EXPECT_TRUE(Validate(settings).ok());
+  settings.http_ssl_root_cert.clear();
+  EXPECT_NE(Validate(settings).message().find("--http-ssl-root-cert"), std::string::npos);
+  settings.http_ssl_mutual = false;
+  EXPECT_TRUE(Validate(settings).ok());
+  settings.http_ssl_key.clear();
+  EXPECT_NE(Validate(settings).message().find("both --http-ssl-cert and --http-ssl-key"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace rampart::app

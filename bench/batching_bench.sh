@@ -1,0 +1,470 @@
+#!/usr/bin/env bash
+# Dynamic batching benchmark: the example model `mlp_classifier` served through its dynamic
+# batcher, against the same TorchScript file served without one and against offline execution
+# with no server, all measured in the same run.
+#
+# 1. Offline baseline: bench/torch_offline runs the model through Rampart's Torch backend at
+#    batch 32 (the ceiling the batcher aims for) and at batch 1 (for reference).
+# 2. One Rampart serves a temp repository with `mlp_classifier` (the example's config and
+#    model.pt) and `mlp_unbatched` (the same model.pt and config, minus dynamic_batching).
+# 3. wrk POSTs one row (KServe v2 JSON, INPUT__0 FP32 [1,256]) to each model at 1, 8 and 64
+#    connections; /v2/models/<model>/stats snapshots around each measured run give the run's
+#    average batch size and mean batch compute time.
+# Reports throughput (samples/s = req/s, one row per request), p50/p99 latency, served/offline
+# and batched/unbatched ratios, and p99 against queue delay + 2 x batch compute time. It reports;
+# it does not assert.
+#
+# Usage: bench/batching_bench.sh --binary build/rampart --offline build/bench/torch_offline
+#                                --repository examples/models [--duration 10] [--warmup 2]
+#                                [--offline-seconds 5] [--out FILE] [--start-timeout 120]
+#                                [--keep-workdir]
+# See docs/benchmarks.md.
+set -euo pipefail
+
+bench_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+readonly bench_dir
+readonly bench_name="batching_bench"
+# shellcheck source=bench/lib.sh
+source "$bench_dir/lib.sh"
+readonly batched_model="mlp_classifier"
+readonly unbatched_model="mlp_unbatched"
+readonly offline_batch=32
+# Load levels: name, wrk threads, connections.
+readonly levels=("c1 1 1" "c8 2 8" "c64 2 64")
+# The goals are stated for the highest load.
+readonly goal_level="${levels[-1]%% *}"
+
+binary=""
+offline_bin=""
+repository=""
+duration=10
+warmup=2
+offline_seconds=5
+out_file=""
+start_timeout=120
+keep_workdir=0
+
+usage() {
+  sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
+  cat <<'EOF'
+
+Options:
+  --binary PATH            Rampart binary (required)
+  --offline PATH           torch_offline binary, built with Rampart in build/bench (required)
+  --repository DIR         model repository holding `mlp_classifier` (required)
+  --duration SECONDS       measured wrk run per model and load level (default 10)
+  --warmup SECONDS         unmeasured wrk run before each measured one (default 2)
+  --offline-seconds SECS   measuring time of each offline run (default 5)
+  --out FILE               also write the results as a markdown snippet to FILE
+  --start-timeout SECS     how long Rampart may take to load and listen (default 120)
+  --keep-workdir           keep the temp dir with the repository, logs and raw wrk output
+EOF
+}
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --binary) binary="${2:?--binary needs a value}"; shift 2 ;;
+    --offline) offline_bin="${2:?--offline needs a value}"; shift 2 ;;
+    --repository) repository="${2:?--repository needs a value}"; shift 2 ;;
+    --duration) duration="${2:?--duration needs a value}"; shift 2 ;;
+    --warmup) warmup="${2:?--warmup needs a value}"; shift 2 ;;
+    --offline-seconds) offline_seconds="${2:?--offline-seconds needs a value}"; shift 2 ;;
+    --out) out_file="${2:?--out needs a value}"; shift 2 ;;
+    --start-timeout) start_timeout="${2:?--start-timeout needs a value}"; shift 2 ;;
+    --keep-workdir) keep_workdir=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument: $1" ;;
+  esac
+done
+
+[[ "$duration" =~ ^[1-9][0-9]*$ ]] || die "--duration must be a positive integer, got '$duration'"
+[[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, got '$warmup'"
+[[ "$offline_seconds" =~ ^[1-9][0-9]*$ ]] || die "--offline-seconds must be a positive integer"
+[[ "$start_timeout" =~ ^[1-9][0-9]*$ ]] || die "--start-timeout must be a positive integer"
+
+# ---------------------------------------------------------------------------------------------
+# Prerequisites.
+
+require_tools wrk curl python3
+require_executable "$binary" "Rampart binary (--binary)" "build it first: make build"
+require_executable "$offline_bin" "offline baseline (--offline)" \
+  "make build builds it as build/bench/torch_offline"
+[ -n "$repository" ] || die "--repository is required"
+[ -d "$repository" ] || die "model repository '$repository' does not exist"
+source_model="$repository/$batched_model"
+[ -f "$source_model/config.pbtxt" ] ||
+  die "model repository '$repository' has no '$batched_model/config.pbtxt'"
+# examples/models/generate.py writes the TorchScript files at build time.
+[ -f "$source_model/1/model.pt" ] ||
+  die "'$source_model/1/model.pt' is missing (make build generates the example models)"
+binary="$(absolute_path "$binary")"
+offline_bin="$(absolute_path "$offline_bin")"
+
+workdir="$(mktemp -d "${TMPDIR:-/tmp}/rampart_batching_bench.XXXXXX")"
+offline_pid=""
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  stop_process "$offline_pid" 5
+  stop_process "$rampart_pid" 10
+  if [ "$keep_workdir" -eq 1 ] || [ "$status" -ne 0 ]; then
+    log "repository, logs and raw wrk output kept in $workdir"
+  else
+    rm -rf "$workdir"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------------------------------------
+# Temp repository: the batched model as shipped, and the same model without dynamic_batching.
+# Prints the batching settings the bound and the report need: max_queue_delay_microseconds
+# (Triton's default 0 when absent), max_batch_size and preferred_batch_size.
+
+bench_repository="$workdir/repository"
+for model in "$batched_model" "$unbatched_model"; do
+  mkdir -p "$bench_repository/$model/1"
+  cp "$source_model/1/model.pt" "$bench_repository/$model/1/model.pt"
+done
+cp "$source_model/config.pbtxt" "$bench_repository/$batched_model/config.pbtxt"
+settings_file="$workdir/batching_settings"
+python3 - "$source_model/config.pbtxt" "$bench_repository/$unbatched_model/config.pbtxt" \
+  "$batched_model" "$unbatched_model" >"$settings_file" <<'EOF' ||
+import re, sys
+source, target, batched, unbatched = sys.argv[1:]
+text = open(source).read()
+block = re.compile(r"^[ \t]*dynamic_batching\s*\{[^{}]*\}[ \t]*\n?", re.M)
+blocks = block.findall(text)
+if len(blocks) != 1:
+    sys.exit("%s: expected one dynamic_batching { ... } block, found %d" % (source, len(blocks)))
+name = re.compile(r'^([ \t]*name\s*:\s*)"%s"' % re.escape(batched), re.M)
+if len(name.findall(text)) != 1:
+    sys.exit('%s: expected one top-level name: "%s"' % (source, batched))
+delay = re.search(r"max_queue_delay_microseconds\s*:\s*(\d+)", blocks[0])
+max_batch = re.search(r"^\s*max_batch_size\s*:\s*(\d+)", text, re.M)
+preferred = re.findall(r"preferred_batch_size\s*:\s*\[([^\]]*)\]", blocks[0])
+body = name.sub(r'\1"%s"' % unbatched, block.sub("", text))
+# Drop the leading comment, which describes the batched model.
+body = re.sub(r"\A(?:#[^\n]*\n)+", "", body)
+with open(target, "w") as f:
+    f.write("# %s without dynamic_batching, written by bench/batching_bench.sh\n" % batched + body)
+print(delay.group(1) if delay else 0, max_batch.group(1) if max_batch else 0,
+      ",".join(s.strip() for s in preferred[0].split(",")) if preferred else "none")
+EOF
+  die "cannot derive the $unbatched_model config from $source_model/config.pbtxt"
+read -r queue_delay_us max_batch_size preferred_sizes <"$settings_file"
+log "temp repository $bench_repository: $batched_model (max_queue_delay ${queue_delay_us} µs," \
+  "preferred sizes $preferred_sizes, max_batch_size $max_batch_size) and $unbatched_model"
+
+# ---------------------------------------------------------------------------------------------
+# Offline baseline, before the server starts, so it has the cores to itself.
+
+# run_offline BATCH: sets offline_rate, offline_ms and offline_threads.
+run_offline() {
+  local batch="$1" out="$workdir/offline.b$1.stdout" err="$workdir/offline.b$1.stderr" status
+  log "offline: batch $batch for ${offline_seconds}s"
+  # In the background so the trap can stop it; `wait` returns early on a signal.
+  "$offline_bin" --model-dir "$bench_repository/$batched_model" --batch "$batch" \
+    --seconds "$offline_seconds" >"$out" 2>"$err" &
+  offline_pid=$!
+  wait "$offline_pid" && status=0 || status=$?
+  offline_pid=""
+  if [ "$status" -ne 0 ]; then
+    tail -n 20 "$err" >&2 || true
+    die "offline baseline exited with status $status (batch $batch)"
+  fi
+  offline_rate="$(sed -n -E 's/^offline_samples_per_s=([0-9.]+)$/\1/p' "$out")"
+  offline_ms="$(sed -n -E 's/^offline_batch_ms=([0-9.]+)$/\1/p' "$out")"
+  offline_threads="$(cat "$out" "$err" | sed -n -E 's/.*with ([0-9]+) intra-op thread.*/\1/p' |
+    head -n 1)"
+  if [ -z "$offline_rate" ] || [ -z "$offline_ms" ]; then
+    cat "$out" >&2
+    die "cannot parse the offline baseline's output (batch $batch)"
+  fi
+}
+
+declare -A result
+for batch in "$offline_batch" 1; do
+  run_offline "$batch"
+  result[offline.b$batch.rate]="$offline_rate"
+  result[offline.b$batch.ms]="$offline_ms"
+  result[offline.threads]="${offline_threads:-?}"
+done
+
+# ---------------------------------------------------------------------------------------------
+# Server and request.
+
+start_rampart "$binary" "$bench_repository" "$start_timeout"
+server_threads="$(sed -n -E \
+  "s/.*model '$batched_model' version [0-9]+: loaded .* with ([0-9]+) intra-op thread.*/\1/p" \
+  "$rampart_stderr" | head -n 1)"
+base_url="http://127.0.0.1:$rampart_port/v2/models"
+
+# One row of 256 fixed values, as JSON.
+request_file="$workdir/request.json"
+python3 - "$request_file" <<'EOF'
+import json, math, sys
+row = [round(math.sin(0.1 * i), 4) for i in range(256)]
+body = {"inputs": [{"name": "INPUT__0", "shape": [1, 256], "datatype": "FP32", "data": row}]}
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps(body, separators=(",", ":")))
+EOF
+request_bytes="$(wc -c <"$request_file" | tr -d ' ')"
+
+# Both models must answer 200 with OUTPUT__0 [1,10], and agree (they are the same file).
+for model in "$batched_model" "$unbatched_model"; do
+  code="$(http_status POST "$workdir/response.$model.json" "$base_url/$model/infer" \
+    -H 'Content-Type: application/json' --data-binary "@$request_file")"
+  if [ "$code" != 200 ]; then
+    echo "--- response body ---" >&2
+    head -c 2000 "$workdir/response.$model.json" >&2 2>/dev/null || true
+    echo >&2
+    die "Rampart answered POST /v2/models/$model/infer with HTTP $code, expected 200"
+  fi
+done
+python3 - "$workdir/response.$batched_model.json" "$workdir/response.$unbatched_model.json" \
+  <<'EOF' || die "the infer responses are not the expected JSON (see above)"
+import json, sys
+outputs = []
+for path in sys.argv[1:]:
+    response = json.load(open(path))
+    output = [o for o in response["outputs"] if o["name"] == "OUTPUT__0"]
+    if len(output) != 1 or output[0]["shape"] != [1, 10] or len(output[0]["data"]) != 10:
+        sys.exit("%s: expected OUTPUT__0 with shape [1, 10], got %s" % (path, response))
+    outputs.append(output[0]["data"])
+if max(abs(a - b) for a, b in zip(*outputs)) > 1e-4:
+    sys.exit("batched and unbatched models disagree: %s vs %s" % tuple(outputs))
+EOF
+log "both models answer POST with 200 and the same OUTPUT__0 [1,10]"
+
+# ---------------------------------------------------------------------------------------------
+# Statistics.
+
+# fetch_stats MODEL FILE: saves GET /v2/models/MODEL/stats to FILE (empty on failure).
+fetch_stats() {
+  [ "$(http_status GET "$2" "$base_url/$1/stats")" = 200 ] || : >"$2"
+}
+
+# stats_delta BEFORE AFTER: prints `key value` lines for what happened between two snapshots:
+# executions, inferences, avg_batch, batch_compute_us (compute_infer per execution, from
+# batch_stats), queue_us (per request), failures, and sizes (the commonest batch sizes,
+# `size x executions`, most frequent first).
+stats_delta() {
+  python3 - "$1" "$2" <<'EOF' 2>/dev/null || true
+import json, sys
+before, after = (json.load(open(path))["model_stats"][0] for path in sys.argv[1:])
+def delta(key):
+    return after[key] - before[key]
+def duration(name):
+    a, b = after["inference_stats"][name], before["inference_stats"][name]
+    return a["count"] - b["count"], a["ns"] - b["ns"]
+def by_size(stats):
+    return {s["batch_size"]: s["compute_infer"] for s in stats.get("batch_stats", [])}
+sizes_after, sizes_before = by_size(after), by_size(before)
+executions_by_size, infer_count, infer_ns = {}, 0, 0
+for size, infer in sizes_after.items():
+    old = sizes_before.get(size, {"count": 0, "ns": 0})
+    if infer["count"] > old["count"]:
+        executions_by_size[size] = infer["count"] - old["count"]
+        infer_count += infer["count"] - old["count"]
+        infer_ns += infer["ns"] - old["ns"]
+executions, inferences = delta("execution_count"), delta("inference_count")
+queue_count, queue_ns = duration("queue")
+fail_count, _ = duration("fail")
+print("executions", executions)
+print("inferences", inferences)
+print("avg_batch", "%.2f" % (inferences / executions) if executions else "nan")
+print("batch_compute_us", "%.0f" % (infer_ns / infer_count / 1e3) if infer_count else "nan")
+print("queue_us", "%.0f" % (queue_ns / queue_count / 1e3) if queue_count else "nan")
+print("failures", fail_count)
+common = sorted(executions_by_size.items(), key=lambda item: (-item[1], -item[0]))[:3]
+print("sizes", ",".join("%dx%d" % item for item in common) or "none")
+EOF
+}
+
+# When wrk stops, the requests it had in flight are cancelled or finish inside the server a little
+# later; a pause before each snapshot keeps them in the run they belong to.
+readonly settle_seconds=1
+
+# ---------------------------------------------------------------------------------------------
+# Measurement: per level, the batched model, then the unbatched one, on the same server.
+
+for level in "${levels[@]}"; do
+  read -r name threads connections <<<"$level"
+  for kind in batched unbatched; do
+    if [ "$kind" = batched ]; then model="$batched_model"; else model="$unbatched_model"; fi
+    url="$base_url/$model/infer"
+    if [ "$warmup" -gt 0 ]; then
+      log "$kind $name: warm-up ${warmup}s"
+      run_wrk "$kind.$name.warmup" "$threads" "$connections" "$warmup" "$url" "$request_file"
+    fi
+    sleep "$settle_seconds"
+    is_running "$rampart_pid" || die "Rampart exited during the warm-up (see $rampart_stderr)"
+    fetch_stats "$model" "$workdir/stats.$kind.$name.before.json"
+    log "$kind $name: measuring ${duration}s (wrk -t$threads -c$connections)"
+    run_wrk "$kind.$name" "$threads" "$connections" "$duration" "$url" "$request_file"
+    sleep "$settle_seconds"
+    fetch_stats "$model" "$workdir/stats.$kind.$name.after.json"
+    is_running "$rampart_pid" || die "Rampart exited during the measured run (see $rampart_stderr)"
+    result[$kind.$name.rps]="$wrk_rps"
+    result[$kind.$name.p50]="$wrk_p50_us"
+    result[$kind.$name.p99]="$wrk_p99_us"
+    result[$kind.$name.errors]="$wrk_errors"
+    for key in executions inferences avg_batch batch_compute_us queue_us failures sizes; do
+      result[$kind.$name.$key]="nan"
+    done
+    got_stats=0
+    while read -r key value; do
+      [ -n "$key" ] || continue
+      result[$kind.$name.$key]="$value"
+      got_stats=1
+    done <<<"$(stats_delta "$workdir/stats.$kind.$name.before.json" \
+      "$workdir/stats.$kind.$name.after.json")"
+    [ "$got_stats" -eq 1 ] ||
+      log "WARNING: no usable statistics from GET /v2/models/$model/stats around the $name run"
+    # Up to one failure per connection is expected: the requests wrk abandons when it stops,
+    # which the server drops as cancelled (the client hung up) and counts under `fail`.
+    failures="${result[$kind.$name.failures]}"
+    if [ "$failures" != nan ] && [ "$failures" -gt "$connections" ]; then
+      log "WARNING: $kind $name: /stats counts $failures failed requests in the run, more than" \
+        "the $connections that wrk abandons when it stops"
+    elif [ "$failures" != nan ] && [ "$failures" -gt 0 ]; then
+      log "$kind $name: $failures requests abandoned by wrk at the end, counted as failed by /stats"
+    fi
+  done
+
+  # Derived figures. The bound: a request waits at most the queue delay for its batch to fill,
+  # then at worst for the batch ahead of it and its own batch to execute.
+  result[$name.ratio_offline]="$(ratio "${result[batched.$name.rps]}" \
+    "${result[offline.b$offline_batch.rate]}")"
+  result[$name.ratio_unbatched]="$(ratio "${result[batched.$name.rps]}" \
+    "${result[unbatched.$name.rps]}")"
+  compute_us="${result[batched.$name.batch_compute_us]}"
+  if [ "$compute_us" != nan ]; then
+    result[$name.bound]="$(calc "$queue_delay_us + 2 * $compute_us" 0)"
+    result[$name.bound_ok]="$(awk -v p="${result[batched.$name.p99]}" \
+      -v b="${result[$name.bound]}" \
+      'BEGIN { print (p == "nan") ? "nan" : (p + 0 <= b + 0) ? "yes" : "no" }')"
+  else
+    result[$name.bound]="nan"
+    result[$name.bound_ok]="nan"
+  fi
+done
+
+# ---------------------------------------------------------------------------------------------
+# Report.
+
+describe_level() {
+  local threads connections
+  read -r _ threads connections <<<"$1"
+  echo "$connections conn / $threads wrk thread$([ "$threads" -gt 1 ] && echo s)"
+}
+
+# goal_line WHAT VALUE TARGET: `WHAT: VALUE (goal >= TARGET): met|missed`.
+goal_line() {
+  local verdict
+  verdict="$(awk -v v="$2" -v t="$3" \
+    'BEGIN { print (v == "nan") ? "n/a" : (v + 0 >= t + 0) ? "met" : "missed" }')"
+  echo "- $1: **$2** (goal ≥ $3): $verdict"
+}
+
+report() {
+  local level name kind flag errors model
+  echo "Dynamic batching benchmark: POST /v2/models/<model>/infer, one FP32 [1,256] row as JSON" \
+    "($request_bytes bytes), loopback keep-alive"
+  machine_line
+  echo "runs: ${warmup}s warm-up + ${duration}s measured per model and level, one server;" \
+    "$batched_model: preferred_batch_size [$preferred_sizes]," \
+    "max_queue_delay_microseconds $queue_delay_us, max_batch_size $max_batch_size;" \
+    "$unbatched_model: the same without dynamic_batching;" \
+    "intra-op threads: server ${server_threads:-?}, offline ${result[offline.threads]}"
+  echo
+  echo "Offline (bench/torch_offline, no server, ${offline_seconds}s each):" \
+    "batch $offline_batch **$(calc "${result[offline.b$offline_batch.rate]}" 0) samples/s**" \
+    "(${result[offline.b$offline_batch.ms]} ms per batch);" \
+    "batch 1 $(calc "${result[offline.b1.rate]}" 0) samples/s (${result[offline.b1.ms]} ms)."
+  echo
+  echo "| load | model | samples/s | p50 (µs) | p99 (µs) | avg batch | batch compute (µs) |" \
+    "queue (µs) | commonest sizes |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
+  for level in "${levels[@]}"; do
+    name="${level%% *}"
+    for kind in batched unbatched; do
+      if [ "$kind" = batched ]; then model="$batched_model"; else model="$unbatched_model"; fi
+      flag=""
+      errors="${result[$kind.$name.errors]}"
+      [ "$errors" -eq 0 ] || flag=" ($errors errors)"
+      printf '| %s | %s%s | %.0f | %s | %s | %s | %s | %s | %s |\n' "$(describe_level "$level")" \
+        "$model" "$flag" "${result[$kind.$name.rps]}" "${result[$kind.$name.p50]}" \
+        "${result[$kind.$name.p99]}" "${result[$kind.$name.avg_batch]}" \
+        "${result[$kind.$name.batch_compute_us]}" "${result[$kind.$name.queue_us]}" \
+        "$(sed 's/x/ × /g; s/,/, /g' <<<"${result[$kind.$name.sizes]}")"
+    done
+  done
+  echo
+  echo "avg batch = inference_count / execution_count; batch compute = compute_infer per" \
+    "execution (batch_stats); queue = mean queue time per request; all from /stats deltas" \
+    "around the measured run. commonest sizes: batch size × executions."
+  echo
+  echo "| load | batched / offline b$offline_batch | batched / unbatched |" \
+    "p99 bound (µs) | batched p99 ≤ bound |"
+  echo "|---|---:|---:|---:|---|"
+  for level in "${levels[@]}"; do
+    name="${level%% *}"
+    printf '| %s | **%s** | **%s** | %s | %s |\n' "$(describe_level "$level")" \
+      "${result[$name.ratio_offline]}" "${result[$name.ratio_unbatched]}" \
+      "${result[$name.bound]}" "${result[$name.bound_ok]}"
+  done
+  echo
+  echo "p99 bound = max_queue_delay ($queue_delay_us µs) + 2 × the run's mean batch compute."
+  echo
+  echo "Goals at $goal_level ($(describe_level "${levels[-1]}")), reported, not asserted:"
+  goal_line "served / offline batch $offline_batch" "${result[$goal_level.ratio_offline]}" 0.8
+  goal_line "batched / unbatched" "${result[$goal_level.ratio_unbatched]}" 5
+  echo "- p99 ${result[batched.$goal_level.p99]} µs ≤ bound ${result[$goal_level.bound]} µs:" \
+    "${result[$goal_level.bound_ok]}"
+}
+
+summary() {
+  local level name
+  echo "offline_samples_per_s_b$offline_batch=$(calc "${result[offline.b$offline_batch.rate]}" 0)"
+  echo "offline_batch_ms_b$offline_batch=${result[offline.b$offline_batch.ms]}"
+  echo "offline_samples_per_s_b1=$(calc "${result[offline.b1.rate]}" 0)"
+  echo "offline_batch_ms_b1=${result[offline.b1.ms]}"
+  echo "queue_delay_us=$queue_delay_us"
+  for level in "${levels[@]}"; do
+    name="${level%% *}"
+    echo "batched_rps_$name=$(calc "${result[batched.$name.rps]}" 0)"
+    echo "batched_p50_us_$name=${result[batched.$name.p50]}"
+    echo "batched_p99_us_$name=${result[batched.$name.p99]}"
+    echo "avg_batch_$name=${result[batched.$name.avg_batch]}"
+    echo "batch_compute_us_$name=${result[batched.$name.batch_compute_us]}"
+    echo "unbatched_rps_$name=$(calc "${result[unbatched.$name.rps]}" 0)"
+    echo "unbatched_p50_us_$name=${result[unbatched.$name.p50]}"
+    echo "unbatched_p99_us_$name=${result[unbatched.$name.p99]}"
+    echo "ratio_served_offline_$name=${result[$name.ratio_offline]}"
+    echo "ratio_batched_unbatched_$name=${result[$name.ratio_unbatched]}"
+    echo "p99_bound_us_$name=${result[$name.bound]}"
+    echo "p99_bound_ok_$name=${result[$name.bound_ok]}"
+    echo "errors_$name=$((${result[batched.$name.errors]} + ${result[unbatched.$name.errors]}))"
+  done
+}
+
+stop_process "$rampart_pid" 30
+rampart_pid=""
+
+echo
+report
+echo
+echo "--- summary ---"
+summary
+if [ -n "$out_file" ]; then
+  {
+    snippet_header batching_bench.sh
+    report
+  } >"$out_file"
+  log "markdown written to $out_file"
+fi

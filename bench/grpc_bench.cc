@@ -1,0 +1,329 @@
+// KServe v2 gRPC load generator: a closed loop of `--concurrency` ModelInfer calls in flight on
+// one channel (HTTP/2 multiplexes them on one connection, as tritonclient and perf_analyzer do),
+// or `--concurrency` ModelStreamInfer streams each with one request in flight (`--stream`).
+//
+//   grpc_bench --target 127.0.0.1:8001 --model simple [--concurrency 64] [--duration 10]
+//              [--warmup 2] [--stream]
+//   grpc_bench --target 127.0.0.1:8001 --model simple --http-body FILE
+//
+// Inputs are made from the model's metadata (batch 1, variable dims 1, deterministic values) and
+// sent as raw_input_contents, Triton clients' default. Prints one line:
+//   rps=<x> p50_us=<y> p99_us=<z> requests=<n> errors=<e>
+// `--http-body FILE` only writes the same request as KServe v2 JSON, for wrk (bench/grpc_bench.sh).
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <CLI/CLI.hpp>
+
+#include "api/grpc_service.grpc.pb.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using inference::GRPCInferenceService;
+using inference::ModelInferRequest;
+using inference::ModelInferResponse;
+using inference::ModelStreamInferResponse;
+
+enum Phase { kWarmup = 0, kMeasure = 1, kStop = 2 };
+
+// What every worker shares: the phase and the measured latencies.
+struct Run {
+  std::atomic<int> phase{kWarmup};
+  std::mutex mutex;
+  std::vector<int64_t> latencies_ns;  // measured requests only; guarded by mutex
+  std::atomic<int64_t> errors{0};
+  std::atomic<int> active{0};
+  std::mutex done_mutex;
+  std::condition_variable done;
+
+  // Records one completed request that started at `start`; false once the run is over.
+  bool Complete(Clock::time_point start, bool ok, int start_phase) {
+    if (!ok) errors.fetch_add(1);
+    const int now_phase = phase.load();
+    if (ok && start_phase == kMeasure && now_phase == kMeasure) {
+      const int64_t ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+      std::lock_guard lock(mutex);
+      latencies_ns.push_back(ns);
+    }
+    return now_phase != kStop;
+  }
+  void WorkerDone() {
+    std::lock_guard lock(done_mutex);
+    if (--active == 0) done.notify_all();
+  }
+};
+
+// One unary call in flight at a time, issued again from its own completion.
+class UnaryWorker {
+ public:
+  UnaryWorker(GRPCInferenceService::Stub& stub, const ModelInferRequest& request, Run& run)
+      : stub_(stub), request_(request), run_(run) {}
+
+  void Issue() {
+    context_ = std::make_unique<grpc::ClientContext>();
+    response_.Clear();
+    start_ = Clock::now();
+    start_phase_ = run_.phase.load();
+    stub_.async()->ModelInfer(context_.get(), &request_, &response_, [this](grpc::Status status) {
+      if (run_.Complete(start_, status.ok(), start_phase_)) {
+        Issue();
+      } else {
+        run_.WorkerDone();
+      }
+    });
+  }
+
+ private:
+  GRPCInferenceService::Stub& stub_;
+  const ModelInferRequest& request_;
+  Run& run_;
+  std::unique_ptr<grpc::ClientContext> context_;
+  ModelInferResponse response_;
+  Clock::time_point start_;
+  int start_phase_ = kWarmup;
+};
+
+// One bidi stream with one request in flight: write, wait for its response, write the next.
+class StreamWorker final
+    : public grpc::ClientBidiReactor<ModelInferRequest, ModelStreamInferResponse> {
+ public:
+  StreamWorker(GRPCInferenceService::Stub& stub, const ModelInferRequest& request, Run& run)
+      : request_(request), run_(run) {
+    stub.async()->ModelStreamInfer(&context_, this);
+  }
+
+  void Start() {
+    StartRead(&response_);
+    Send();
+    StartCall();
+  }
+
+  void OnWriteDone(bool /*ok*/) override {
+    std::lock_guard lock(mutex_);
+    writing_ = false;
+    if (send_pending_) {
+      send_pending_ = false;
+      SendLocked();
+    }
+  }
+
+  void OnReadDone(bool ok) override {
+    const bool again = ok && run_.Complete(start_, response_.error_message().empty(), start_phase_);
+    if (!ok) run_.errors.fetch_add(1);
+    if (!again) {
+      StartWritesDone();
+      return;
+    }
+    StartRead(&response_);
+    Send();
+  }
+
+  void OnDone(const grpc::Status& /*status*/) override { run_.WorkerDone(); }
+
+ private:
+  void Send() {
+    std::lock_guard lock(mutex_);
+    if (writing_) {
+      send_pending_ = true;  // the previous write's completion has not been seen yet
+      return;
+    }
+    SendLocked();
+  }
+  void SendLocked() {
+    writing_ = true;
+    start_ = Clock::now();
+    start_phase_ = run_.phase.load();
+    StartWrite(&request_);
+  }
+
+  grpc::ClientContext context_;
+  const ModelInferRequest& request_;
+  Run& run_;
+  ModelStreamInferResponse response_;
+  std::mutex mutex_;
+  bool writing_ = false;
+  bool send_pending_ = false;
+  Clock::time_point start_;
+  int start_phase_ = kWarmup;
+};
+
+size_t ElementSize(const std::string& datatype) {
+  if (datatype == "BOOL" || datatype == "INT8" || datatype == "UINT8") return 1;
+  if (datatype == "INT16" || datatype == "UINT16" || datatype == "FP16" || datatype == "BF16") {
+    return 2;
+  }
+  if (datatype == "INT64" || datatype == "UINT64" || datatype == "FP64") return 8;
+  return 4;
+}
+
+// The request for batch 1 of `metadata`'s inputs; `json` receives the same as KServe v2 JSON.
+bool MakeRequest(const inference::ModelMetadataResponse& metadata, ModelInferRequest& request,
+                 std::string& json) {
+  request.set_model_name(metadata.name());
+  json = R"({"inputs":[)";
+  for (int i = 0; i < metadata.inputs_size(); ++i) {
+    const auto& tensor = metadata.inputs(i);
+    if (tensor.datatype() != "INT32" && tensor.datatype() != "FP32") {
+      std::fprintf(stderr, "grpc_bench: input %s is %s; only INT32 and FP32 are generated\n",
+                   tensor.name().c_str(), tensor.datatype().c_str());
+      return false;
+    }
+    auto* input = request.add_inputs();
+    input->set_name(tensor.name());
+    input->set_datatype(tensor.datatype());
+    int64_t count = 1;
+    std::string shape;
+    for (int64_t dim : tensor.shape()) {
+      const int64_t size = dim < 0 ? 1 : dim;
+      input->add_shape(size);
+      count *= size;
+      if (!shape.empty()) shape += ',';
+      shape += std::to_string(size);
+    }
+    std::string raw(static_cast<size_t>(count) * ElementSize(tensor.datatype()), '\0');
+    std::string data;
+    for (int64_t e = 0; e < count; ++e) {
+      std::string text;
+      if (tensor.datatype() == "INT32") {
+        const int32_t value = static_cast<int32_t>((e + i) % 100);
+        std::memcpy(raw.data() + e * 4, &value, 4);
+        text = std::to_string(value);
+      } else {
+        const float value = static_cast<float>((e + i) % 100) / 100.0f;
+        std::memcpy(raw.data() + e * 4, &value, 4);
+        char buffer[32];
+        std::snprintf(buffer, sizeof(buffer), "%g", static_cast<double>(value));
+        text = buffer;
+      }
+      if (e > 0) data += ',';
+      data += text;
+    }
+    request.add_raw_input_contents(std::move(raw));
+    if (i > 0) json += ',';
+    json += R"({"name":")";
+    json += tensor.name();
+    json += R"(","shape":[)";
+    json += shape;
+    json += R"(],"datatype":")";
+    json += tensor.datatype();
+    json += R"(","data":[)";
+    json += data;
+    json += "]}";
+  }
+  json += "]}";
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"KServe v2 gRPC infer load generator"};
+  std::string target = "127.0.0.1:8001";
+  std::string model = "simple";
+  int concurrency = 1;
+  double duration = 10;
+  double warmup = 2;
+  bool stream = false;
+  std::string http_body;
+  app.add_option("--target", target, "host:port of the gRPC server")->capture_default_str();
+  app.add_option("--model", model, "Model to infer on")->capture_default_str();
+  app.add_option("--concurrency", concurrency, "Requests (or streams) in flight")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--duration", duration, "Measured seconds")->capture_default_str();
+  app.add_option("--warmup", warmup, "Unmeasured seconds first")->capture_default_str();
+  app.add_flag("--stream", stream, "Use ModelStreamInfer streams instead of unary calls");
+  app.add_option("--http-body", http_body,
+                 "Only write the request as KServe v2 JSON to this file, and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(-1);
+  auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), arguments);
+  auto stub = GRPCInferenceService::NewStub(channel);
+
+  inference::ModelMetadataRequest metadata_request;
+  metadata_request.set_name(model);
+  inference::ModelMetadataResponse metadata;
+  grpc::ClientContext metadata_context;
+  metadata_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::Status status = stub->ModelMetadata(&metadata_context, metadata_request, &metadata);
+  if (!status.ok()) {
+    std::fprintf(stderr, "grpc_bench: ModelMetadata(%s) failed: %s\n", model.c_str(),
+                 status.error_message().c_str());
+    return 1;
+  }
+  ModelInferRequest request;
+  std::string json;
+  if (!MakeRequest(metadata, request, json)) return 1;
+  if (!http_body.empty()) {
+    std::ofstream(http_body, std::ios::binary) << json;
+    return 0;
+  }
+  {
+    // One checked call first, so a broken setup fails loudly instead of counting errors.
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    ModelInferResponse response;
+    status = stub->ModelInfer(&context, request, &response);
+    if (!status.ok()) {
+      std::fprintf(stderr, "grpc_bench: ModelInfer(%s) failed: %s\n", model.c_str(),
+                   status.error_message().c_str());
+      return 1;
+    }
+  }
+
+  Run run;
+  run.active = concurrency;
+  std::vector<std::unique_ptr<UnaryWorker>> unary;
+  std::vector<std::unique_ptr<StreamWorker>> streams;
+  for (int i = 0; i < concurrency; ++i) {
+    if (stream) {
+      streams.push_back(std::make_unique<StreamWorker>(*stub, request, run));
+      streams.back()->Start();
+    } else {
+      unary.push_back(std::make_unique<UnaryWorker>(*stub, request, run));
+      unary.back()->Issue();
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(warmup));
+  run.phase = kMeasure;
+  const auto measure_start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(duration));
+  run.phase = kStop;
+  const double measured_s = std::chrono::duration<double>(Clock::now() - measure_start).count();
+  {
+    std::unique_lock lock(run.done_mutex);
+    run.done.wait(lock, [&] { return run.active == 0; });
+  }
+
+  std::vector<int64_t> latencies;
+  {
+    std::lock_guard lock(run.mutex);
+    latencies = run.latencies_ns;
+  }
+  std::sort(latencies.begin(), latencies.end());
+  const auto percentile_us = [&](double p) {
+    if (latencies.empty()) return 0.0;
+    const size_t index = std::min(latencies.size() - 1,
+                                  static_cast<size_t>(p * static_cast<double>(latencies.size())));
+    return static_cast<double>(latencies[index]) / 1000.0;
+  };
+  std::printf("rps=%.1f p50_us=%.1f p99_us=%.1f requests=%zu errors=%lld\n",
+              static_cast<double>(latencies.size()) / measured_s, percentile_us(0.50),
+              percentile_us(0.99), latencies.size(), static_cast<long long>(run.errors.load()));
+  return 0;
+}

@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# gRPC vs HTTP infer benchmark: the same Rampart, the same models and inputs, both protocols
+# measured side by side in one run.
+#
+# For each model (`simple`, `mlp_classifier`) and load level (1 and 64 requests in flight), wrk
+# POSTs the KServe v2 JSON request over keep-alive connections (1 connection with 1 wrk thread,
+# 64 connections with 2), and bench/grpc_bench (build/bench/grpc_bench) sends the same inputs as
+# raw_input_contents: unary ModelInfer calls multiplexed on one channel, then ModelStreamInfer
+# with one stream per request in flight. Reports throughput, p50/p99 latency, the server's CPU
+# time per request (from /proc, so the load generators' own costs do not count) and gRPC/HTTP
+# ratios. It reports; it does not assert.
+#
+# Usage: bench/grpc_bench.sh --binary build/rampart --repository examples/models
+#                            [--grpc-bench build/bench/grpc_bench] [--duration 10] [--warmup 2]
+#                            [--out FILE] [--start-timeout 120] [--no-stream] [--keep-workdir]
+# See docs/benchmarks.md.
+set -euo pipefail
+
+bench_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+readonly bench_dir
+readonly bench_name="grpc_bench"
+# shellcheck source=bench/lib.sh
+source "$bench_dir/lib.sh"
+readonly models=(simple mlp_classifier)
+# Load levels: name, wrk threads, connections (= gRPC calls or streams in flight).
+readonly levels=("c1 1 1" "c64 2 64")
+
+binary=""
+repository=""
+grpc_bench=""
+duration=10
+warmup=2
+out_file=""
+start_timeout=120
+streams=1
+keep_workdir=0
+
+usage() {
+  sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
+}
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --binary) binary="${2:?--binary needs a value}"; shift 2 ;;
+    --repository) repository="${2:?--repository needs a value}"; shift 2 ;;
+    --grpc-bench) grpc_bench="${2:?--grpc-bench needs a value}"; shift 2 ;;
+    --duration) duration="${2:?--duration needs a value}"; shift 2 ;;
+    --warmup) warmup="${2:?--warmup needs a value}"; shift 2 ;;
+    --out) out_file="${2:?--out needs a value}"; shift 2 ;;
+    --start-timeout) start_timeout="${2:?--start-timeout needs a value}"; shift 2 ;;
+    --no-stream) streams=0; shift ;;
+    --keep-workdir) keep_workdir=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument: $1" ;;
+  esac
+done
+
+[[ "$duration" =~ ^[1-9][0-9]*$ ]] || die "--duration must be a positive integer, got '$duration'"
+[[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, got '$warmup'"
+[[ "$start_timeout" =~ ^[1-9][0-9]*$ ]] || die "--start-timeout must be a positive integer"
+require_tools wrk curl
+require_executable "$binary" "Rampart binary" "build it first: make build"
+[ -n "$grpc_bench" ] || grpc_bench="$(dirname "$binary")/bench/grpc_bench"
+require_executable "$grpc_bench" "grpc_bench" "build it: cmake --build build --target grpc_bench"
+[ -n "$repository" ] || die "--repository is required"
+for model in "${models[@]}"; do
+  [ -d "$repository/$model" ] || die "model repository '$repository' has no '$model' model"
+done
+binary="$(absolute_path "$binary")"
+grpc_bench="$(absolute_path "$grpc_bench")"
+repository="$(absolute_path "$repository")"
+
+workdir="$(mktemp -d "${TMPDIR:-/tmp}/rampart_grpc_bench.XXXXXX")"
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  stop_process "$rampart_pid" 30
+  if [ "$keep_workdir" -eq 1 ] || [ "$status" -ne 0 ]; then
+    log "logs and raw output kept in $workdir"
+  else
+    rm -rf "$workdir"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+start_rampart "$binary" "$repository" "$start_timeout"
+grpc_port="$(sed -n -E 's/^rampart: gRPC listening on .*:([0-9]+)$/\1/p' "$rampart_stdout" |
+  head -n 1)"
+[ -n "$grpc_port" ] || die "Rampart printed no 'rampart: gRPC listening on <addr>:<port>' line"
+readonly grpc_target="127.0.0.1:$grpc_port"
+log "gRPC on $grpc_target"
+
+clock_ticks="$(getconf CLK_TCK)"
+# Rampart's user + system CPU time so far, in clock ticks.
+server_ticks() { awk '{ print $14 + $15 }' "/proc/$rampart_pid/stat"; }
+# cpu_us_per_request TICKS_BEFORE TICKS_AFTER REQUESTS
+cpu_us_per_request() {
+  awk -v a="$1" -v b="$2" -v n="$3" -v hz="$clock_ticks" \
+    'BEGIN { if (n > 0) printf "%.1f", (b - a) * 1e6 / hz / n; else print "nan" }'
+}
+
+# run_grpc LABEL MODEL CONCURRENCY [--stream]: a warm-up run, then the measured one; sets
+# grpc_rps, grpc_p50_us, grpc_p99_us, grpc_errors, grpc_cpu_us from it. Output is kept as
+# $workdir/grpc.LABEL.txt.
+run_grpc() {
+  local label="$1" model="$2" concurrency="$3"
+  shift 3
+  local raw="$workdir/grpc.$label.txt"
+  if [ "$warmup" -gt 0 ]; then
+    "$grpc_bench" --target "$grpc_target" --model "$model" --concurrency "$concurrency" \
+      --duration "$warmup" --warmup 0 "$@" >"$raw.warmup" 2>&1 ||
+      { cat "$raw.warmup" >&2; die "grpc_bench failed ($label warm-up)"; }
+  fi
+  local before after
+  before="$(server_ticks)"
+  "$grpc_bench" --target "$grpc_target" --model "$model" --concurrency "$concurrency" \
+    --duration "$duration" --warmup 0 "$@" >"$raw" 2>&1 ||
+    { cat "$raw" >&2; die "grpc_bench failed ($label)"; }
+  after="$(server_ticks)"
+  local line
+  line="$(grep -E '^rps=' "$raw" | tail -n 1)"
+  [ -n "$line" ] || { cat "$raw" >&2; die "cannot parse grpc_bench output ($label)"; }
+  grpc_rps="$(sed -E 's/.*rps=([0-9.]+).*/\1/' <<<"$line")"
+  grpc_p50_us="$(sed -E 's/.*p50_us=([0-9.]+).*/\1/' <<<"$line")"
+  grpc_p99_us="$(sed -E 's/.*p99_us=([0-9.]+).*/\1/' <<<"$line")"
+  grpc_errors="$(sed -E 's/.*errors=([0-9]+).*/\1/' <<<"$line")"
+  grpc_cpu_us="$(cpu_us_per_request "$before" "$after" \
+    "$(sed -E 's/.*requests=([0-9]+).*/\1/' <<<"$line")")"
+  [ "$grpc_errors" -eq 0 ] || log "WARNING: $label: $grpc_errors failed gRPC requests"
+}
+
+declare -A result
+for model in "${models[@]}"; do
+  body="$workdir/$model.json"
+  "$grpc_bench" --target "$grpc_target" --model "$model" --http-body "$body" ||
+    die "grpc_bench could not prepare the request for $model"
+  url="http://127.0.0.1:$rampart_port/v2/models/$model/infer"
+  code="$(http_status POST "$workdir/$model.response" "$url" \
+    -H 'Content-Type: application/json' --data-binary "@$body")"
+  [ "$code" = 200 ] || die "POST $url answered $code (body: $(head -c 300 "$workdir/$model.response"))"
+
+  for level in "${levels[@]}"; do
+    read -r name threads connections <<<"$level"
+    key="$model.$name"
+    log "$key: HTTP (wrk -t$threads -c$connections), ${warmup}s warm-up + ${duration}s"
+    [ "$warmup" -eq 0 ] ||
+      run_wrk "$key.warmup" "$threads" "$connections" "$warmup" "$url" "$body"
+    before="$(server_ticks)"
+    run_wrk "$key" "$threads" "$connections" "$duration" "$url" "$body"
+    result[$key.http.cpu]="$(cpu_us_per_request "$before" "$(server_ticks)" "$wrk_requests")"
+    result[$key.http.rps]="$wrk_rps"
+    result[$key.http.p50]="$wrk_p50_us"
+    result[$key.http.p99]="$wrk_p99_us"
+    result[$key.http.errors]="$wrk_errors"
+
+    log "$key: gRPC unary, $connections in flight on one channel"
+    run_grpc "$key.unary" "$model" "$connections"
+    result[$key.unary.rps]="$grpc_rps"
+    result[$key.unary.p50]="$grpc_p50_us"
+    result[$key.unary.p99]="$grpc_p99_us"
+    result[$key.unary.errors]="$grpc_errors"
+    result[$key.unary.cpu]="$grpc_cpu_us"
+
+    if [ "$streams" -eq 1 ]; then
+      log "$key: gRPC streaming, $connections stream$(plural "$connections"), one request each"
+      run_grpc "$key.stream" "$model" "$connections" --stream
+      result[$key.stream.rps]="$grpc_rps"
+      result[$key.stream.p50]="$grpc_p50_us"
+      result[$key.stream.p99]="$grpc_p99_us"
+      result[$key.stream.errors]="$grpc_errors"
+      result[$key.stream.cpu]="$grpc_cpu_us"
+    fi
+  done
+done
+
+plural() { if [ "$1" -gt 1 ]; then echo s; fi; }
+
+report() {
+  echo "gRPC vs HTTP infer benchmark: same server, same inputs (HTTP: JSON via wrk;" \
+    "gRPC: raw_input_contents via grpc_bench)"
+  machine_line
+  echo "runs: ${warmup}s warm-up + ${duration}s measured per protocol, model and level"
+  echo
+  echo "| model | in flight | protocol | req/s | p50 (µs) | p99 (µs) | server CPU (µs/req) |"
+  echo "|---|---:|---|---:|---:|---:|---:|"
+  local model level name connections protocol label key errors
+  for model in "${models[@]}"; do
+    for level in "${levels[@]}"; do
+      read -r name _ connections <<<"$level"
+      key="$model.$name"
+      for protocol in http unary stream; do
+        [ -n "${result[$key.$protocol.rps]:-}" ] || continue
+        case "$protocol" in
+          http) label="HTTP/1.1 JSON ($connections conn)" ;;
+          unary) label="gRPC unary (1 channel)" ;;
+          stream) label="gRPC stream ($connections stream$(plural "$connections"))" ;;
+        esac
+        errors="${result[$key.$protocol.errors]}"
+        [ "$errors" -eq 0 ] || label="$label ($errors errors)"
+        printf '| %s | %s | %s | %.0f | %s | %s | %s |\n' "$model" "$connections" "$label" \
+          "${result[$key.$protocol.rps]}" "${result[$key.$protocol.p50]}" \
+          "${result[$key.$protocol.p99]}" "${result[$key.$protocol.cpu]}"
+      done
+      for protocol in unary stream; do
+        [ -n "${result[$key.$protocol.rps]:-}" ] || continue
+        printf '| %s | %s | **gRPC %s / HTTP** | **%s** | %s | %s | %s |\n' "$model" \
+          "$connections" "$protocol" \
+          "$(ratio "${result[$key.$protocol.rps]}" "${result[$key.http.rps]}")" \
+          "$(ratio "${result[$key.$protocol.p50]}" "${result[$key.http.p50]}")" \
+          "$(ratio "${result[$key.$protocol.p99]}" "${result[$key.http.p99]}")" \
+          "$(ratio "${result[$key.$protocol.cpu]}" "${result[$key.http.cpu]}")"
+      done
+    done
+  done
+  echo
+  echo "Ratios are gRPC / HTTP: throughput higher is better for gRPC; latency and server CPU"
+  echo "lower is better. Server CPU = Rampart's user + system time during the measured run"
+  echo "divided by the requests completed in it (clock-tick resolution)."
+}
+
+summary() {
+  local model level name key protocol
+  for model in "${models[@]}"; do
+    for level in "${levels[@]}"; do
+      name="${level%% *}"
+      key="$model.$name"
+      for protocol in http unary stream; do
+        [ -n "${result[$key.$protocol.rps]:-}" ] || continue
+        echo "${model}_${name}_${protocol}_rps=$(calc "${result[$key.$protocol.rps]}" 0)"
+        echo "${model}_${name}_${protocol}_p50_us=${result[$key.$protocol.p50]}"
+        echo "${model}_${name}_${protocol}_p99_us=${result[$key.$protocol.p99]}"
+        echo "${model}_${name}_${protocol}_server_cpu_us=${result[$key.$protocol.cpu]}"
+        [ "$protocol" = http ] && continue
+        echo "${model}_${name}_ratio_${protocol}_http_rps=$(ratio "${result[$key.$protocol.rps]}" \
+          "${result[$key.http.rps]}")"
+      done
+    done
+  done
+}
+
+echo
+report
+echo
+summary
+if [ -n "$out_file" ]; then
+  { snippet_header grpc_bench.sh; report; } >"$out_file"
+  log "markdown written to $out_file"
+fi

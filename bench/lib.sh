@@ -1,0 +1,195 @@
+# Shell helpers shared by the bench/*.sh scripts; source it, do not run it.
+#
+# The sourcing script sets `bench_name` (the prefix of its messages) before sourcing, and
+# `workdir` (a private temp dir for logs and raw wrk output) before calling start_rampart or
+# run_wrk. It owns its trap: its cleanup calls stop_process on whatever it started.
+#
+# Globals are this file's interface (inputs set by the sourcing script, results it reads), so
+# checking this file alone cannot see their other half:
+# shellcheck shell=bash disable=SC2034,SC2154
+
+bench_lib_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+readonly bench_lib_dir
+
+die() {
+  echo "${bench_name}: error: $*" >&2
+  exit 1
+}
+log() { echo "${bench_name}: $*" >&2; }
+
+# Dies naming the first tool in $@ that is not on PATH.
+require_tools() {
+  local tool
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null 2>&1 ||
+      die "'$tool' not found on PATH (install it: tools/install_deps.sh installs wrk and curl)"
+  done
+}
+
+# Dies unless $1 is an executable file; $2 names it in the message, $3 says how to get it.
+require_executable() {
+  local path="$1" what="$2" hint="$3"
+  [ -n "$path" ] || die "$what is required"
+  [ -e "$path" ] || die "$what '$path' does not exist ($hint)"
+  if [ ! -f "$path" ] || [ ! -x "$path" ]; then die "$what '$path' is not an executable file"; fi
+}
+
+# Prints the absolute form of an existing path.
+absolute_path() {
+  if [ -d "$1" ]; then
+    (cd "$1" && pwd)
+  else
+    echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+  fi
+}
+
+# True while the process exists and is not a zombie (kill -0 also succeeds on zombies).
+is_running() {
+  local state
+  state="$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" || return 1
+  [ -n "$state" ] && [ "$state" != "Z" ]
+}
+
+# Sends SIGTERM, waits up to $2 seconds, then SIGKILL; reaps the child.
+stop_process() {
+  local pid="$1" grace="$2" i
+  [ -n "$pid" ] || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < grace * 10; i++)); do
+    is_running "$pid" || break
+    sleep 0.1
+  done
+  if is_running "$pid"; then
+    log "process $pid ignored SIGTERM for ${grace}s; sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+# Prints the HTTP status of a request; the body goes to $2 (or /dev/null).
+http_status() {
+  local method="$1" body_out="$2" url="$3"
+  shift 3
+  curl -sS --max-time 10 -o "$body_out" -w '%{http_code}' -X "$method" "$@" "$url" 2>/dev/null ||
+    echo "000"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Rampart.
+
+rampart_pid=""
+rampart_port=""
+rampart_run=0
+rampart_stdout=""
+rampart_stderr=""
+
+# start_rampart BINARY REPOSITORY START_TIMEOUT: starts `BINARY serve` on an ephemeral loopback
+# port, waits for its `rampart: HTTP listening on 127.0.0.1:<port>` line and for
+# /v2/health/ready. Sets rampart_pid, rampart_port, rampart_run, rampart_stdout, rampart_stderr.
+start_rampart() {
+  local binary="$1" repository="$2" start_timeout="$3"
+  rampart_run=$((rampart_run + 1))
+  rampart_stdout="$workdir/rampart.$rampart_run.stdout"
+  rampart_stderr="$workdir/rampart.$rampart_run.stderr"
+  log "starting Rampart ($binary serve, run $rampart_run)"
+  "$binary" serve --model-repository "$repository" --http-port 0 --http-address 127.0.0.1 \
+    --grpc-port 0 --grpc-address 127.0.0.1 >"$rampart_stdout" 2>"$rampart_stderr" &
+  rampart_pid=$!
+
+  local deadline=$((SECONDS + start_timeout)) line="" status
+  while :; do
+    line="$(grep -m1 -E '^rampart: HTTP listening on 127\.0\.0\.1:[0-9]+' "$rampart_stdout" ||
+      true)"
+    [ -n "$line" ] && break
+    if ! is_running "$rampart_pid"; then
+      wait "$rampart_pid" 2>/dev/null && status=0 || status=$?
+      rampart_pid=""
+      echo "--- Rampart stdout (tail) ---" >&2; tail -n 20 "$rampart_stdout" >&2 || true
+      echo "--- Rampart stderr (tail) ---" >&2; tail -n 20 "$rampart_stderr" >&2 || true
+      die "Rampart exited with status $status before listening (logs above)"
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "--- Rampart stderr (tail) ---" >&2; tail -n 20 "$rampart_stderr" >&2 || true
+      die "Rampart did not print 'rampart: HTTP listening on 127.0.0.1:<port>' within" \
+        "${start_timeout}s (still loading? stdout not flushed?)"
+    fi
+    sleep 0.1
+  done
+  rampart_port="$(sed -E 's/^rampart: HTTP listening on 127\.0\.0\.1:([0-9]+).*/\1/' <<<"$line")"
+
+  deadline=$((SECONDS + 30))
+  local ready_url="http://127.0.0.1:$rampart_port/v2/health/ready"
+  until [ "$(http_status GET /dev/null "$ready_url")" = 200 ]; do
+    is_running "$rampart_pid" || die "Rampart exited while waiting for /v2/health/ready"
+    [ "$SECONDS" -lt "$deadline" ] ||
+      die "Rampart listens on port $rampart_port but /v2/health/ready is not 200 after 30s"
+    sleep 0.1
+  done
+  log "Rampart ready on 127.0.0.1:$rampart_port"
+}
+
+# ---------------------------------------------------------------------------------------------
+# wrk.
+
+# Converts a wrk duration ("36.00us", "1.33ms", "2.00s", "1.00m") to microseconds.
+to_us() {
+  awk -v t="$1" 'BEGIN {
+    if (match(t, /^[0-9.]+/) == 0) { print "nan"; exit }
+    v = substr(t, 1, RLENGTH); u = substr(t, RLENGTH + 1)
+    m = (u == "us") ? 1 : (u == "ms") ? 1e3 : (u == "s") ? 1e6 : (u == "m") ? 6e7 : -1
+    if (m < 0) print "nan"; else if (v * m >= 100) printf "%.0f", v * m; else printf "%.1f", v * m
+  }'
+}
+
+# run_wrk LABEL THREADS CONNECTIONS SECONDS URL BODY_FILE: `wrk --latency` POSTing BODY_FILE as
+# JSON; the raw output is kept as $workdir/wrk.LABEL.txt. Sets wrk_rps, wrk_p50_us, wrk_p99_us,
+# wrk_requests and wrk_errors (non-2xx responses plus socket errors, warned about when > 0).
+run_wrk() {
+  local label="$1" threads="$2" connections="$3" seconds="$4" url="$5" body_file="$6"
+  local raw="$workdir/wrk.$label.txt"
+  RAMPART_BENCH_BODY_FILE="$body_file" wrk --latency --timeout 5s -t "$threads" \
+    -c "$connections" -d "${seconds}s" -s "$bench_lib_dir/wrk_post_body.lua" "$url" >"$raw" 2>&1 ||
+    { cat "$raw" >&2; die "wrk failed ($label)"; }
+  wrk_rps="$(awk '/^Requests\/sec:/ { print $2 }' "$raw")"
+  wrk_p50_us="$(to_us "$(awk '$1 == "50%" { print $2 }' "$raw")")"
+  wrk_p99_us="$(to_us "$(awk '$1 == "99%" { print $2 }' "$raw")")"
+  wrk_requests="$(awk '/requests in/ { print $1 }' "$raw")"
+  wrk_errors="$(awk '/Non-2xx or 3xx responses:/ { n += $NF }
+    /Socket errors:/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) n += $i }
+    END { print n + 0 }' "$raw")"
+  if [ -z "$wrk_rps" ] || [ -z "$wrk_requests" ]; then
+    cat "$raw" >&2
+    die "cannot parse wrk output ($label)"
+  fi
+  if [ "$wrk_errors" -gt 0 ]; then
+    log "WARNING: $label: $wrk_errors non-2xx responses or socket errors (see below)"
+    grep -E 'Non-2xx|Socket errors' "$raw" >&2 || true
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# Arithmetic and report pieces.
+
+# calc EXPRESSION [DECIMALS]: evaluates an awk expression; prints nan for NaN.
+calc() { awk "BEGIN { v = $1; if (v != v) print \"nan\"; else printf \"%.${2:-2}f\", v }"; }
+
+# ratio A B: A / B with two decimals, or nan when either is nan or B is zero.
+ratio() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    if (b + 0 == 0 || a == "nan" || b == "nan") print "nan"; else printf "%.2f", a / b
+  }'
+}
+
+# One line describing the machine, for report headers.
+machine_line() {
+  local cpu
+  cpu="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)"
+  echo "machine: $(nproc) cores (${cpu:-unknown CPU}), $(uname -sr);" \
+    "wrk and servers share the cores"
+}
+
+# The first line of a --out markdown snippet: which script, when, at which commit.
+snippet_header() {
+  echo "<!-- bench/$1, $(date -u +%Y-%m-%dT%H:%MZ)," \
+    "commit $(git -C "$bench_lib_dir" rev-parse --short HEAD 2>/dev/null || echo unknown) -->"
+}

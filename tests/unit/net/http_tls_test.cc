@@ -1,0 +1,169 @@
+// HTTPS and mutual TLS on the HTTP server, with certificates made at test time.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include "net/http_server.h"
+#include "testing/test_certs.h"
+
+namespace rampart::net {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+namespace fs = std::filesystem;
+using testing::KeyAndCert;
+
+constexpr int kConnectionFailed = -1;
+
+class HttpTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    directory_ = fs::path(::testing::TempDir()) /
+                 ("rampart_https_" + std::to_string(getpid()) + "_" + info->name());
+    fs::create_directories(directory_);
+    ca_ = testing::MakeCertificateAuthority("rampart test CA");
+    server_cert_ = testing::MakeLeafCertificate(ca_, "rampart test server");
+    client_cert_ = testing::MakeLeafCertificate(ca_, "rampart test client");
+    Write("ca.pem", ca_.cert_pem);
+    Write("server.pem", server_cert_.cert_pem);
+    Write("server.key", server_cert_.key_pem);
+  }
+
+  void TearDown() override {
+    if (server_) server_->Shutdown(std::chrono::seconds(5));
+    server_.reset();
+    fs::remove_all(directory_);
+  }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    std::ofstream(directory_ / name) << text;
+    return (directory_ / name).string();
+  }
+
+  HttpTlsOptions Tls(bool mutual) const {
+    return {.cert = (directory_ / "server.pem").string(),
+            .key = (directory_ / "server.key").string(),
+            .root_cert = (directory_ / "ca.pem").string(),
+            .mutual = mutual};
+  }
+
+  Status Start(HttpTlsOptions tls) {
+    HttpServerOptions options;
+    options.address = "127.0.0.1";
+    options.port = 0;
+    options.threads = 1;
+    options.tls = std::move(tls);
+    auto started = HttpServer::Start(options, [](HttpRequest&& request, Responder responder) {
+      HttpResponse response;
+      response.body = "hello " + std::string(request.path());
+      responder.Send(std::move(response));
+    });
+    if (!started.ok()) return started.status();
+    server_ = std::move(started).value();
+    return Status::Ok();
+  }
+
+  // GETs /a then /b on one TLS connection that trusts `ca_pem`, presenting `identity` when given.
+  // Returns the second status, or kConnectionFailed when the handshake, a write or a read fails.
+  int Get(const std::string& ca_pem, const KeyAndCert* identity) {
+    asio::io_context io;
+    ssl::context context(ssl::context::tls_client);
+    context.add_certificate_authority(asio::buffer(ca_pem));
+    context.set_verify_mode(ssl::verify_peer);
+    if (identity != nullptr) {
+      context.use_certificate_chain(asio::buffer(identity->cert_pem));
+      context.use_private_key(asio::buffer(identity->key_pem), ssl::context::pem);
+    }
+    beast::ssl_stream<beast::tcp_stream> stream(io, context);
+    SSL_set_tlsext_host_name(stream.native_handle(), "localhost");
+    stream.set_verify_callback(ssl::host_name_verification("localhost"));
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
+    beast::error_code error;
+    beast::get_lowest_layer(stream).connect(
+        asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()), error);
+    if (!error) stream.handshake(ssl::stream_base::client, error);
+    int status = kConnectionFailed;
+    beast::flat_buffer buffer;
+    for (const char* target : {"/a", "/b"}) {
+      if (error) return kConnectionFailed;
+      http::request<http::empty_body> request(http::verb::get, target, 11);
+      request.set(http::field::host, "localhost");
+      http::write(stream, request, error);
+      http::response<http::string_body> response;
+      if (!error) http::read(stream, buffer, response, error);
+      if (error) return kConnectionFailed;
+      EXPECT_EQ(response.body(), std::string("hello ") + target);
+      status = response.result_int();
+    }
+    stream.shutdown(error);
+    return status;
+  }
+
+  fs::path directory_;
+  KeyAndCert ca_;
+  KeyAndCert server_cert_;
+  KeyAndCert client_cert_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(HttpTlsTest, HttpsServesClientsThatTrustTheServer) {
+  ASSERT_TRUE(Start(Tls(/*mutual=*/false)).ok());
+  EXPECT_EQ(Get(ca_.cert_pem, nullptr), 200);
+  EXPECT_EQ(Get(ca_.cert_pem, &client_cert_), 200);  // a client certificate is simply not asked
+  const KeyAndCert other_ca = testing::MakeCertificateAuthority("another CA");
+  EXPECT_EQ(Get(other_ca.cert_pem, nullptr), kConnectionFailed);
+
+  // Plain HTTP on the HTTPS port gets no HTTP answer.
+  asio::io_context io;
+  beast::tcp_stream plain(io);
+  plain.expires_after(std::chrono::seconds(10));
+  plain.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+  http::request<http::empty_body> request(http::verb::get, "/a", 11);
+  beast::error_code error;
+  http::write(plain, request, error);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  if (!error) http::read(plain, buffer, response, error);
+  EXPECT_TRUE(error);
+}
+
+TEST_F(HttpTlsTest, MutualTlsRequiresAClientCertificateFromTheRootCa) {
+  ASSERT_TRUE(Start(Tls(/*mutual=*/true)).ok());
+  EXPECT_EQ(Get(ca_.cert_pem, &client_cert_), 200);
+  EXPECT_EQ(Get(ca_.cert_pem, nullptr), kConnectionFailed);
+  const KeyAndCert other_ca = testing::MakeCertificateAuthority("another CA");
+  const KeyAndCert stranger = testing::MakeLeafCertificate(other_ca, "stranger");
+  EXPECT_EQ(Get(ca_.cert_pem, &stranger), kConnectionFailed);
+}
+
+TEST_F(HttpTlsTest, UnusableFilesFailAtStart) {
+  HttpTlsOptions missing_key = Tls(false);
+  missing_key.key = (directory_ / "absent.key").string();
+  Status status = Start(missing_key);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("absent.key"), std::string::npos) << status.message();
+
+  HttpTlsOptions mutual_without_root = Tls(true);
+  mutual_without_root.root_cert.clear();
+  EXPECT_EQ(Start(mutual_without_root).code(), StatusCode::kInvalidArgument);
+
+  HttpTlsOptions wrong_key = Tls(false);
+  wrong_key.key = Write("client.key", client_cert_.key_pem);  // not the certificate's key
+  EXPECT_EQ(Start(wrong_key).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace rampart::net
