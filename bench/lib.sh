@@ -9,6 +9,7 @@
 # shellcheck shell=bash disable=SC2034,SC2154
 
 bench_lib_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+rampart_extra_args=()
 readonly bench_lib_dir
 
 die() {
@@ -85,7 +86,8 @@ rampart_stderr=""
 
 # start_rampart BINARY REPOSITORY START_TIMEOUT: starts `BINARY serve` on an ephemeral loopback
 # port, waits for its `rampart: HTTP listening on 127.0.0.1:<port>` line and for
-# /v2/health/ready. Sets rampart_pid, rampart_port, rampart_run, rampart_stdout, rampart_stderr.
+# /v2/health/ready. Extra `serve` flags may be set in the array rampart_extra_args. Sets
+# rampart_pid, rampart_port, rampart_run, rampart_stdout, rampart_stderr.
 start_rampart() {
   local binary="$1" repository="$2" start_timeout="$3"
   rampart_run=$((rampart_run + 1))
@@ -93,7 +95,8 @@ start_rampart() {
   rampart_stderr="$workdir/rampart.$rampart_run.stderr"
   log "starting Rampart ($binary serve, run $rampart_run)"
   "$binary" serve --model-repository "$repository" --http-port 0 --http-address 127.0.0.1 \
-    --grpc-port 0 --grpc-address 127.0.0.1 >"$rampart_stdout" 2>"$rampart_stderr" &
+    --grpc-port 0 --grpc-address 127.0.0.1 --metrics-port 0 --metrics-address 127.0.0.1 \
+    "${rampart_extra_args[@]}" >"$rampart_stdout" 2>"$rampart_stderr" &
   rampart_pid=$!
 
   local deadline=$((SECONDS + start_timeout)) line="" status
