@@ -285,6 +285,32 @@ print("sizes", ",".join("%dx%d" % item for item in common) or "none")
 EOF
 }
 
+# CPU use around each measured run, from /proc: `<server ticks> <busy ticks> <all ticks>`, where
+# the server's are its user + system time and the others sum over every core (/proc/stat).
+clock_ticks="$(getconf CLK_TCK)"
+readonly clock_ticks
+cpu_sample() {
+  local server
+  # Fields after "pid (comm) ": utime and stime are the 12th and 13th.
+  server="$(sed 's/^.*) //' "/proc/$rampart_pid/stat" | awk '{ print $12 + $13 }')"
+  awk -v server="$server" '$1 == "cpu" {
+    total = 0; for (i = 2; i <= NF; i++) total += $i
+    print server, total - $5 - $6, total; exit
+  }' /proc/stat
+}
+
+# cpu_figures BEFORE AFTER REQUESTS: prints `<server cores> <server CPU µs per request>
+# <cores busy>`, the cores averaged over the run.
+cpu_figures() {
+  awk -v b="$1" -v a="$2" -v requests="$3" -v hz="$clock_ticks" -v cores="$(nproc)" 'BEGIN {
+    split(b, x, " "); split(a, y, " ")
+    all = y[3] - x[3]; wall = all / hz / cores
+    if (all <= 0 || wall <= 0 || requests <= 0) { print "nan nan nan"; exit }
+    printf "%.2f %.0f %.2f\n", (y[1] - x[1]) / hz / wall, (y[1] - x[1]) / hz * 1e6 / requests,
+      (y[2] - x[2]) / all * cores
+  }'
+}
+
 # When wrk stops, the requests it had in flight are cancelled or finish inside the server a little
 # later; a pause before each snapshot keeps them in the run they belong to.
 readonly settle_seconds=1
@@ -305,7 +331,14 @@ for level in "${levels[@]}"; do
     is_running "$rampart_pid" || die "Rampart exited during the warm-up (see $rampart_stderr)"
     fetch_stats "$model" "$workdir/stats.$kind.$name.before.json"
     log "$kind $name: measuring ${duration}s (wrk -t$threads -c$connections)"
+    cpu_before="$(cpu_sample)"
     run_wrk "$kind.$name" "$threads" "$connections" "$duration" "$url" "$request_file"
+    cpu_after="$(cpu_sample)"
+    read -r server_cores cpu_us busy_cores \
+      <<<"$(cpu_figures "$cpu_before" "$cpu_after" "$wrk_requests")"
+    result[$kind.$name.server_cores]="$server_cores"
+    result[$kind.$name.cpu_us]="$cpu_us"
+    result[$kind.$name.busy_cores]="$busy_cores"
     sleep "$settle_seconds"
     fetch_stats "$model" "$workdir/stats.$kind.$name.after.json"
     is_running "$rampart_pid" || die "Rampart exited during the measured run (see $rampart_stderr)"
@@ -409,6 +442,22 @@ report() {
     "execution (batch_stats); queue = mean queue time per request; all from /stats deltas" \
     "around the measured run. commonest sizes: batch size × executions."
   echo
+  echo "| load | model | server CPU (cores) | server CPU per request (µs) |" \
+    "all $(nproc) cores busy (cores) |"
+  echo "|---|---|---:|---:|---:|"
+  for level in "${levels[@]}"; do
+    name="${level%% *}"
+    for kind in batched unbatched; do
+      if [ "$kind" = batched ]; then model="$batched_model"; else model="$unbatched_model"; fi
+      printf '| %s | %s | %s | %s | %s |\n' "$(describe_level "$level")" "$model" \
+        "${result[$kind.$name.server_cores]}" "${result[$kind.$name.cpu_us]}" \
+        "${result[$kind.$name.busy_cores]}"
+    done
+  done
+  echo
+  echo "Server CPU: the Rampart process's user + system time during the measured wrk run" \
+    "(/proc/<pid>/stat); all cores busy: the whole machine (/proc/stat), wrk included."
+  echo
   echo "| load | batched / offline b$offline_batch | batched / unbatched |" \
     "p99 bound (µs) | batched p99 ≤ bound |"
   echo "|---|---:|---:|---:|---|"
@@ -442,9 +491,13 @@ summary() {
     echo "batched_p99_us_$name=${result[batched.$name.p99]}"
     echo "avg_batch_$name=${result[batched.$name.avg_batch]}"
     echo "batch_compute_us_$name=${result[batched.$name.batch_compute_us]}"
+    echo "server_cores_$name=${result[batched.$name.server_cores]}"
+    echo "server_cpu_us_per_request_$name=${result[batched.$name.cpu_us]}"
+    echo "busy_cores_$name=${result[batched.$name.busy_cores]}"
     echo "unbatched_rps_$name=$(calc "${result[unbatched.$name.rps]}" 0)"
     echo "unbatched_p50_us_$name=${result[unbatched.$name.p50]}"
     echo "unbatched_p99_us_$name=${result[unbatched.$name.p99]}"
+    echo "unbatched_server_cpu_us_per_request_$name=${result[unbatched.$name.cpu_us]}"
     echo "ratio_served_offline_$name=${result[$name.ratio_offline]}"
     echo "ratio_batched_unbatched_$name=${result[$name.ratio_unbatched]}"
     echo "p99_bound_us_$name=${result[$name.bound]}"

@@ -112,9 +112,6 @@ class InferenceServer {
   Result<CanaryStatus> GetCanary(std::string_view name) const;
   std::vector<std::pair<std::string, CanaryStatus>> Canaries() const;
 
-  // The buffer window a replaced version keeps running for (P90 of recent loads + 50 ms).
-  std::chrono::milliseconds ReleaseDelay() const;
-
   // Stops accepting requests and waits up to `timeout` for those in flight. Returns the number
   // still in flight at the deadline (0 when drained).
   int64_t Shutdown(std::chrono::milliseconds timeout);
@@ -134,7 +131,9 @@ class InferenceServer {
     std::shared_ptr<ModelVersion> version;
   };
 
-  // REQUIRES: lifecycle_mutex_ held.
+  // The buffer window a replaced version keeps running for (P90 of recent loads + 50 ms).
+  // REQUIRES: lifecycle_mutex_ held (as for the two below).
+  std::chrono::milliseconds ReleaseDelay() const;
   Status Load(const std::string& name, std::optional<std::string> config_json);
   Status Unload(const std::string& name);
   void Retire(std::vector<std::shared_ptr<ModelVersion>> versions);

@@ -219,7 +219,6 @@ Status InferenceServer::Unload(const std::string& name) {
 }
 
 std::chrono::milliseconds InferenceServer::ReleaseDelay() const {
-  // Only the lifecycle (under lifecycle_mutex_) and its callers read load_times_ms_.
   if (load_times_ms_.empty()) return kReleaseMargin;
   std::vector<int64_t> sorted(load_times_ms_.begin(), load_times_ms_.end());
   std::sort(sorted.begin(), sorted.end());
