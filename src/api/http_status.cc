@@ -28,4 +28,18 @@ net::HttpResponse KServeError(const Status& status) {
   return response;
 }
 
+net::HttpResponse JsonResponse(std::string body, int status) {
+  net::HttpResponse response;
+  response.status = status;
+  response.body = std::move(body);
+  return response;
+}
+
+net::HttpResponse EmptyResponse(int status) {
+  net::HttpResponse response;
+  response.status = status;
+  response.content_type = "text/plain";
+  return response;
+}
+
 }  // namespace rampart::api
