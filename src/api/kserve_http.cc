@@ -6,7 +6,6 @@
 #include "api/kserve_codec.h"
 #include "core/logging.h"
 #include "core/trace.h"
-#include "json/reader.h"
 #include "json/writer.h"
 #include "model/config.h"
 
