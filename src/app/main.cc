@@ -3,8 +3,11 @@
 // Wiring only: parse settings, build the backend registry, the InferenceServer and the HTTP and
 // gRPC front ends, wait for SIGINT/SIGTERM, then drain and exit.
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -404,4 +407,15 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace rampart::app
 
-int main(int argc, char** argv) { return rampart::app::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // Debian's LibTorch does its matrix products in OpenBLAS (pthreads build), whose workers
+  // busy-wait for a long time after each product, burning a core per worker while the server is
+  // idle between requests. OpenBLAS reads OPENBLAS_THREAD_TIMEOUT only when it is loaded,
+  // before main, so set it and start again once; an operator's own value is left alone.
+  if (std::getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr &&
+      std::getenv("RAMPART_KEEP_OPENBLAS_SPIN") == nullptr) {
+    setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
+  }
+  return rampart::app::Main(argc, argv);
+}
