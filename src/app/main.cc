@@ -215,184 +215,163 @@ int Serve(const ServeSettings& settings) {
   return 0;
 }
 
-int Main(int argc, char** argv) {
-  CLI::App app{
+// Defines `rampart` and its `serve` flags, bound directly to `settings`: CLI11 assigns only
+// the flags present on the command line, so whatever `settings` held before (defaults, or the
+// --config file's values) stays for the rest.
+std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_file) {
+  auto app = std::make_unique<CLI::App>(
       "Rampart: run AI on your own hardware. Serves models over Triton's KServe v2 "
-      "protocol."};
-  app.set_version_flag("--version", RAMPART_VERSION);
-  app.require_subcommand(1);
-
-  ServeSettings cli;
-  std::string config_file;
-  CLI::App* serve = app.add_subcommand(
+      "protocol.");
+  app->set_version_flag("--version", RAMPART_VERSION);
+  app->require_subcommand(1);
+  CLI::App* serve = app->add_subcommand(
       "serve",
       "Serve the models of a Triton-layout model repository over KServe v2 HTTP and gRPC.");
   serve
       ->add_option("--config", config_file,
                    "YAML config file (sections server: and http:); flags override it")
       ->check(CLI::ExistingFile);
-  auto* repository = serve->add_option("--model-repository", cli.model_repository,
-                                       "Model repository directory (Triton layout)");
-  auto* mode = serve
-                   ->add_option("--model-control-mode", cli.model_control_mode,
-                                "none: load every model at start; explicit: load only "
-                                "--load-model models, then the repository API; poll: load "
-                                "everything and follow changes to the repository")
-                   ->capture_default_str();
-  auto* poll = serve
-                   ->add_option("--repository-poll-secs", cli.repository_poll_secs,
-                                "Seconds between repository scans in poll mode")
-                   ->capture_default_str();
-  auto* load = serve->add_option("--load-model", cli.load_models,
-                                 "Model to load at start in explicit mode (repeatable; * = all)");
-  auto* http_address =
-      serve->add_option("--http-address", cli.http_address, "Address the HTTP server binds")
-          ->capture_default_str();
-  auto* http_port =
-      serve
-          ->add_option("--http-port", cli.http_port, "HTTP port (0 picks a free one and prints it)")
-          ->capture_default_str();
-  auto* http_threads = serve
-                           ->add_option("--http-thread-count", cli.http_threads,
-                                        "HTTP I/O threads (0 = one per core)")
-                           ->capture_default_str();
-  auto* max_input = serve
-                        ->add_option("--http-max-input-size", cli.http_max_input_size,
-                                     "Largest request body in bytes; larger bodies get 413")
-                        ->capture_default_str();
-  auto* http_ssl_cert = serve->add_option("--http-ssl-cert", cli.http_ssl_cert,
-                                          "PEM certificate (chain): serve HTTPS instead of HTTP");
-  auto* http_ssl_key =
-      serve->add_option("--http-ssl-key", cli.http_ssl_key, "PEM private key for HTTPS");
-  auto* http_ssl_root = serve->add_option("--http-ssl-root-cert", cli.http_ssl_root_cert,
-                                          "PEM CA certificate(s) that sign client certificates");
-  auto* http_ssl_mutual = serve
-                              ->add_flag("--http-ssl-mutual", cli.http_ssl_mutual,
-                                         "HTTPS with mutual TLS: clients must present a "
-                                         "certificate signed by --http-ssl-root-cert")
-                              ->expected(0, 1);
-  auto* allow_grpc = serve
-                         ->add_flag("--allow-grpc", cli.allow_grpc,
-                                    "Serve KServe v2 gRPC (true/false; default true)")
-                         ->expected(0, 1);
-  auto* grpc_address =
-      serve->add_option("--grpc-address", cli.grpc_address, "Address the gRPC server binds")
-          ->capture_default_str();
-  auto* grpc_port =
-      serve
-          ->add_option("--grpc-port", cli.grpc_port, "gRPC port (0 picks a free one and prints it)")
-          ->capture_default_str();
-  auto* grpc_max_input = serve
-                             ->add_option("--grpc-max-input-size", cli.grpc_max_input_size,
-                                          "Largest gRPC request message in bytes; larger ones "
-                                          "get RESOURCE_EXHAUSTED")
-                             ->capture_default_str();
-  auto* grpc_ssl = serve
-                       ->add_flag("--grpc-use-ssl", cli.grpc_use_ssl,
-                                  "Serve gRPC over TLS (needs --grpc-server-cert and "
-                                  "--grpc-server-key)")
-                       ->expected(0, 1);
-  auto* grpc_ssl_mutual = serve
-                              ->add_flag("--grpc-use-ssl-mutual", cli.grpc_use_ssl_mutual,
-                                         "Serve gRPC over mutual TLS: clients must present a "
-                                         "certificate signed by --grpc-root-cert")
-                              ->expected(0, 1);
-  auto* grpc_cert = serve->add_option("--grpc-server-cert", cli.grpc_server_cert,
-                                      "PEM certificate (chain) of the gRPC server");
-  auto* grpc_key =
-      serve->add_option("--grpc-server-key", cli.grpc_server_key, "PEM private key of the server");
-  auto* grpc_root = serve->add_option("--grpc-root-cert", cli.grpc_root_cert,
-                                      "PEM CA certificate(s) that sign client certificates");
-  auto* metrics_port =
-      serve->add_option("--metrics-port", cli.metrics_port, "Prometheus metrics port (/metrics)")
-          ->capture_default_str();
-  auto* allow_metrics = serve
-                            ->add_option("--allow-metrics", cli.allow_metrics,
-                                         "Serve Prometheus metrics (true/false)")
-                            ->capture_default_str();
-  auto* metrics_address =
-      serve
-          ->add_option("--metrics-address", cli.metrics_address, "Address the metrics server binds")
-          ->capture_default_str();
-  auto* metrics_buckets = serve->add_option(
-      "--metrics-histogram-buckets", cli.metrics_histogram_buckets,
+  serve->add_option("--model-repository", settings.model_repository,
+                    "Model repository directory (Triton layout)");
+  serve
+      ->add_option("--model-control-mode", settings.model_control_mode,
+                   "none: load every model at start; explicit: load only "
+                   "--load-model models, then the repository API; poll: load "
+                   "everything and follow changes to the repository")
+      ->capture_default_str();
+  serve
+      ->add_option("--repository-poll-secs", settings.repository_poll_secs,
+                   "Seconds between repository scans in poll mode")
+      ->capture_default_str();
+  serve->add_option("--load-model", settings.load_models,
+                    "Model to load at start in explicit mode (repeatable; * = all)");
+  serve->add_option("--http-address", settings.http_address, "Address the HTTP server binds")
+      ->capture_default_str();
+  serve
+      ->add_option("--http-port", settings.http_port,
+                   "HTTP port (0 picks a free one and prints it)")
+      ->capture_default_str();
+  serve
+      ->add_option("--http-thread-count", settings.http_threads,
+                   "HTTP I/O threads (0 = one per core)")
+      ->capture_default_str();
+  serve
+      ->add_option("--http-max-input-size", settings.http_max_input_size,
+                   "Largest request body in bytes; larger bodies get 413")
+      ->capture_default_str();
+  serve->add_option("--http-ssl-cert", settings.http_ssl_cert,
+                    "PEM certificate (chain): serve HTTPS instead of HTTP");
+  serve->add_option("--http-ssl-key", settings.http_ssl_key, "PEM private key for HTTPS");
+  serve->add_option("--http-ssl-root-cert", settings.http_ssl_root_cert,
+                    "PEM CA certificate(s) that sign client certificates");
+  serve
+      ->add_flag("--http-ssl-mutual", settings.http_ssl_mutual,
+                 "HTTPS with mutual TLS: clients must present a "
+                 "certificate signed by --http-ssl-root-cert")
+      ->expected(0, 1);
+  serve
+      ->add_flag("--allow-grpc", settings.allow_grpc,
+                 "Serve KServe v2 gRPC (true/false; default true)")
+      ->expected(0, 1);
+  serve->add_option("--grpc-address", settings.grpc_address, "Address the gRPC server binds")
+      ->capture_default_str();
+  serve
+      ->add_option("--grpc-port", settings.grpc_port,
+                   "gRPC port (0 picks a free one and prints it)")
+      ->capture_default_str();
+  serve
+      ->add_option("--grpc-max-input-size", settings.grpc_max_input_size,
+                   "Largest gRPC request message in bytes; larger ones "
+                   "get RESOURCE_EXHAUSTED")
+      ->capture_default_str();
+  serve
+      ->add_flag("--grpc-use-ssl", settings.grpc_use_ssl,
+                 "Serve gRPC over TLS (needs --grpc-server-cert and "
+                 "--grpc-server-key)")
+      ->expected(0, 1);
+  serve
+      ->add_flag("--grpc-use-ssl-mutual", settings.grpc_use_ssl_mutual,
+                 "Serve gRPC over mutual TLS: clients must present a "
+                 "certificate signed by --grpc-root-cert")
+      ->expected(0, 1);
+  serve->add_option("--grpc-server-cert", settings.grpc_server_cert,
+                    "PEM certificate (chain) of the gRPC server");
+  serve->add_option("--grpc-server-key", settings.grpc_server_key, "PEM private key of the server");
+  serve->add_option("--grpc-root-cert", settings.grpc_root_cert,
+                    "PEM CA certificate(s) that sign client certificates");
+  serve->add_option("--metrics-port", settings.metrics_port, "Prometheus metrics port (/metrics)")
+      ->capture_default_str();
+  serve
+      ->add_option("--allow-metrics", settings.allow_metrics,
+                   "Serve Prometheus metrics (true/false)")
+      ->capture_default_str();
+  serve
+      ->add_option("--metrics-address", settings.metrics_address,
+                   "Address the metrics server binds")
+      ->capture_default_str();
+  serve->add_option(
+      "--metrics-histogram-buckets", settings.metrics_histogram_buckets,
       "Latency histogram bucket bounds in microseconds, e.g. 1000,5000,10000 (default "
       "1000,5000,10000,50000,100000,500000,1000000); a model's metrics_histogram_buckets "
       "parameter overrides it");
-  auto* metrics_summaries = serve->add_flag("--metrics-summaries", cli.metrics_summaries,
-                                            "Also export p50/p90/p99 summaries (Triton's "
-                                            "nv_inference_*_summary_us)");
-  auto* exit_timeout = serve
-                           ->add_option("--exit-timeout-secs", cli.exit_timeout_secs,
-                                        "On SIGINT/SIGTERM, how long to wait for requests in "
-                                        "flight before exiting")
-                           ->capture_default_str();
-  auto* threads = serve
-                      ->add_option("--threads-per-instance", cli.threads_per_instance,
-                                   "Intra-op threads per model instance (0 = cores divided by "
-                                   "the model's instances); a model's INTRA_OP_THREAD_COUNT "
-                                   "parameter overrides it")
-                      ->capture_default_str();
-  auto* verbose = serve
-                      ->add_option("--log-verbose", cli.log_verbose,
-                                   "Verbose logging level (0 = info, >0 = debug)")
-                      ->capture_default_str();
-  auto* log_format = serve
-                         ->add_option("--log-format", cli.log_format,
-                                      "Log lines: 'default' (text) or 'json' (one object a line)")
-                         ->capture_default_str();
-  auto* access_log = serve->add_flag("--access-log", cli.access_log,
-                                     "Log one JSON line per infer request with its trace id and "
-                                     "per-stage timing");
+  serve->add_flag("--metrics-summaries", settings.metrics_summaries,
+                  "Also export p50/p90/p99 summaries (Triton's "
+                  "nv_inference_*_summary_us)");
+  serve
+      ->add_option("--exit-timeout-secs", settings.exit_timeout_secs,
+                   "On SIGINT/SIGTERM, how long to wait for requests in "
+                   "flight before exiting")
+      ->capture_default_str();
+  serve
+      ->add_option("--threads-per-instance", settings.threads_per_instance,
+                   "Intra-op threads per model instance (0 = cores divided by "
+                   "the model's instances); a model's INTRA_OP_THREAD_COUNT "
+                   "parameter overrides it")
+      ->capture_default_str();
+  serve
+      ->add_option("--log-verbose", settings.log_verbose,
+                   "Verbose logging level (0 = info, >0 = debug)")
+      ->capture_default_str();
+  serve
+      ->add_option("--log-format", settings.log_format,
+                   "Log lines: 'default' (text) or 'json' (one object a line)")
+      ->capture_default_str();
+  serve->add_flag("--access-log", settings.access_log,
+                  "Log one JSON line per infer request with its trace id and "
+                  "per-stage timing");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    return app.exit(error);
-  }
+  return app;
+}
 
+int Main(int argc, char** argv) {
+  // First pass: defaults only, to find --config (and to answer --help and bad flags).
   ServeSettings settings;
+  std::string config_file;
+  {
+    ServeSettings defaults;
+    std::unique_ptr<CLI::App> app = MakeApp(defaults, config_file);
+    try {
+      app->parse(argc, argv);
+    } catch (const CLI::ParseError& error) {
+      return app->exit(error);
+    }
+  }
   if (!config_file.empty()) {
     if (Status applied = ApplyYamlFile(config_file, settings); !applied.ok()) {
       std::fprintf(stderr, "rampart: %s\n", applied.message().c_str());
       return 2;
     }
   }
-  // Flags given on the command line win over the config file.
-  const auto apply = [](CLI::Option* option, auto& target, const auto& value) {
-    if (option->count() > 0) target = value;
-  };
-  apply(repository, settings.model_repository, cli.model_repository);
-  apply(mode, settings.model_control_mode, cli.model_control_mode);
-  apply(poll, settings.repository_poll_secs, cli.repository_poll_secs);
-  apply(load, settings.load_models, cli.load_models);
-  apply(http_address, settings.http_address, cli.http_address);
-  apply(http_port, settings.http_port, cli.http_port);
-  apply(http_threads, settings.http_threads, cli.http_threads);
-  apply(max_input, settings.http_max_input_size, cli.http_max_input_size);
-  apply(http_ssl_cert, settings.http_ssl_cert, cli.http_ssl_cert);
-  apply(http_ssl_key, settings.http_ssl_key, cli.http_ssl_key);
-  apply(http_ssl_root, settings.http_ssl_root_cert, cli.http_ssl_root_cert);
-  apply(http_ssl_mutual, settings.http_ssl_mutual, cli.http_ssl_mutual);
-  apply(allow_grpc, settings.allow_grpc, cli.allow_grpc);
-  apply(grpc_address, settings.grpc_address, cli.grpc_address);
-  apply(grpc_port, settings.grpc_port, cli.grpc_port);
-  apply(grpc_max_input, settings.grpc_max_input_size, cli.grpc_max_input_size);
-  apply(grpc_ssl, settings.grpc_use_ssl, cli.grpc_use_ssl);
-  apply(grpc_ssl_mutual, settings.grpc_use_ssl_mutual, cli.grpc_use_ssl_mutual);
-  apply(grpc_cert, settings.grpc_server_cert, cli.grpc_server_cert);
-  apply(grpc_key, settings.grpc_server_key, cli.grpc_server_key);
-  apply(grpc_root, settings.grpc_root_cert, cli.grpc_root_cert);
-  apply(metrics_port, settings.metrics_port, cli.metrics_port);
-  apply(allow_metrics, settings.allow_metrics, cli.allow_metrics);
-  apply(metrics_address, settings.metrics_address, cli.metrics_address);
-  apply(metrics_buckets, settings.metrics_histogram_buckets, cli.metrics_histogram_buckets);
-  apply(metrics_summaries, settings.metrics_summaries, cli.metrics_summaries);
-  apply(exit_timeout, settings.exit_timeout_secs, cli.exit_timeout_secs);
-  apply(threads, settings.threads_per_instance, cli.threads_per_instance);
-  apply(verbose, settings.log_verbose, cli.log_verbose);
-  apply(log_format, settings.log_format, cli.log_format);
-  apply(access_log, settings.access_log, cli.access_log);
+  // Second pass over the config file's values: flags given on the command line win.
+  {
+    std::string ignored;
+    std::unique_ptr<CLI::App> app = MakeApp(settings, ignored);
+    try {
+      app->parse(argc, argv);
+    } catch (const CLI::ParseError& error) {
+      return app->exit(error);
+    }
+  }
   if (Status valid = Validate(settings); !valid.ok()) {
     std::fprintf(stderr, "rampart: %s\n", valid.message().c_str());
     return 2;
