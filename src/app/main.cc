@@ -110,6 +110,7 @@ int Serve(const ServeSettings& settings) {
   options.poll_interval = std::chrono::seconds(settings.repository_poll_secs);
   options.startup_models = settings.load_models;
   options.threads_per_instance = settings.threads_per_instance;
+  options.direct_execution_limit = std::chrono::microseconds(settings.direct_execution_max_us);
   options.observer = serve_metrics.get();
   auto server = std::make_unique<serve::InferenceServer>(options, backends);
   if (Status loaded = server->LoadStartupModels(); !loaded.ok()) {
@@ -327,6 +328,12 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
                    "Intra-op threads per model instance (0 = cores divided by "
                    "the model's instances); a model's INTRA_OP_THREAD_COUNT "
                    "parameter overrides it")
+      ->capture_default_str();
+  serve
+      ->add_option("--direct-execution-max-us", settings.direct_execution_max_us,
+                   "Run a request on the I/O thread that read it, skipping the hand-off to an "
+                   "idle instance's thread, when the model's recent executions took at most "
+                   "this long and it does not wait to batch (0 = never)")
       ->capture_default_str();
   serve
       ->add_option("--log-verbose", settings.log_verbose,

@@ -47,6 +47,8 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"load_models", Field(settings.load_models, "server.load_models")},
       {"exit_timeout_secs", Field(settings.exit_timeout_secs, "server.exit_timeout_secs")},
       {"threads_per_instance", Field(settings.threads_per_instance, "server.threads_per_instance")},
+      {"direct_execution_max_us",
+       Field(settings.direct_execution_max_us, "server.direct_execution_max_us")},
       {"log_verbose", Field(settings.log_verbose, "server.log_verbose")},
       {"log_format", Field(settings.log_format, "server.log_format")},
       {"access_log", Field(settings.access_log, "server.access_log")},
@@ -141,6 +143,10 @@ Status Validate(const ServeSettings& settings) {
       return InvalidArgument(
           "--grpc-use-ssl-mutual needs --grpc-root-cert (the CA that signs client certificates)");
     }
+  }
+  if (settings.direct_execution_max_us < 0) {
+    return InvalidArgument("--direct-execution-max-us must be >= 0, got {}",
+                           settings.direct_execution_max_us);
   }
   if (settings.http_max_input_size == 0) {
     return InvalidArgument("--http-max-input-size must be positive");

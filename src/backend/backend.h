@@ -39,8 +39,10 @@ class ModelInstance {
  public:
   virtual ~ModelInstance() = default;
 
-  // Called once on the instance's own thread before its first Execute (e.g. to pin thread
-  // counts, which some runtimes keep per thread).
+  // Prepares the calling thread to run this instance (e.g. pins thread counts, which some
+  // runtimes keep per thread). Called once on the instance's own thread before its first
+  // Execute, and before each Execute on a borrowed thread (direct execution), so it must be
+  // cheap when nothing needs to change.
   virtual void OnThreadStart() {}
 
   // Runs the model. `inputs` holds one tensor per config input the request supplied, in config

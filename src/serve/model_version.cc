@@ -44,8 +44,8 @@ ModelVersion::ModelVersion(model::ModelConfig config, int64_t version,
 Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSource& source,
                                                          int64_t version,
                                                          const backend::BackendRegistry& backends,
-                                                         int default_threads,
-                                                         ServerObserver* observer) {
+                                                         const LoadOptions& options) {
+  ServerObserver* observer = options.observer;
   if (source.config.platform() == model::kEnsemblePlatform) {
     RETURN_IF_ERROR(ValidateEnsemble(source.config));
     return std::shared_ptr<ModelVersion>(new ModelVersion(
@@ -64,7 +64,7 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSourc
   spec.config = &loaded->config_;
   spec.version_directory = source.directory / std::to_string(version);
   spec.version = version;
-  spec.default_threads = default_threads;
+  spec.default_threads = options.default_threads;
   std::vector<std::unique_ptr<backend::ModelInstance>> instances;
   for (int group = 0; group < loaded->config_.instance_group_size(); ++group) {
     for (int i = 0; i < loaded->config_.instance_group(group).count(); ++i) {
@@ -88,7 +88,8 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSourc
   }
   loaded->scheduler_ =
       std::make_unique<Scheduler>(loaded->config_.name(), version, std::move(policy),
-                                  std::move(instances), loaded->statistics_);
+                                  std::move(instances), loaded->statistics_, Clock::Real(),
+                                  options.direct_execution_limit);
   if (VersionObserver* watching = loaded->statistics_.observer()) {
     watching->OnLoaded(static_cast<double>(NanosBetween(started, Clock::Real().Now())) / 1e9);
   }

@@ -21,14 +21,17 @@ namespace rampart::serve {
 
 class ModelVersion {
  public:
-  // Creates every instance the config asks for and starts their threads. `default_threads` is the
-  // intra-op thread budget per instance; `observer` (may be null) is told about every request.
-  // Errors name the model, version and reason.
+  struct LoadOptions {
+    int default_threads = 1;  // intra-op thread budget per instance
+    std::chrono::nanoseconds direct_execution_limit{0};  // see Scheduler
+    ServerObserver* observer = nullptr;                  // told about every request; may be null
+  };
+  // Creates every instance the config asks for and starts their threads. Errors name the model,
+  // version and reason.
   static Result<std::shared_ptr<ModelVersion>> Load(const model::ModelSource& source,
                                                     int64_t version,
                                                     const backend::BackendRegistry& backends,
-                                                    int default_threads,
-                                                    ServerObserver* observer = nullptr);
+                                                    const LoadOptions& options);
 
   // Stops accepting work, lets queued requests finish, and joins the instance threads.
   ~ModelVersion();

@@ -78,15 +78,18 @@ bool NeedsTimer(const BatchPolicy& policy) {
 
 Scheduler::Scheduler(std::string model_name, int64_t version, BatchPolicy policy,
                      std::vector<std::unique_ptr<backend::ModelInstance>> instances,
-                     Statistics& statistics, const Clock& clock)
+                     Statistics& statistics, const Clock& clock,
+                     std::chrono::nanoseconds direct_limit)
     : model_name_(std::move(model_name)),
       version_(version),
       clock_(clock),
       statistics_(statistics),
-      instances_(std::move(instances)),
+      direct_limit_(direct_limit),
       queue_(std::move(policy)) {
-  for (auto& instance : instances_) {
-    threads_.emplace_back([this, raw = instance.get()] { RunInstance(raw); });
+  instances_.reserve(instances.size());
+  for (auto& instance : instances) instances_.push_back({std::move(instance)});
+  for (Instance& instance : instances_) {
+    threads_.emplace_back([this, &instance] { RunInstance(instance); });
   }
   if (NeedsTimer(queue_.policy())) timer_ = std::thread([this] { RunTimer(); });
 }
@@ -103,11 +106,34 @@ void Scheduler::Stop() {
     if (thread.joinable()) thread.join();
   }
   if (timer_.joinable()) timer_.join();
+  // A direct execution started before the stop may still be running on its caller's thread.
+  std::unique_lock lock(mutex_);
+  work_changed_.wait(lock, [this] { return AllIdle(); });
+}
+
+bool Scheduler::AllIdle() const {
+  return std::none_of(instances_.begin(), instances_.end(),
+                      [](const Instance& instance) { return instance.busy; });
 }
 
 size_t Scheduler::QueueSize() const {
   std::lock_guard lock(mutex_);
   return queue_.size();
+}
+
+Scheduler::Instance* Scheduler::ClaimForDirectExecution() {
+  if (direct_limit_.count() <= 0 || !queue_.empty()) return nullptr;
+  // Only where the batcher would send a lone request at once anyway.
+  const BatchPolicy& policy = queue_.policy();
+  if (policy.max_batch_size > 0 && policy.max_queue_delay.count() > 0) return nullptr;
+  if (recent_execution_ns_.load(std::memory_order_relaxed) > direct_limit_.count()) return nullptr;
+  for (Instance& instance : instances_) {
+    if (!instance.busy) {
+      instance.busy = true;
+      return &instance;
+    }
+  }
+  return nullptr;
 }
 
 void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_items,
@@ -117,6 +143,7 @@ void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_ite
   pending->batch_items = batch_items;
   pending->enqueued = now;
   Status refused;
+  Instance* direct = nullptr;
   {
     std::lock_guard lock(mutex_);
     if (stopping_) {
@@ -127,9 +154,11 @@ void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_ite
         pending->level = admission->level;
         pending->deadline = admission->deadline;
         pending->sequence = next_sequence_++;
+        // A cancelled request goes through the queue, which drops it.
+        if (!request->IsCancelled()) direct = ClaimForDirectExecution();
         pending->request = std::move(request);
         pending->done = std::move(done);
-        queue_.Push(std::move(pending));
+        if (direct == nullptr) queue_.Push(std::move(pending));
       } else {
         refused = admission.status();
       }
@@ -143,24 +172,50 @@ void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_ite
     done(std::move(refused));
     return;
   }
+  if (direct != nullptr) {
+    ExecuteDirectly(*direct, std::move(pending));
+    return;
+  }
   work_changed_.notify_all();
 }
 
-void Scheduler::RunInstance(backend::ModelInstance* instance) {
-  instance->OnThreadStart();
+void Scheduler::ExecuteDirectly(Instance& instance, std::unique_ptr<PendingRequest> pending) {
+  instance.backend->OnThreadStart();  // the borrowed thread gets the instance's settings
+  std::vector<std::unique_ptr<PendingRequest>> batch;
+  batch.push_back(std::move(pending));
+  Execute(*instance.backend, batch);
+  direct_executions_.fetch_add(1, std::memory_order_relaxed);
+  bool wanted = false;
+  {
+    std::lock_guard lock(mutex_);
+    instance.busy = false;
+    // Arrivals meanwhile wait for this instance's thread; a stop waits for the instance.
+    wanted = !queue_.empty() || stopping_;
+  }
+  if (wanted) work_changed_.notify_all();
+}
+
+void Scheduler::RunInstance(Instance& instance) {
+  instance.backend->OnThreadStart();
   std::unique_lock lock(mutex_);
   while (true) {
     if (stopping_ && queue_.empty()) break;
+    if (instance.busy) {  // running a direct execution on another thread
+      work_changed_.wait(lock);
+      continue;
+    }
     BatchQueue::Decision decision = queue_.Next(clock_.Now(), /*flush=*/stopping_);
     if (!decision.rejected.empty() || !decision.batch.empty()) {
+      instance.busy = true;
       lock.unlock();
       for (BatchQueue::Rejected& rejected : decision.rejected) {
         Fail(*rejected.pending, rejected.status,
              rejected.status.code() == StatusCode::kCancelled ? FailureReason::kCanceled
                                                               : FailureReason::kRejected);
       }
-      if (!decision.batch.empty()) Execute(*instance, decision.batch);
+      if (!decision.batch.empty()) Execute(*instance.backend, decision.batch);
       lock.lock();
+      instance.busy = false;
       continue;
     }
     if (decision.wake_at) {
@@ -190,6 +245,15 @@ void Scheduler::RunTimer() {
       work_changed_.wait(lock);
     }
   }
+}
+
+void Scheduler::RecordExecutionTime(int64_t ns) {
+  // An exponential moving average over about the last eight executions; concurrent updates may
+  // drop one sample, which does not matter for a smoothed estimate.
+  const int64_t previous = recent_execution_ns_.load(std::memory_order_relaxed);
+  const int64_t next =
+      previous == std::numeric_limits<int64_t>::max() ? ns : previous + (ns - previous) / 8;
+  recent_execution_ns_.store(next, std::memory_order_relaxed);
 }
 
 void Scheduler::Fail(PendingRequest& pending, const Status& status, FailureReason reason) {
@@ -223,6 +287,7 @@ void Scheduler::Execute(backend::ModelInstance& instance,
   std::vector<tensor::Tensor> inputs = batch.size() == 1 ? std::move(batch.front()->request->inputs)
                                                          : Concatenate(batch, total_items);
   Result<backend::ExecutionResult> result = instance.Execute(inputs);
+  RecordExecutionTime(NanosBetween(started, clock_.Now()));
   if (!result.ok()) {
     LOG_DEBUG("model '{}' version {}: {}", model_name_, version_, result.status().ToString());
     for (auto& pending : batch) Fail(*pending, result.status(), FailureReason::kBackend);

@@ -50,6 +50,10 @@ struct ServerOptions {
   // Intra-op threads per model instance unless a model says otherwise; 0 = the machine's cores
   // divided among the instances of that model.
   int threads_per_instance = 0;
+  // A request for an idle instance whose recent executions took at most this long runs on the
+  // calling (I/O) thread instead of being handed to the instance's thread; zero never does. See
+  // Scheduler.
+  std::chrono::nanoseconds direct_execution_limit{std::chrono::microseconds(50)};
   // Told about every loaded version and request (metrics); not owned, may be null, must outlive
   // the server.
   ServerObserver* observer = nullptr;

@@ -166,8 +166,11 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
       next[version] = same->second;
       continue;
     }
-    Result<std::shared_ptr<ModelVersion>> loaded = ModelVersion::Load(
-        *source, version, backends_, DefaultThreads(source->config), options_.observer);
+    Result<std::shared_ptr<ModelVersion>> loaded =
+        ModelVersion::Load(*source, version, backends_,
+                           {.default_threads = DefaultThreads(source->config),
+                            .direct_execution_limit = options_.direct_execution_limit,
+                            .observer = options_.observer});
     // All or nothing: a version that fails keeps every serving version in place.
     if (!loaded.ok()) return fail(loaded.status());
     next[version] = std::move(loaded).value();

@@ -79,8 +79,13 @@ class TorchInstance final : public ModelInstance {
 
   void OnThreadStart() override {
     // LibTorch's OpenMP pool takes its width from the calling thread, so each instance thread
-    // gets its own budget.
-    at::set_num_threads(threads_);
+    // gets its own budget. A borrowed thread (direct execution) calls this before every
+    // execution; it only changes the setting when another model's instance set it differently.
+    thread_local int applied = 0;
+    if (applied != threads_) {
+      at::set_num_threads(threads_);
+      applied = threads_;
+    }
   }
 
   Result<ExecutionResult> Execute(std::vector<tensor::Tensor>& inputs) override {

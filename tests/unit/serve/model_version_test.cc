@@ -94,7 +94,7 @@ class ModelVersionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     backends_.Register(std::make_unique<AddBackend>());
-    auto loaded = ModelVersion::Load(AddModel(), 1, backends_, 1);
+    auto loaded = ModelVersion::Load(AddModel(), 1, backends_, {.default_threads = 1});
     ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
     model_ = *loaded;
   }
@@ -236,7 +236,7 @@ TEST_F(ModelVersionTest, StopRefusesNewWork) {
 
 TEST(ModelVersionLoad, UnknownBackendIsAClearError) {
   backend::BackendRegistry empty;
-  auto loaded = ModelVersion::Load(AddModel(), 1, empty, 1);
+  auto loaded = ModelVersion::Load(AddModel(), 1, empty, {.default_threads = 1});
   ASSERT_FALSE(loaded.ok());
   EXPECT_NE(loaded.status().message().find("unknown backend 'fake'"), std::string::npos);
 }

@@ -19,6 +19,7 @@ struct Recorder {
   std::condition_variable changed;
   std::vector<int64_t> batch_sizes;
   std::vector<float> executed_values;  // first value of each batch
+  std::vector<std::thread::id> threads;  // the thread of each execution
   int active = 0;
   int max_active = 0;
   bool released = false;
@@ -49,6 +50,7 @@ class RecordingInstance final : public backend::ModelInstance {
       std::unique_lock lock(recorder_.mutex);
       recorder_.batch_sizes.push_back(x.shape[0]);
       recorder_.executed_values.push_back(first);
+      recorder_.threads.push_back(std::this_thread::get_id());
       ++recorder_.active;
       recorder_.max_active = std::max(recorder_.max_active, recorder_.active);
       recorder_.changed.notify_all();
@@ -86,11 +88,26 @@ BatchPolicy Policy(int max_batch_size, bool preserve_ordering = false) {
 
 class SchedulerTest : public ::testing::Test {
  protected:
-  void Start(BatchPolicy policy, int instances) {
+  void Start(BatchPolicy policy, int instances,
+             std::chrono::nanoseconds direct_limit = std::chrono::nanoseconds::zero()) {
     std::vector<std::unique_ptr<backend::ModelInstance>> list;
     for (int i = 0; i < instances; ++i)
       list.push_back(std::make_unique<RecordingInstance>(recorder_));
-    scheduler_ = std::make_unique<Scheduler>("m", 1, std::move(policy), std::move(list), stats_);
+    scheduler_ = std::make_unique<Scheduler>("m", 1, std::move(policy), std::move(list), stats_,
+                                             Clock::Real(), direct_limit);
+  }
+
+  // Sends requests one after another (each answered before the next) until one runs on this
+  // thread; how many it took, or 0 if none did within `attempts`. The first execution always
+  // runs on an instance thread (the model is not measured yet); after that an instance is idle
+  // again microseconds after each answer.
+  int SendUntilDirect(int attempts) {
+    for (int i = 1; i <= attempts; ++i) {
+      EXPECT_TRUE(Send(1).get().ok());
+      std::lock_guard lock(recorder_.mutex);
+      if (recorder_.threads.back() == std::this_thread::get_id()) return i;
+    }
+    return 0;
   }
   void TearDown() override {
     recorder_.Release();
@@ -201,6 +218,64 @@ TEST_F(SchedulerTest, StopRunsWhatIsQueuedThenRefuses) {
   EXPECT_TRUE(queued.get().ok());
   auto refused = Send(4).get();
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+}
+
+TEST_F(SchedulerTest, FastModelRunsOnTheCallersThreadOnceMeasured) {
+  Start(Policy(0), 1, /*direct_limit=*/std::chrono::seconds(1));
+  const int attempts = SendUntilDirect(1000);
+  EXPECT_GE(attempts, 2);  // never before the first measurement
+  EXPECT_NE(recorder_.threads.front(), std::this_thread::get_id());
+  EXPECT_GE(scheduler_->DirectExecutions(), 1u);
+  const StatisticsSnapshot stats = stats_.Snapshot();
+  EXPECT_EQ(stats.success.count, static_cast<uint64_t>(attempts));
+  EXPECT_EQ(stats.execution_count, static_cast<uint64_t>(attempts));
+}
+
+TEST_F(SchedulerTest, DirectExecutionIsOffByDefault) {
+  Start(Policy(0), 1);
+  EXPECT_EQ(SendUntilDirect(50), 0);
+  EXPECT_EQ(scheduler_->DirectExecutions(), 0u);
+}
+
+TEST_F(SchedulerTest, SlowModelStaysOnItsInstanceThreads) {
+  Start(Policy(0), 1, /*direct_limit=*/std::chrono::nanoseconds(1));
+  EXPECT_EQ(SendUntilDirect(50), 0);
+  EXPECT_EQ(scheduler_->DirectExecutions(), 0u);
+}
+
+TEST_F(SchedulerTest, BatcherThatWaitsIsNeverBypassed) {
+  BatchPolicy policy = Policy(8);
+  policy.max_queue_delay = std::chrono::microseconds(100);
+  Start(std::move(policy), 1, /*direct_limit=*/std::chrono::seconds(1));
+  EXPECT_EQ(SendUntilDirect(50), 0);
+  EXPECT_EQ(scheduler_->DirectExecutions(), 0u);
+}
+
+TEST_F(SchedulerTest, BatcherWithoutDelayRunsALoneRequestDirectly) {
+  Start(Policy(8), 1, /*direct_limit=*/std::chrono::seconds(1));
+  EXPECT_GE(SendUntilDirect(1000), 2);
+}
+
+TEST_F(SchedulerTest, RequestsQueuedBehindADirectExecutionRunOnTheInstanceThread) {
+  Start(Policy(0), 1, /*direct_limit=*/std::chrono::seconds(1));
+  ASSERT_GE(SendUntilDirect(1000), 2);
+  // A direct execution that blocks, on a thread of its own; the instance is busy meanwhile.
+  std::future<Result<std::unique_ptr<InferResponse>>> blocked;
+  std::thread caller([&] { blocked = Send(-1); });
+  ASSERT_TRUE(recorder_.WaitFor([&] { return recorder_.active == 1; }));
+  {
+    std::lock_guard lock(recorder_.mutex);
+    EXPECT_EQ(recorder_.threads.back(), caller.get_id());
+  }
+  auto queued = Send(7);
+  EXPECT_EQ(scheduler_->QueueSize(), 1u);
+  recorder_.Release();
+  caller.join();
+  ASSERT_TRUE(blocked.get().ok());
+  ASSERT_TRUE(queued.get().ok());
+  std::lock_guard lock(recorder_.mutex);
+  EXPECT_EQ(recorder_.executed_values.back(), 7.0f);
+  EXPECT_NE(recorder_.threads.back(), std::this_thread::get_id());
 }
 
 }  // namespace
