@@ -11,6 +11,8 @@ packages=(
   libsimdjson-dev rapidjson-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libssl-dev
   # LibTorch with a fast BLAS; python3-torch scripts the example/test TorchScript models
   libtorch-dev libopenblas0-pthread python3-torch python3-numpy
+  # tcmalloc for the server (see CMakeLists.txt)
+  libgoogle-perftools-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev nginx-light wrk prometheus
 )
