@@ -18,7 +18,6 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 
 #include "core/logging.h"
 #include "json/writer.h"
@@ -30,6 +29,12 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
+// Sockets and timers bound to their io_context's concrete executor: the type-erased
+// any_io_executor (beast::tcp_stream's) costs a copy and a virtual call per operation.
+using Executor = asio::io_context::executor_type;
+using Socket = asio::basic_stream_socket<tcp, Executor>;
+using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
+                                         asio::wait_traits<std::chrono::steady_clock>, Executor>;
 
 namespace {
 
@@ -220,25 +225,30 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   virtual ~Connection() = default;
   virtual void Start() = 0;
-  virtual asio::any_io_executor executor() = 0;
+  virtual Executor executor() = 0;
   // On this connection's thread.
   virtual void Write(HttpResponse response) = 0;
 };
 
-// Over plain TCP (Stream = beast::tcp_stream) or TLS (beast::ssl_stream<beast::tcp_stream>).
+// Over plain TCP (Stream = Socket) or TLS (ssl::stream<Socket>).
+//
+// Timeouts (the TLS handshake, waiting for a request, the TLS goodbye) are one deadline and one
+// timer per connection. The timer is re-armed only when it fires before the current deadline or
+// a deadline moves earlier, so a keep-alive request costs no timer operation (a per-operation
+// timer, as beast::tcp_stream arms, cost a timer queue update per request).
 template <typename Stream>
 class StreamConnection final : public Connection {
  public:
-  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+  static constexpr bool kTls = !std::is_same_v<Stream, Socket>;
 
-  StreamConnection(tcp::socket socket, HttpServer::Impl& server) requires(!kTls)
-      : stream_(std::move(socket)), server_(server) {}
-  StreamConnection(tcp::socket socket, ssl::context& tls, HttpServer::Impl& server) requires(kTls)
-      : stream_(std::move(socket), tls), server_(server) {}
+  StreamConnection(Socket socket, HttpServer::Impl& server) requires(!kTls)
+      : stream_(std::move(socket)), timer_(stream_.get_executor()), server_(server) {}
+  StreamConnection(Socket socket, ssl::context& tls, HttpServer::Impl& server) requires(kTls)
+      : stream_(std::move(socket), tls), timer_(stream_.get_executor()), server_(server) {}
 
   void Start() override {
     if constexpr (kTls) {
-      Lowest().expires_after(std::chrono::seconds(30));
+      SetDeadline(std::chrono::seconds(30));
       stream_.async_handshake(ssl::stream_base::server, [self = Self()](beast::error_code error) {
         if (error) {
           // A failed handshake (no or untrusted client certificate,
@@ -254,13 +264,13 @@ class StreamConnection final : public Connection {
     }
   }
 
-  asio::any_io_executor executor() override { return stream_.get_executor(); }
+  Executor executor() override { return stream_.get_executor(); }
 
   void Write(HttpResponse response) override {
     responded_ = true;
     if (watching_) {
       beast::error_code ignored;
-      Lowest().socket().cancel(ignored);  // only the hang-up watch is pending now
+      Lowest().cancel(ignored);  // only the hang-up watch is pending now
     }
     // The head is formatted here into one buffer and written with the body in one gather
     // write: Beast's fields container and serializer allocate per header and cost several
@@ -277,14 +287,46 @@ class StreamConnection final : public Connection {
   std::shared_ptr<StreamConnection> Self() {
     return std::static_pointer_cast<StreamConnection>(shared_from_this());
   }
-  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+  Socket& Lowest() {
+    if constexpr (kTls) {
+      return stream_.next_layer();
+    } else {
+      return stream_;
+    }
+  }
+
+  // Closes the connection unless it is done with the current step before `timeout` from now.
+  void SetDeadline(std::chrono::steady_clock::duration timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const bool earlier = deadline_ && deadline < *deadline_;
+    deadline_ = deadline;
+    if (waits_ == 0 || earlier) ArmTimer();  // an earlier deadline cancels the pending wait
+  }
+  void ClearDeadline() { deadline_.reset(); }
+
+  void ArmTimer() {
+    ++waits_;
+    timer_.expires_at(*deadline_);
+    timer_.async_wait([self = Self()](beast::error_code error) { self->OnTimer(error); });
+  }
+
+  void OnTimer(beast::error_code error) {
+    --waits_;
+    if (error || !deadline_ || waits_ > 0) return;  // cancelled, no deadline, or re-armed
+    if (std::chrono::steady_clock::now() < *deadline_) {
+      ArmTimer();  // the deadline moved later since this wait began
+      return;
+    }
+    deadline_.reset();
+    CloseSocket();  // the pending operation fails and ends the connection
+  }
 
   void ReadNext() {
     responded_ = false;
     parser_.emplace();
     parser_->body_limit(server_.options().max_body_bytes);
     parser_->header_limit(64 * 1024);
-    Lowest().expires_after(server_.options().idle_timeout);
+    SetDeadline(server_.options().idle_timeout);
     http::async_read_header(
         stream_, buffer_, *parser_,
         [self = Self()](beast::error_code error, size_t) { self->OnHeader(error); });
@@ -325,8 +367,8 @@ class StreamConnection final : public Connection {
                                       server_.options().max_body_bytes));
       return;
     }
-    if (error == http::error::end_of_stream || error == beast::error::timeout ||
-        error == asio::error::operation_aborted) {
+    if (error == http::error::end_of_stream || error == asio::error::operation_aborted ||
+        error == asio::error::bad_descriptor) {
       Close();
       return;
     }
@@ -338,7 +380,7 @@ class StreamConnection final : public Connection {
       }
       return;
     }
-    Lowest().expires_never();
+    ClearDeadline();
     auto& message = parser_->get();
     keep_alive_ = message.keep_alive();
     version_ = message.version();
@@ -366,14 +408,14 @@ class StreamConnection final : public Connection {
   void WatchForHangUp(std::shared_ptr<std::atomic<bool>> client_gone) {
     if (responded_) return;  // answered synchronously
     watching_ = true;
-    Lowest().socket().async_wait(
+    Lowest().async_wait(
         tcp::socket::wait_read,
         [self = Self(), client_gone = std::move(client_gone)](beast::error_code error) {
           self->watching_ = false;
           if (error) return;  // cancelled because the answer is being written
           char byte = 0;
           const ssize_t peeked =
-              ::recv(self->Lowest().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+              ::recv(self->Lowest().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
           if (peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
             client_gone->store(true);
           }
@@ -414,7 +456,7 @@ class StreamConnection final : public Connection {
   void Close() {
     if constexpr (kTls) {
       // Say goodbye with close_notify (bounded), so clients see a clean end of the stream.
-      Lowest().expires_after(std::chrono::seconds(5));
+      SetDeadline(std::chrono::seconds(5));
       stream_.async_shutdown([self = Self()](beast::error_code) { self->CloseSocket(); });
     } else {
       CloseSocket();
@@ -423,11 +465,15 @@ class StreamConnection final : public Connection {
 
   void CloseSocket() {
     beast::error_code ignored;
-    Lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
-    Lowest().socket().close(ignored);
+    Lowest().shutdown(tcp::socket::shutdown_both, ignored);
+    Lowest().close(ignored);
+    timer_.cancel();
   }
 
   Stream stream_;
+  Timer timer_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;  // none while working
+  int waits_ = 0;  // timer waits pending (a cancelled one may still be queued)
   HttpServer::Impl& server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -446,18 +492,17 @@ class StreamConnection final : public Connection {
 void HttpServer::Impl::Accept() {
   asio::io_context& target = *contexts_[next_context_];
   next_context_ = (next_context_ + 1) % contexts_.size();
-  acceptor_->async_accept(target, [this](beast::error_code error, tcp::socket socket) {
+  acceptor_->async_accept(target, [this](beast::error_code error, Socket socket) {
     if (error == asio::error::operation_aborted || !acceptor_->is_open()) return;
     if (!error) {
       beast::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);
       std::shared_ptr<Connection> connection;
       if (tls_) {
-        connection = std::make_shared<StreamConnection<beast::ssl_stream<beast::tcp_stream>>>(
-            std::move(socket), *tls_, *this);
+        connection = std::make_shared<StreamConnection<ssl::stream<Socket>>>(std::move(socket),
+                                                                              *tls_, *this);
       } else {
-        connection =
-            std::make_shared<StreamConnection<beast::tcp_stream>>(std::move(socket), *this);
+        connection = std::make_shared<StreamConnection<Socket>>(std::move(socket), *this);
       }
       // Start on the connection's own thread.
       asio::post(connection->executor(), [connection] { connection->Start(); });

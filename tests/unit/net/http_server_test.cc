@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <sys/time.h>
+
 #include <thread>
 
 #include <boost/asio.hpp>
@@ -52,12 +55,14 @@ class Client {
 
 class HttpServerTest : public ::testing::Test {
  protected:
-  void Start(HttpHandler handler, uint64_t max_body = 1 << 20) {
+  void Start(HttpHandler handler, uint64_t max_body = 1 << 20,
+             std::chrono::seconds idle_timeout = std::chrono::seconds(300)) {
     HttpServerOptions options;
     options.address = "127.0.0.1";
     options.port = 0;
     options.threads = 2;
     options.max_body_bytes = max_body;
+    options.idle_timeout = idle_timeout;
     auto server = HttpServer::Start(options, std::move(handler));
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(server).value();
@@ -136,6 +141,60 @@ TEST_F(HttpServerTest, MalformedRequestGets400) {
   http::response<http::string_body> response;
   http::read(socket, buffer, response);
   EXPECT_EQ(response.result_int(), 400);
+}
+
+// Writes `request` on a fresh connection and reads until the server closes it (bounded by a
+// 10 s receive timeout, so a server that never closes fails the test instead of hanging it).
+std::string Exchange(uint16_t port, const std::string& request) {
+  asio::io_context context;
+  asio::ip::tcp::socket socket(context);
+  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  const timeval timeout{10, 0};
+  setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  asio::write(socket, asio::buffer(request));
+  std::string received;
+  char chunk[4096];
+  while (true) {
+    const ssize_t n = ::recv(socket.native_handle(), chunk, sizeof(chunk), 0);
+    if (n <= 0) break;
+    received.append(chunk, static_cast<size_t>(n));
+  }
+  return received;
+}
+
+TEST_F(HttpServerTest, ResponseHeadFollowsTheRequestsVersionAndKeepAlive) {
+  Start([](HttpRequest&&, Responder responder) {
+    HttpResponse response;
+    response.status = 404;
+    response.headers.emplace_back("X-Note", "one\r\nInjected: yes");
+    response.body = "{}";
+    responder.Send(std::move(response));
+  });
+  // HTTP/1.0 without keep-alive: answered as 1.0, then closed.
+  const std::string old = Exchange(server_->port(), "GET / HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(old.rfind("HTTP/1.0 404 Not Found\r\n", 0), 0u) << old;
+  EXPECT_NE(old.find("\r\nContent-Length: 2\r\n"), std::string::npos) << old;
+  EXPECT_NE(old.find("\r\nX-Note: one  Injected: yes\r\n"), std::string::npos) << old;
+  EXPECT_EQ(old.find("\r\nInjected"), std::string::npos) << old;
+  EXPECT_EQ(old.substr(old.size() - 6), "\r\n\r\n{}");
+  // HTTP/1.1 asking to close: says so.
+  const std::string closing =
+      Exchange(server_->port(), "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(closing.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u) << closing;
+  EXPECT_NE(closing.find("\r\nConnection: close\r\n"), std::string::npos) << closing;
+}
+
+TEST_F(HttpServerTest, IdleConnectionIsClosedAfterTheTimeout) {
+  Start([](HttpRequest&&, Responder responder) { responder.Send({}); }, 1 << 20,
+        /*idle_timeout=*/std::chrono::seconds(1));
+  const auto started = std::chrono::steady_clock::now();
+  // One request on a keep-alive connection, then silence: the server ends it.
+  const std::string received =
+      Exchange(server_->port(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(received.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << received;
+  EXPECT_GE(elapsed, std::chrono::seconds(1));
+  EXPECT_LT(elapsed, std::chrono::seconds(10));  // closed by the server, not the receive timeout
 }
 
 TEST(HttpServer, BindFailureIsUnavailable) {
