@@ -16,8 +16,8 @@
 #
 # Usage: bench/batching_bench.sh --binary build/rampart --offline build/bench/torch_offline
 #                                --repository examples/models [--duration 10] [--warmup 2]
-#                                [--offline-seconds 5] [--out FILE] [--start-timeout 120]
-#                                [--keep-workdir]
+#                                [--offline-seconds 5] [--threads N] [--out FILE]
+#                                [--start-timeout 120] [--keep-workdir]
 # See docs/benchmarks.md.
 set -euo pipefail
 
@@ -40,6 +40,7 @@ repository=""
 duration=10
 warmup=2
 offline_seconds=5
+thread_budget=0
 out_file=""
 start_timeout=120
 keep_workdir=0
@@ -55,6 +56,9 @@ Options:
   --duration SECONDS       measured wrk run per model and load level (default 10)
   --warmup SECONDS         unmeasured wrk run before each measured one (default 2)
   --offline-seconds SECS   measuring time of each offline run (default 5)
+  --threads N              intra-op thread budget of the served instance (--threads-per-instance)
+                           and of the offline baseline alike (default 0: each one's default,
+                           the machine's cores for this one-instance model)
   --out FILE               also write the results as a markdown snippet to FILE
   --start-timeout SECS     how long Rampart may take to load and listen (default 120)
   --keep-workdir           keep the temp dir with the repository, logs and raw wrk output
@@ -69,6 +73,7 @@ while [ $# -gt 0 ]; do
     --duration) duration="${2:?--duration needs a value}"; shift 2 ;;
     --warmup) warmup="${2:?--warmup needs a value}"; shift 2 ;;
     --offline-seconds) offline_seconds="${2:?--offline-seconds needs a value}"; shift 2 ;;
+    --threads) thread_budget="${2:?--threads needs a value}"; shift 2 ;;
     --out) out_file="${2:?--out needs a value}"; shift 2 ;;
     --start-timeout) start_timeout="${2:?--start-timeout needs a value}"; shift 2 ;;
     --keep-workdir) keep_workdir=1; shift ;;
@@ -80,6 +85,12 @@ done
 [[ "$duration" =~ ^[1-9][0-9]*$ ]] || die "--duration must be a positive integer, got '$duration'"
 [[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, got '$warmup'"
 [[ "$offline_seconds" =~ ^[1-9][0-9]*$ ]] || die "--offline-seconds must be a positive integer"
+[[ "$thread_budget" =~ ^[0-9]+$ ]] || die "--threads must be a non-negative integer"
+offline_thread_args=()
+if [ "$thread_budget" -gt 0 ]; then
+  offline_thread_args=(--threads "$thread_budget")
+  rampart_extra_args=(--threads-per-instance "$thread_budget")
+fi
 [[ "$start_timeout" =~ ^[1-9][0-9]*$ ]] || die "--start-timeout must be a positive integer"
 
 # ---------------------------------------------------------------------------------------------
@@ -168,7 +179,7 @@ run_offline() {
   log "offline: batch $batch for ${offline_seconds}s"
   # In the background so the trap can stop it; `wait` returns early on a signal.
   "$offline_bin" --model-dir "$bench_repository/$batched_model" --batch "$batch" \
-    --seconds "$offline_seconds" >"$out" 2>"$err" &
+    --seconds "$offline_seconds" "${offline_thread_args[@]}" >"$out" 2>"$err" &
   offline_pid=$!
   wait "$offline_pid" && status=0 || status=$?
   offline_pid=""

@@ -4,7 +4,10 @@
 #include <torch/cuda.h>
 #include <torch/script.h>
 
+#include <dlfcn.h>
+
 #include <charconv>
+#include <mutex>
 #include <optional>
 
 #include <fmt/ranges.h>
@@ -50,6 +53,27 @@ Status FromTorchError(std::string_view what, const std::exception& error) {
     return Internal("{}: {}", what, torch_error->what_without_backtrace());
   }
   return Internal("{}: {}", what, error.what());
+}
+
+// Debian's LibTorch multiplies matrices in OpenBLAS, whose worker pool is process-wide and
+// ignores at::set_num_threads: left alone it runs every product on all cores, whatever an
+// instance's intra-op budget says, and its idle workers yield-spin against the I/O threads.
+// Each instance raises the pool to its own budget, so the pool has the largest budget among
+// the loaded instances (never more). No-op when LibTorch's BLAS is not OpenBLAS. Returns the
+// pool's size afterwards, or 0 without OpenBLAS.
+int RaiseBlasThreads(int threads) {
+  using SetThreads = void (*)(int);
+  static const auto set =
+      reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  static std::mutex mutex;
+  static int current = 0;  // guarded by mutex; 0 until the first instance sets it
+  if (set == nullptr) return 0;
+  std::lock_guard lock(mutex);
+  if (threads > current) {
+    set(threads);
+    current = threads;
+  }
+  return current;
 }
 
 struct InputBinding {
@@ -315,8 +339,9 @@ class TorchBackend final : public Backend {
       outputs.push_back(std::move(binding));
     }
 
-    LOG_INFO("{}: loaded '{}' on {} with {} intra-op thread(s)", where, path.string(), device.str(),
-             threads);
+    const int blas_threads = RaiseBlasThreads(threads);
+    LOG_INFO("{}: loaded '{}' on {} with {} intra-op thread(s) (OpenBLAS pool: {})", where,
+             path.string(), device.str(), threads, blas_threads);
     return std::unique_ptr<ModelInstance>(
         new TorchInstance(std::move(module), device, threads, argument_names.size(),
                           std::move(inputs), std::move(outputs), config.name()));

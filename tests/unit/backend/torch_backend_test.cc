@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <cstring>
 #include <fstream>
 
@@ -150,6 +152,16 @@ TEST_F(TorchBackendTest, MatchesByTritonIndexConvention) {
   float difference = 0;
   std::memcpy(&difference, result->outputs[0].data.data(), 4);
   EXPECT_FLOAT_EQ(difference, 3.0f);  // OUTPUT__1 = INPUT__0 - INPUT__1
+}
+
+TEST_F(TorchBackendTest, OpenBlasPoolFollowsTheIntraOpBudget) {
+  using GetThreads = int (*)();
+  const auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (get == nullptr) GTEST_SKIP() << "LibTorch's BLAS is not OpenBLAS here";
+  // Every instance these tests load has a budget of one thread: the pool shrinks to it.
+  auto instance = Load("scale.pt", IdentityConfig("FP32"));
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  EXPECT_EQ(get(), 1);
 }
 
 TEST_F(TorchBackendTest, ModelExceptionsBecomeStatus) {
