@@ -21,6 +21,9 @@ readonly bench_dir
 readonly bench_name="grpc_bench"
 # shellcheck source=bench/lib.sh
 source "$bench_dir/lib.sh"
+
+# "s" for a count above one, for labels.
+plural() { if [ "$1" -gt 1 ]; then echo s; fi; }
 readonly models=(simple mlp_classifier)
 # Load levels: name, wrk threads, connections (= gRPC calls or streams in flight).
 readonly levels=("c1 1 1" "c64 2 64")
@@ -176,7 +179,6 @@ for model in "${models[@]}"; do
   done
 done
 
-plural() { if [ "$1" -gt 1 ]; then echo s; fi; }
 
 report() {
   echo "gRPC vs HTTP infer benchmark: same server, same inputs (HTTP: JSON via wrk;" \
