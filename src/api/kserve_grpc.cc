@@ -243,7 +243,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   serve::InferenceServer& server_;
   const KServeGrpcOptions& options_;
   grpc_calls::CallShared shared_;
-  SerialWorker control_;  // repository load/unload; last, so its thread stops first
+  SerialWorker control_{"grpc-control"};  // repository load/unload; last: stops first
 };
 
 Result<std::string> ReadPem(const std::string& path, std::string_view flag) {

@@ -52,7 +52,7 @@ class KServeHttp {
 
   serve::InferenceServer& server_;
   const KServeHttpOptions options_;
-  SerialWorker control_;  // repository load/unload, one at a time, off the I/O threads
+  SerialWorker control_{"http-control"};  // repository load/unload, one at a time, off I/O
 };
 
 }  // namespace rampart::api

@@ -47,6 +47,7 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
   options.port = static_cast<uint16_t>(settings.metrics_port);
   options.threads = 1;
   options.max_body_bytes = 64 * 1024;
+  options.name = "metrics";
   return net::HttpServer::Start(
       options, [&registry](net::HttpRequest&& request, net::Responder responder) {
         net::HttpResponse response;
@@ -401,6 +402,14 @@ int main(int argc, char** argv) {
   if (std::getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr &&
       std::getenv("RAMPART_KEEP_OPENBLAS_SPIN") == nullptr) {
     setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
+    // By the binary's own path, so the process (and its threads) keep the name `rampart` in ps
+    // and top; executing /proc/self/exe would name them `exe`.
+    char path[4096];
+    const ssize_t length = readlink("/proc/self/exe", path, sizeof(path) - 1);
+    if (length > 0) {
+      path[length] = '\0';
+      execv(path, argv);
+    }
     execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
   }
   return rampart::app::Main(argc, argv);

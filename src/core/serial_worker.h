@@ -7,15 +7,23 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 
+#include "core/thread_name.h"
 #include "core/unique_function.h"
 
 namespace rampart {
 
 class SerialWorker {
  public:
-  SerialWorker() : thread_([this] { Run(); }) {}
+  // `name` names the thread (see core/thread_name.h).
+  explicit SerialWorker(std::string_view name = "worker")
+      : thread_([this, name = std::string(name)] {
+          NameThisThread(name);
+          Run();
+        }) {}
   ~SerialWorker() { Stop(); }
   SerialWorker(const SerialWorker&) = delete;
   SerialWorker& operator=(const SerialWorker&) = delete;

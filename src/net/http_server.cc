@@ -20,6 +20,7 @@
 #include <boost/beast/http.hpp>
 
 #include "core/logging.h"
+#include "core/thread_name.h"
 #include "json/writer.h"
 
 namespace rampart::net {
@@ -71,8 +72,7 @@ Result<std::unique_ptr<ssl::context>> MakeTlsContext(const HttpTlsOptions& optio
 
 // Appends an HTTP/1.x response head: status line, Server, Content-Type, the response's own
 // headers, Content-Length and, where the version's default differs, Connection.
-void FormatHead(const HttpResponse& response, unsigned version, bool keep_alive,
-                std::string& out) {
+void FormatHead(const HttpResponse& response, unsigned version, bool keep_alive, std::string& out) {
   const auto status = static_cast<http::status>(response.status);
   out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
   fmt::format_to(std::back_inserter(out), "{} ", response.status);
@@ -136,8 +136,12 @@ class HttpServer::Impl {
     }
     port_ = acceptor_->local_endpoint().port();
     Accept();
-    for (auto& context : contexts_) {
-      threads_.emplace_back([raw = context.get()] { raw->run(); });
+    for (size_t i = 0; i < contexts_.size(); ++i) {
+      threads_.emplace_back(
+          [raw = contexts_[i].get(), name = fmt::format("{}-io-{}", options_.name, i)] {
+            NameThisThread(name);
+            raw->run();
+          });
     }
     return Status::Ok();
   }
@@ -301,10 +305,9 @@ class StreamConnection final : public Connection {
 
   // Closes the connection unless it is done with the current step before `timeout` from now.
   void SetDeadline(std::chrono::steady_clock::duration timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    const bool earlier = deadline_ && deadline < *deadline_;
-    deadline_ = deadline;
-    if (waits_ == 0 || earlier) ArmTimer();  // an earlier deadline cancels the pending wait
+    deadline_ = std::chrono::steady_clock::now() + timeout;
+    // A pending wait for a later time is cancelled by re-arming (its handler sees the abort).
+    if (waits_ == 0 || *deadline_ < timer_.expiry()) ArmTimer();
   }
   void ClearDeadline() { deadline_.reset(); }
 
@@ -509,7 +512,7 @@ void HttpServer::Impl::Accept() {
       std::shared_ptr<Connection> connection;
       if (tls_) {
         connection = std::make_shared<StreamConnection<ssl::stream<Socket>>>(std::move(socket),
-                                                                              *tls_, *this);
+                                                                             *tls_, *this);
       } else {
         connection = std::make_shared<StreamConnection<Socket>>(std::move(socket), *this);
       }

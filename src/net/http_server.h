@@ -60,6 +60,7 @@ struct HttpServerOptions {
   uint64_t max_body_bytes = 64ull << 20;
   std::chrono::seconds idle_timeout{300};
   std::optional<HttpTlsOptions> tls;  // plain HTTP when empty
+  std::string name = "http";          // I/O threads are named "<name>-io-<i>"
 };
 
 class HttpServer {

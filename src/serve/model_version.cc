@@ -86,10 +86,9 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSourc
           source.name, input.name());
     }
   }
-  loaded->scheduler_ =
-      std::make_unique<Scheduler>(loaded->config_.name(), version, std::move(policy),
-                                  std::move(instances), loaded->statistics_, Clock::Real(),
-                                  options.direct_execution_limit);
+  loaded->scheduler_ = std::make_unique<Scheduler>(
+      loaded->config_.name(), version, std::move(policy), std::move(instances), loaded->statistics_,
+      Clock::Real(), options.direct_execution_limit);
   if (VersionObserver* watching = loaded->statistics_.observer()) {
     watching->OnLoaded(static_cast<double>(NanosBetween(started, Clock::Real().Now())) / 1e9);
   }

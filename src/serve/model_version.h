@@ -22,7 +22,7 @@ namespace rampart::serve {
 class ModelVersion {
  public:
   struct LoadOptions {
-    int default_threads = 1;  // intra-op thread budget per instance
+    int default_threads = 1;                             // intra-op thread budget per instance
     std::chrono::nanoseconds direct_execution_limit{0};  // see Scheduler
     ServerObserver* observer = nullptr;                  // told about every request; may be null
   };

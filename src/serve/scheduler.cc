@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/logging.h"
+#include "core/thread_name.h"
 
 namespace rampart::serve {
 namespace {
@@ -89,9 +90,17 @@ Scheduler::Scheduler(std::string model_name, int64_t version, BatchPolicy policy
   instances_.reserve(instances.size());
   for (auto& instance : instances) instances_.push_back({std::move(instance)});
   for (Instance& instance : instances_) {
-    threads_.emplace_back([this, &instance] { RunInstance(instance); });
+    threads_.emplace_back([this, &instance] {
+      NameThisThread("inst-" + model_name_);
+      RunInstance(instance);
+    });
   }
-  if (NeedsTimer(queue_.policy())) timer_ = std::thread([this] { RunTimer(); });
+  if (NeedsTimer(queue_.policy())) {
+    timer_ = std::thread([this] {
+      NameThisThread("timer-" + model_name_);
+      RunTimer();
+    });
+  }
 }
 
 Scheduler::~Scheduler() { Stop(); }

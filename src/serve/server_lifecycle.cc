@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/logging.h"
+#include "core/thread_name.h"
 #include "model/repository.h"
 #include "serve/server.h"
 
@@ -23,7 +24,10 @@ int TotalInstances(const model::ModelConfig& config) {
 
 InferenceServer::InferenceServer(ServerOptions options, const backend::BackendRegistry& backends)
     : options_(std::move(options)), backends_(backends) {
-  lifecycle_thread_ = std::thread([this] { RunLifecycleThread(); });
+  lifecycle_thread_ = std::thread([this] {
+    NameThisThread("lifecycle");
+    RunLifecycleThread();
+  });
 }
 
 InferenceServer::~InferenceServer() {

@@ -189,8 +189,7 @@ TEST_F(HttpServerTest, IdleConnectionIsClosedAfterTheTimeout) {
         /*idle_timeout=*/std::chrono::seconds(1));
   const auto started = std::chrono::steady_clock::now();
   // One request on a keep-alive connection, then silence: the server ends it.
-  const std::string received =
-      Exchange(server_->port(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string received = Exchange(server_->port(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   const auto elapsed = std::chrono::steady_clock::now() - started;
   EXPECT_EQ(received.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << received;
   EXPECT_GE(elapsed, std::chrono::seconds(1));

@@ -18,7 +18,7 @@ struct Recorder {
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<int64_t> batch_sizes;
-  std::vector<float> executed_values;  // first value of each batch
+  std::vector<float> executed_values;    // first value of each batch
   std::vector<std::thread::id> threads;  // the thread of each execution
   int active = 0;
   int max_active = 0;
