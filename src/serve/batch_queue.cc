@@ -129,23 +129,8 @@ bool BatchQueue::Compatible(const InferRequest& first, const InferRequest& other
   return true;
 }
 
-BatchQueue::Decision BatchQueue::Next(SteadyTime now, bool flush) {
-  Decision decision;
-  DropCancelled(decision.rejected);
-  std::optional<SteadyTime> next_deadline;
-  for (Rejected& rejected : Expire(now, next_deadline)) {
-    decision.rejected.push_back(std::move(rejected));
-  }
-  if (size_ == 0) {
-    decision.wake_at = next_deadline;
-    return decision;
-  }
-  if (policy_.max_batch_size == 0) {
-    decision.batch.push_back(PopFront());
-    return decision;
-  }
-
-  // Plan the batch over the queues in order (rule 2) without taking anything yet.
+BatchQueue::Plan BatchQueue::PlanBatch(SteadyTime now, bool flush) const {
+  // Plan the batch over the queues in order (rule 2) without taking anything.
   const InferRequest* first = nullptr;
   int64_t items = 0;
   size_t count = 0;
@@ -153,8 +138,8 @@ BatchQueue::Decision BatchQueue::Next(SteadyTime now, bool flush) {
   bool blocked = false;  // a waiting request cannot join this batch
   SteadyTime oldest = SteadyTime::max();
   const auto max_items = static_cast<int64_t>(policy_.max_batch_size);
-  for (Level& level : levels_) {
-    for (auto* queue : {&level.queue, &level.delayed}) {
+  for (const Level& level : levels_) {
+    for (const auto* queue : {&level.queue, &level.delayed}) {
       for (const auto& pending : *queue) {
         if (blocked || items == max_items) break;
         if (first != nullptr &&
@@ -174,20 +159,48 @@ BatchQueue::Decision BatchQueue::Next(SteadyTime now, bool flush) {
     }
   }
 
-  size_t take = 0;
+  Plan plan;
   if (items == max_items) {
-    take = count;  // rule 3
+    plan.take = count;  // rule 3
   } else if (preferred_count > 0) {
-    take = preferred_count;  // rule 4
+    plan.take = preferred_count;  // rule 4
   } else if (flush || blocked || policy_.max_queue_delay.count() == 0 ||
              now >= oldest + policy_.max_queue_delay) {
-    take = count;  // rule 5
+    plan.take = count;  // rule 5
   } else {
-    decision.wake_at = oldest + policy_.max_queue_delay;
+    plan.wake_at = oldest + policy_.max_queue_delay;
+  }
+  return plan;
+}
+
+bool BatchQueue::WouldRunNow(SteadyTime now) const {
+  if (size_ == 0) return false;
+  if (policy_.max_batch_size == 0) return true;
+  return PlanBatch(now, /*flush=*/false).take > 0;
+}
+
+BatchQueue::Decision BatchQueue::Next(SteadyTime now, bool flush) {
+  Decision decision;
+  DropCancelled(decision.rejected);
+  std::optional<SteadyTime> next_deadline;
+  for (Rejected& rejected : Expire(now, next_deadline)) {
+    decision.rejected.push_back(std::move(rejected));
+  }
+  if (size_ == 0) {
+    decision.wake_at = next_deadline;
+    return decision;
+  }
+  if (policy_.max_batch_size == 0) {
+    decision.batch.push_back(PopFront());
+    return decision;
+  }
+  const Plan plan = PlanBatch(now, flush);
+  if (plan.take == 0) {
+    decision.wake_at = plan.wake_at;
     if (next_deadline && *next_deadline < *decision.wake_at) decision.wake_at = next_deadline;
     return decision;
   }
-  for (size_t i = 0; i < take; ++i) decision.batch.push_back(PopFront());
+  for (size_t i = 0; i < plan.take; ++i) decision.batch.push_back(PopFront());
   return decision;
 }
 

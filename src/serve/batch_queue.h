@@ -99,6 +99,12 @@ class BatchQueue {
   // What a free instance should do now. `flush` ignores the queue delay (shutdown drain).
   Decision Next(SteadyTime now, bool flush = false);
 
+  // Whether Next(now) would hand out a batch, not counting cancellations and expiries (which
+  // only ever shrink or delay one). An arrival for which this is false leaves a waiting
+  // instance's decision as it was (wait until the oldest request's delay ends), so the
+  // scheduler need not wake it.
+  bool WouldRunNow(SteadyTime now) const;
+
   // Applies queue timeouts; returns the requests to reject. `next_deadline` gets the earliest
   // deadline still pending.
   std::vector<Rejected> Expire(SteadyTime now, std::optional<SteadyTime>& next_deadline);
@@ -112,6 +118,12 @@ class BatchQueue {
     std::deque<std::unique_ptr<PendingRequest>> delayed;
   };
 
+  struct Plan {
+    size_t take = 0;     // requests to run now, from the front; 0 = wait
+    SteadyTime wake_at;  // when waiting: the oldest request's delay ends
+  };
+  // Rules 2-5 over the queues as they are.
+  Plan PlanBatch(SteadyTime now, bool flush) const;
   void DropCancelled(std::vector<Rejected>& rejected);
   std::unique_ptr<PendingRequest> PopFront();
   bool Compatible(const InferRequest& first, const InferRequest& other) const;

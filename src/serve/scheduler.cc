@@ -153,6 +153,7 @@ void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_ite
   pending->enqueued = now;
   Status refused;
   Instance* direct = nullptr;
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     if (stopping_) {
@@ -167,7 +168,17 @@ void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_ite
         if (!request->IsCancelled()) direct = ClaimForDirectExecution();
         pending->request = std::move(request);
         pending->done = std::move(done);
-        if (direct == nullptr) queue_.Push(std::move(pending));
+        if (direct == nullptr) {
+          // Wake the instance threads (and the timer thread) only when this arrival can change
+          // what they do: the first request starts a delay, a deadline may be the earliest, or
+          // a batch can now go. Otherwise a waiting instance would wake, find the same answer
+          // (wait for the oldest request's delay) and sleep again: two futex calls and a
+          // context switch per request while a batch fills.
+          const bool first = queue_.empty();
+          const bool timed = pending->deadline.has_value();
+          queue_.Push(std::move(pending));
+          wake = first || timed || queue_.WouldRunNow(now);
+        }
       } else {
         refused = admission.status();
       }
@@ -185,7 +196,7 @@ void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_ite
     ExecuteDirectly(*direct, std::move(pending));
     return;
   }
-  work_changed_.notify_all();
+  if (wake) work_changed_.notify_all();
 }
 
 void Scheduler::ExecuteDirectly(Instance& instance, std::unique_ptr<PendingRequest> pending) {

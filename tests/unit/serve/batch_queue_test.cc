@@ -93,6 +93,25 @@ TEST_F(BatchQueueTest, LeavesEarlyWhenArrivalsCompleteAPreferredBatch) {
   EXPECT_EQ(queue_->Next(At(7)).batch.size(), 3u);
 }
 
+TEST_F(BatchQueueTest, WouldRunNowAnswersWhatNextWouldDo) {
+  Configure("preferred_batch_size: [ 3 ] max_queue_delay_microseconds: 100");
+  EXPECT_FALSE(queue_->WouldRunNow(At(0)));  // empty
+  ASSERT_TRUE(Add(0, 1, 0).ok());
+  ASSERT_TRUE(Add(1, 1, 5).ok());
+  EXPECT_FALSE(queue_->WouldRunNow(At(6)));   // two of a preferred three, delay running
+  EXPECT_TRUE(queue_->WouldRunNow(At(100)));  // the oldest has waited the delay
+  ASSERT_TRUE(Add(2, 1, 7).ok());
+  EXPECT_TRUE(queue_->WouldRunNow(At(7)));  // a preferred batch
+  EXPECT_EQ(queue_->size(), 3u);            // asking takes nothing
+  EXPECT_EQ(queue_->Next(At(7)).batch.size(), 3u);
+  // A request whose shape cannot join means waiting cannot grow the batch (rule 5).
+  ASSERT_TRUE(Add(3, 1, 8).ok());
+  EXPECT_FALSE(queue_->WouldRunNow(At(9)));
+  ASSERT_TRUE(Add(4, 1, 9, 0, 0, /*width=*/5).ok());
+  EXPECT_TRUE(queue_->WouldRunNow(At(9)));
+  EXPECT_EQ(Ids(queue_->Next(At(9))), (std::vector<std::string>{"3"}));
+}
+
 TEST_F(BatchQueueTest, CapsAtMaxBatchSizeAndNeverSplitsARequest) {
   Configure("max_queue_delay_microseconds: 100", /*max_batch_size=*/8);
   ASSERT_TRUE(Add(0, 3, 0).ok());
