@@ -111,24 +111,9 @@ source_model="$repository/$batched_model"
 binary="$(absolute_path "$binary")"
 offline_bin="$(absolute_path "$offline_bin")"
 
-workdir="$(mktemp -d "${TMPDIR:-/tmp}/rampart_batching_bench.XXXXXX")"
 offline_pid=""
-
-cleanup() {
-  local status=$?
-  trap - EXIT INT TERM
-  stop_process "$offline_pid" 5
-  stop_process "$rampart_pid" 10
-  if [ "$keep_workdir" -eq 1 ] || [ "$status" -ne 0 ]; then
-    log "repository, logs and raw wrk output kept in $workdir"
-  else
-    rm -rf "$workdir"
-  fi
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+cleanup_pid_vars+=(offline_pid)
+make_workdir "repository, logs and raw wrk output"
 
 # ---------------------------------------------------------------------------------------------
 # Temp repository: the batched model as shipped, and the same model without dynamic_batching.

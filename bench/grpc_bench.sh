@@ -73,21 +73,8 @@ binary="$(absolute_path "$binary")"
 grpc_bench="$(absolute_path "$grpc_bench")"
 repository="$(absolute_path "$repository")"
 
-workdir="$(mktemp -d "${TMPDIR:-/tmp}/rampart_grpc_bench.XXXXXX")"
-cleanup() {
-  local status=$?
-  trap - EXIT INT TERM
-  stop_process "$rampart_pid" 30
-  if [ "$keep_workdir" -eq 1 ] || [ "$status" -ne 0 ]; then
-    log "logs and raw output kept in $workdir"
-  else
-    rm -rf "$workdir"
-  fi
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+rampart_stop_grace=30
+make_workdir "logs and raw output"
 
 start_rampart "$binary" "$repository" "$start_timeout"
 grpc_port="$(sed -n -E 's/^rampart: gRPC listening on .*:([0-9]+)$/\1/p' "$rampart_stdout" |

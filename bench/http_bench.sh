@@ -95,24 +95,9 @@ if [ "$nginx_only" -eq 0 ]; then
   repository="$(absolute_path "$repository")"
 fi
 
-workdir="$(mktemp -d "${TMPDIR:-/tmp}/rampart_http_bench.XXXXXX")"
 nginx_pid=""
-
-cleanup() {
-  local status=$?
-  trap - EXIT INT TERM
-  stop_process "$rampart_pid" 10
-  stop_process "$nginx_pid" 10
-  if [ "$keep_workdir" -eq 1 ] || [ "$status" -ne 0 ]; then
-    log "logs and raw wrk output kept in $workdir"
-  else
-    rm -rf "$workdir"
-  fi
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+cleanup_pid_vars+=(nginx_pid)
+make_workdir "logs and raw wrk output"
 
 free_port() {
   python3 -c 'import socket

@@ -1,8 +1,8 @@
 # Shell helpers shared by the bench/*.sh scripts; source it, do not run it.
 #
-# The sourcing script sets `bench_name` (the prefix of its messages) before sourcing, and
-# `workdir` (a private temp dir for logs and raw wrk output) before calling start_rampart or
-# run_wrk. It owns its trap: its cleanup calls stop_process on whatever it started.
+# The sourcing script sets `bench_name` (the prefix of its messages) before sourcing, and calls
+# make_workdir (a private temp dir for logs and raw wrk output, and the exit trap) before
+# start_rampart or run_wrk.
 #
 # Globals are this file's interface (inputs set by the sourcing script, results it reads), so
 # checking this file alone cannot see their other half:
@@ -73,6 +73,41 @@ http_status() {
   shift 3
   curl -sS --max-time 10 -o "$body_out" -w '%{http_code}' -X "$method" "$@" "$url" 2>/dev/null ||
     echo "000"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Work dir and exit.
+
+# Names of variables holding pids the sourcing script started besides Rampart, stopped on exit
+# (read then, so the pids may change meanwhile): e.g. cleanup_pid_vars+=(nginx_pid).
+cleanup_pid_vars=()
+# Seconds Rampart gets to drain on exit before SIGKILL.
+rampart_stop_grace=10
+workdir=""
+workdir_contents=""
+
+# make_workdir WHAT: creates `workdir` and traps the script's end (normal, error, INT, TERM):
+# Rampart and every process in cleanup_pid_vars are stopped, and the workdir is removed unless
+# the script's keep_workdir is 1 or the script failed; then "WHAT kept in <dir>" is logged.
+make_workdir() {
+  workdir_contents="$1"
+  workdir="$(mktemp -d "${TMPDIR:-/tmp}/rampart_${bench_name}.XXXXXX")"
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}
+
+bench_cleanup() {
+  local status=$? var
+  trap - EXIT INT TERM
+  for var in "${cleanup_pid_vars[@]}"; do stop_process "${!var}" 10; done
+  stop_process "$rampart_pid" "$rampart_stop_grace"
+  if [ "${keep_workdir:-0}" -eq 1 ] || [ "$status" -ne 0 ]; then
+    log "$workdir_contents kept in $workdir"
+  else
+    rm -rf "$workdir"
+  fi
+  exit "$status"
 }
 
 # ---------------------------------------------------------------------------------------------

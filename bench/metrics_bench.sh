@@ -28,10 +28,7 @@ require_executable "$binary" "--binary" "run make build"
 binary="$(absolute_path "$binary")"
 repository="$(absolute_path "$repository")"
 
-workdir="$(mktemp -d -t rampart-metrics-bench.XXXXXX)"
-rampart_pid=""
-cleanup() { stop_process "$rampart_pid" 10; rm -rf "$workdir"; }
-trap cleanup EXIT
+make_workdir "logs"
 
 body="$workdir/body.json"
 zeros="$(printf '1,%.0s' $(seq 16))"

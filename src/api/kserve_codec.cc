@@ -10,14 +10,8 @@
 namespace rampart::api {
 namespace {
 
+using tensor::AppendRaw;
 using tensor::DataType;
-
-template <typename T>
-void AppendRaw(T value, std::string& out) {
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));  // hosts are little-endian (x86-64, aarch64)
-  out.append(bytes, sizeof(T));
-}
 
 // Appends one JSON scalar as an element of `type`.
 Status AppendElement(json::Value value, DataType type, std::string_view tensor, size_t index,

@@ -15,14 +15,8 @@ namespace {
 using inference::InferParameter;
 using inference::InferTensorContents;
 using inference::ModelInferRequest;
+using tensor::AppendRaw;
 using tensor::DataType;
-
-template <typename T>
-void AppendRaw(T value, std::string& out) {
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));  // hosts are little-endian (x86-64, aarch64)
-  out.append(bytes, sizeof(T));
-}
 
 // The typed-contents field a datatype travels in; nullptr for FP16/BF16 (raw only).
 const char* ContentsFieldFor(DataType type) {
