@@ -101,6 +101,55 @@ void FormatHead(const HttpResponse& response, unsigned version, bool keep_alive,
 
 }  // namespace
 
+class Connection;
+
+// Hang-up watches for requests still unanswered a while after they were dispatched. A watch is a
+// wait for the socket to become readable (the client's end of stream, or its next pipelined
+// request); arming one costs an epoll_ctl, a tenth of a small model's request, and most answers
+// come before it could matter. So watches are armed in sweeps: every tick arms those for the
+// requests added before the previous tick, that is unanswered for one to two periods. One per
+// I/O thread, used only on it.
+class HangUpWatches {
+ public:
+  static constexpr std::chrono::milliseconds kPeriod{1};
+
+  explicit HangUpWatches(asio::io_context& context) : timer_(context.get_executor()) {}
+
+  // The connection's request number `request` was dispatched and is not answered yet.
+  void Add(std::weak_ptr<Connection> connection, uint64_t request) {
+    young_.push_back({std::move(connection), request});
+    if (!armed_) Arm();
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<Connection> connection;
+    uint64_t request;
+  };
+
+  void Arm() {
+    armed_ = true;
+    timer_.expires_after(kPeriod);
+    timer_.async_wait([this](beast::error_code error) {
+      armed_ = false;
+      if (!error) Tick();
+    });
+  }
+
+  void Tick();
+
+  Timer timer_;
+  std::vector<Entry> young_;  // added since the last tick
+  std::vector<Entry> old_;    // added before it: armed at the next tick
+  bool armed_ = false;
+};
+
+// One I/O thread's loop and what belongs to it (destroyed before the loop).
+struct IoThread {
+  asio::io_context context{1};
+  HangUpWatches watches{context};
+};
+
 class HttpServer::Impl {
  public:
   Impl(const HttpServerOptions& options, HttpHandler handler)
@@ -109,10 +158,10 @@ class HttpServer::Impl {
                             ? options.threads
                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     for (int i = 0; i < threads; ++i) {
-      contexts_.push_back(std::make_unique<asio::io_context>(1));
-      guards_.emplace_back(asio::make_work_guard(*contexts_.back()));
+      io_.push_back(std::make_unique<IoThread>());
+      guards_.emplace_back(asio::make_work_guard(io_.back()->context));
     }
-    acceptor_.emplace(*contexts_[0]);
+    acceptor_.emplace(io_[0]->context);
   }
 
   ~Impl() { Shutdown(std::chrono::milliseconds(0)); }
@@ -136,9 +185,9 @@ class HttpServer::Impl {
     }
     port_ = acceptor_->local_endpoint().port();
     Accept();
-    for (size_t i = 0; i < contexts_.size(); ++i) {
+    for (size_t i = 0; i < io_.size(); ++i) {
       threads_.emplace_back(
-          [raw = contexts_[i].get(), name = fmt::format("{}-io-{}", options_.name, i)] {
+          [raw = &io_[i]->context, name = fmt::format("{}-io-{}", options_.name, i)] {
             NameThisThread(name);
             raw->run();
           });
@@ -174,7 +223,7 @@ class HttpServer::Impl {
   void StopAccepting() {
     if (!acceptor_) return;
     std::promise<void> closed;
-    asio::post(*contexts_[0], [this, &closed] {
+    asio::post(io_[0]->context, [this, &closed] {
       beast::error_code ignored;
       acceptor_->close(ignored);
       closed.set_value();
@@ -192,7 +241,7 @@ class HttpServer::Impl {
       drained_.wait_for(lock, timeout, [this] { return in_flight_.load() == 0; });
     }
     guards_.clear();
-    for (auto& context : contexts_) context->stop();
+    for (auto& io : io_) io->context.stop();
     for (auto& thread : threads_) thread.join();
     threads_.clear();
   }
@@ -206,12 +255,12 @@ class HttpServer::Impl {
 
   const HttpServerOptions options_;
   HttpHandler handler_;
-  std::vector<std::unique_ptr<asio::io_context>> contexts_;
+  std::vector<std::unique_ptr<IoThread>> io_;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::optional<tcp::acceptor> acceptor_;
   std::unique_ptr<ssl::context> tls_;  // set for HTTPS; shared by every connection
   std::vector<std::thread> threads_;
-  size_t next_context_ = 0;  // only touched by the accept handler on contexts_[0]
+  size_t next_io_ = 0;  // only touched by the accept handler on io_[0]
   uint16_t port_ = 0;
   bool stopped_ = false;
 
@@ -232,7 +281,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   virtual Executor executor() = 0;
   // On this connection's thread.
   virtual void Write(HttpResponse response) = 0;
+  // On this connection's thread: if request number `request` is still unanswered, notice when
+  // its client hangs up.
+  virtual void WatchForHangUp(uint64_t request) = 0;
 };
+
+void HangUpWatches::Tick() {
+  for (Entry& entry : old_) {
+    if (auto connection = entry.connection.lock()) connection->WatchForHangUp(entry.request);
+  }
+  old_.clear();
+  old_.swap(young_);
+  if (!old_.empty()) Arm();
+}
 
 // Over plain TCP (Stream = Socket) or TLS (ssl::stream<Socket>).
 //
@@ -245,12 +306,19 @@ class StreamConnection final : public Connection {
  public:
   static constexpr bool kTls = !std::is_same_v<Stream, Socket>;
 
-  StreamConnection(Socket socket, HttpServer::Impl& server) requires(!kTls)
-      : stream_(std::move(socket)), timer_(stream_.get_executor()), server_(server) {
+  StreamConnection(Socket socket, HttpServer::Impl& server, HangUpWatches& watches) requires(!kTls)
+      : stream_(std::move(socket)),
+        timer_(stream_.get_executor()),
+        server_(server),
+        watches_(watches) {
     buffer_.reserve(kReadBufferBytes);
   }
-  StreamConnection(Socket socket, ssl::context& tls, HttpServer::Impl& server) requires(kTls)
-      : stream_(std::move(socket), tls), timer_(stream_.get_executor()), server_(server) {
+  StreamConnection(Socket socket, ssl::context& tls, HttpServer::Impl& server,
+                   HangUpWatches& watches) requires(kTls)
+      : stream_(std::move(socket), tls),
+        timer_(stream_.get_executor()),
+        server_(server),
+        watches_(watches) {
     buffer_.reserve(kReadBufferBytes);
   }
 
@@ -289,6 +357,25 @@ class StreamConnection final : public Connection {
     const std::array<asio::const_buffer, 2> buffers{asio::buffer(head_), asio::buffer(body_)};
     asio::async_write(stream_, buffers,
                       [self = Self()](beast::error_code error, size_t) { self->OnWrite(error); });
+  }
+
+  // While the answer is being worked on nothing reads the socket; wait for it to become readable
+  // and, if that is the client's end of stream, say so, so queued work for it is dropped.
+  void WatchForHangUp(uint64_t request) override {
+    // Answered (or being answered) already, or reading the next request.
+    if (request != request_number_ || responded_ || !counted_ || watching_) return;
+    watching_ = true;
+    Lowest().async_wait(tcp::socket::wait_read, [self = Self(), client_gone = client_gone_](
+                                                    beast::error_code error) {
+      self->watching_ = false;
+      if (error) return;  // cancelled because the answer is being written
+      char byte = 0;
+      const ssize_t peeked =
+          ::recv(self->Lowest().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+        client_gone->store(true);
+      }
+    });
   }
 
  private:
@@ -403,30 +490,12 @@ class StreamConnection final : public Connection {
     request.body = std::move(message.body());
     request.received = Clock::Real().Now();
     received_ = request.received;
-    auto client_gone = std::make_shared<std::atomic<bool>>(false);
-    request.client_gone = client_gone;
+    client_gone_ = std::make_shared<std::atomic<bool>>(false);
+    request.client_gone = client_gone_;
     counted_ = true;
+    ++request_number_;
     server_.Dispatch(std::move(request), Responder(shared_from_this()));
-    WatchForHangUp(std::move(client_gone));
-  }
-
-  // While the answer is being worked on nothing reads the socket; wait for it to become readable
-  // and, if that is the client's end of stream, say so, so queued work for it is dropped.
-  void WatchForHangUp(std::shared_ptr<std::atomic<bool>> client_gone) {
-    if (responded_) return;  // answered synchronously
-    watching_ = true;
-    Lowest().async_wait(
-        tcp::socket::wait_read,
-        [self = Self(), client_gone = std::move(client_gone)](beast::error_code error) {
-          self->watching_ = false;
-          if (error) return;  // cancelled because the answer is being written
-          char byte = 0;
-          const ssize_t peeked =
-              ::recv(self->Lowest().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-          if (peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-            client_gone->store(true);
-          }
-        });
+    if (!responded_) watches_.Add(weak_from_this(), request_number_);  // not answered at once
   }
 
   void OnWrite(beast::error_code error) {
@@ -487,12 +556,15 @@ class StreamConnection final : public Connection {
   std::optional<std::chrono::steady_clock::time_point> deadline_;  // none while working
   int waits_ = 0;  // timer waits pending (a cancelled one may still be queued)
   HttpServer::Impl& server_;
+  HangUpWatches& watches_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::string head_;  // status line and headers of the response being written
   std::string body_;  // its body
   std::optional<http::response<http::empty_body>> continue_;
   SteadyTime received_{};
+  uint64_t request_number_ = 0;  // requests dispatched so far; names the current one
+  std::shared_ptr<std::atomic<bool>> client_gone_;  // the current request's
   unsigned version_ = 11;
   bool keep_alive_ = true;
   bool close_after_write_ = false;
@@ -502,19 +574,20 @@ class StreamConnection final : public Connection {
 };
 
 void HttpServer::Impl::Accept() {
-  asio::io_context& target = *contexts_[next_context_];
-  next_context_ = (next_context_ + 1) % contexts_.size();
-  acceptor_->async_accept(target, [this](beast::error_code error, Socket socket) {
+  IoThread& target = *io_[next_io_];
+  next_io_ = (next_io_ + 1) % io_.size();
+  acceptor_->async_accept(target.context, [this, &target](beast::error_code error, Socket socket) {
     if (error == asio::error::operation_aborted || !acceptor_->is_open()) return;
     if (!error) {
       beast::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);
       std::shared_ptr<Connection> connection;
       if (tls_) {
-        connection = std::make_shared<StreamConnection<ssl::stream<Socket>>>(std::move(socket),
-                                                                             *tls_, *this);
+        connection = std::make_shared<StreamConnection<ssl::stream<Socket>>>(
+            std::move(socket), *tls_, *this, target.watches);
       } else {
-        connection = std::make_shared<StreamConnection<Socket>>(std::move(socket), *this);
+        connection =
+            std::make_shared<StreamConnection<Socket>>(std::move(socket), *this, target.watches);
       }
       // Start on the connection's own thread.
       asio::post(connection->executor(), [connection] { connection->Start(); });

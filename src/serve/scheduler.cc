@@ -130,12 +130,21 @@ size_t Scheduler::QueueSize() const {
   return queue_.size();
 }
 
-Scheduler::Instance* Scheduler::ClaimForDirectExecution() {
-  if (direct_limit_.count() <= 0 || !queue_.empty()) return nullptr;
+bool Scheduler::AnyIdle() const {
+  return std::any_of(instances_.begin(), instances_.end(),
+                     [](const Instance& instance) { return !instance.busy; });
+}
+
+bool Scheduler::FastEnoughForDirectExecution() const {
+  if (direct_limit_.count() <= 0) return false;
   // Only where the batcher would send a lone request at once anyway.
   const BatchPolicy& policy = queue_.policy();
-  if (policy.max_batch_size > 0 && policy.max_queue_delay.count() > 0) return nullptr;
-  if (recent_execution_ns_.load(std::memory_order_relaxed) > direct_limit_.count()) return nullptr;
+  if (policy.max_batch_size > 0 && policy.max_queue_delay.count() > 0) return false;
+  return recent_execution_ns_.load(std::memory_order_relaxed) <= direct_limit_.count();
+}
+
+Scheduler::Instance* Scheduler::ClaimForDirectExecution() {
+  if (!queue_.empty() || !FastEnoughForDirectExecution()) return nullptr;
   for (Instance& instance : instances_) {
     if (!instance.busy) {
       instance.busy = true;
@@ -170,14 +179,15 @@ void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_ite
         pending->done = std::move(done);
         if (direct == nullptr) {
           // Wake the instance threads (and the timer thread) only when this arrival can change
-          // what they do: the first request starts a delay, a deadline may be the earliest, or
-          // a batch can now go. Otherwise a waiting instance would wake, find the same answer
-          // (wait for the oldest request's delay) and sleep again: two futex calls and a
-          // context switch per request while a batch fills.
+          // what they do: a deadline may be the earliest, or an idle instance can start a delay
+          // (first request) or a batch. Otherwise a waiting instance would wake, find the same
+          // answer (wait for the oldest request's delay) and sleep again: two futex calls and a
+          // context switch per request while a batch fills. A busy instance, on its own thread
+          // or a borrowed one, looks at the queue again when it finishes.
           const bool first = queue_.empty();
           const bool timed = pending->deadline.has_value();
           queue_.Push(std::move(pending));
-          wake = first || timed || queue_.WouldRunNow(now);
+          wake = timed || (AnyIdle() && (first || queue_.WouldRunNow(now)));
         }
       } else {
         refused = admission.status();
@@ -203,14 +213,33 @@ void Scheduler::ExecuteDirectly(Instance& instance, std::unique_ptr<PendingReque
   instance.backend->OnThreadStart();  // the borrowed thread gets the instance's settings
   std::vector<std::unique_ptr<PendingRequest>> batch;
   batch.push_back(std::move(pending));
-  Execute(*instance.backend, batch);
-  direct_executions_.fetch_add(1, std::memory_order_relaxed);
   bool wanted = false;
-  {
-    std::lock_guard lock(mutex_);
-    instance.busy = false;
-    // Arrivals meanwhile wait for this instance's thread; a stop waits for the instance.
-    wanted = !queue_.empty() || stopping_;
+  for (int executions = 1;; ++executions) {
+    Execute(*instance.backend, batch);
+    direct_executions_.fetch_add(1, std::memory_order_relaxed);
+    BatchQueue::Decision next;
+    {
+      std::lock_guard lock(mutex_);
+      // What arrived meanwhile (another I/O thread's requests) would otherwise wait for the
+      // instance thread to be woken; while the model stays fast, this thread runs a few of
+      // those itself, bounded so that its own connections are not kept waiting long.
+      if (executions < kMaxDirectExecutions && !stopping_ && !queue_.empty() &&
+          FastEnoughForDirectExecution()) {
+        next = queue_.Next(clock_.Now());
+      }
+      if (next.batch.empty()) {
+        instance.busy = false;
+        // Arrivals meanwhile wait for this instance's thread; a stop waits for the instance.
+        wanted = !queue_.empty() || stopping_;
+      }
+    }
+    for (BatchQueue::Rejected& rejected : next.rejected) {
+      Fail(*rejected.pending, rejected.status,
+           rejected.status.code() == StatusCode::kCancelled ? FailureReason::kCanceled
+                                                            : FailureReason::kRejected);
+    }
+    if (next.batch.empty()) break;
+    batch = std::move(next.batch);
   }
   if (wanted) work_changed_.notify_all();
 }

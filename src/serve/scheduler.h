@@ -14,9 +14,10 @@
 // thread wake-ups (tens of microseconds on a VM), more than a small model takes to run. When
 // `direct_limit` is set, the queue is empty, an instance is idle, the batcher would send a lone
 // request at once (no dynamic batching, or a zero queue delay) and the model's recent executions
-// took at most `direct_limit`, Enqueue runs the request on the calling thread instead. The
-// caller is blocked for about one such execution; everything else (statistics, ordering,
-// callbacks) is as on an instance thread.
+// took at most `direct_limit`, Enqueue runs the request on the calling thread instead, and then
+// up to a few requests that queued for that instance meanwhile. The caller is blocked for at
+// most kMaxDirectExecutions such executions; everything else (statistics, ordering, callbacks)
+// is as on an instance thread.
 //
 // Thread safety: Enqueue and Stop may be called from any thread. The queue and the instances'
 // busy flags are guarded by mutex_; backends run outside it.
@@ -38,6 +39,10 @@ namespace rampart::serve {
 
 class Scheduler {
  public:
+  // Executions one direct call may run on its caller's thread: its own request, then requests
+  // that queued for the instance meanwhile.
+  static constexpr int kMaxDirectExecutions = 16;
+
   // Starts one thread per instance (and the timer thread if needed). `model_name`/`version`
   // label responses and messages.
   Scheduler(std::string model_name, int64_t version, BatchPolicy policy,
@@ -73,6 +78,9 @@ class Scheduler {
   // With mutex_ held: an idle instance that may run a lone request on the caller's thread now,
   // or nullptr.
   Instance* ClaimForDirectExecution();
+  // With mutex_ held: the policy sends lone requests at once and recent executions were fast.
+  bool FastEnoughForDirectExecution() const;
+  bool AnyIdle() const;  // with mutex_ held
   void ExecuteDirectly(Instance& instance, std::unique_ptr<PendingRequest> pending);
   void RunInstance(Instance& instance);
   void RecordExecutionTime(int64_t ns);

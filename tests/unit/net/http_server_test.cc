@@ -5,7 +5,12 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -194,6 +199,61 @@ TEST_F(HttpServerTest, IdleConnectionIsClosedAfterTheTimeout) {
   EXPECT_EQ(received.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << received;
   EXPECT_GE(elapsed, std::chrono::seconds(1));
   EXPECT_LT(elapsed, std::chrono::seconds(10));  // closed by the server, not the receive timeout
+}
+
+// The handler keeps each request unanswered until the test lets it go.
+struct HeldRequests {
+  std::mutex mutex;
+  std::condition_variable arrived;
+  std::vector<std::pair<std::shared_ptr<const std::atomic<bool>>, Responder>> held;
+
+  void Hold(HttpRequest&& request, Responder responder) {
+    std::lock_guard lock(mutex);
+    held.emplace_back(request.client_gone, std::move(responder));
+    arrived.notify_all();
+  }
+  bool WaitFor(size_t count) {
+    std::unique_lock lock(mutex);
+    return arrived.wait_for(lock, std::chrono::seconds(10), [&] { return held.size() >= count; });
+  }
+  // Polls the request's flag (set by the server's I/O thread, which notifies nobody).
+  bool Gone(size_t index, std::chrono::milliseconds within) {
+    const auto deadline = std::chrono::steady_clock::now() + within;
+    std::shared_ptr<const std::atomic<bool>> gone;
+    {
+      std::lock_guard lock(mutex);
+      gone = held.at(index).first;
+    }
+    while (!gone->load()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+};
+
+TEST_F(HttpServerTest, ClientHangingUpOnAnUnansweredRequestIsNoticed) {
+  HeldRequests requests;
+  Start([&](HttpRequest&& request, Responder responder) {
+    requests.Hold(std::move(request), std::move(responder));
+  });
+  // One client waits for its answer on a keep-alive connection; another hangs up.
+  Client waiting(server_->port());
+  std::thread waiter([&] { EXPECT_EQ(waiting.Send(http::verb::get, "/").result_int(), 200); });
+  ASSERT_TRUE(requests.WaitFor(1));
+  {
+    asio::io_context context;
+    asio::ip::tcp::socket socket(context);
+    socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+    asio::write(socket, asio::buffer(std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n")));
+    ASSERT_TRUE(requests.WaitFor(2));
+  }  // closed
+  EXPECT_TRUE(requests.Gone(1, std::chrono::seconds(10)));
+  EXPECT_FALSE(requests.Gone(0, std::chrono::milliseconds(20)));
+  // Answering either is harmless; the waiting client gets its answer.
+  std::lock_guard lock(requests.mutex);
+  for (auto& [gone, responder] : requests.held) responder.Send({});
+  waiter.join();
 }
 
 TEST(HttpServer, BindFailureIsUnavailable) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <future>
@@ -256,25 +257,87 @@ TEST_F(SchedulerTest, BatcherWithoutDelayRunsALoneRequestDirectly) {
   EXPECT_GE(SendUntilDirect(1000), 2);
 }
 
-TEST_F(SchedulerTest, RequestsQueuedBehindADirectExecutionRunOnTheInstanceThread) {
-  Start(Policy(0), 1, /*direct_limit=*/std::chrono::seconds(1));
-  ASSERT_GE(SendUntilDirect(1000), 2);
-  // A direct execution that blocks, on a thread of its own; the instance is busy meanwhile.
-  std::future<Result<std::unique_ptr<InferResponse>>> blocked;
-  std::thread caller([&] { blocked = Send(-1); });
-  ASSERT_TRUE(recorder_.WaitFor([&] { return recorder_.active == 1; }));
-  {
+// Starts a direct execution that blocks until released, on a thread of its own (`caller`), and
+// returns once it is running: the instance is busy meanwhile.
+class DirectExecutionTest : public SchedulerTest {
+ protected:
+  void StartBlockedDirectExecution(std::chrono::nanoseconds direct_limit) {
+    Start(Policy(0), 1, direct_limit);
+    ASSERT_GE(SendUntilDirect(1000), 2);
+    caller_ = std::thread([&] { blocked_ = Send(-1); });
+    ASSERT_TRUE(recorder_.WaitFor([&] { return recorder_.active == 1; }));
     std::lock_guard lock(recorder_.mutex);
-    EXPECT_EQ(recorder_.threads.back(), caller.get_id());
+    caller_id_ = caller_.get_id();
+    ASSERT_EQ(recorder_.threads.back(), caller_id_);
   }
+  void TearDown() override {
+    recorder_.Release();
+    if (caller_.joinable()) caller_.join();
+    SchedulerTest::TearDown();
+  }
+  // Executions per thread, in order, from the n-th execution on.
+  std::vector<std::thread::id> ThreadsFrom(size_t n) {
+    std::lock_guard lock(recorder_.mutex);
+    return {recorder_.threads.begin() + static_cast<std::ptrdiff_t>(n), recorder_.threads.end()};
+  }
+
+  std::thread caller_;
+  std::thread::id caller_id_;  // caller_'s, kept for after the join
+  std::future<Result<std::unique_ptr<InferResponse>>> blocked_;
+};
+
+TEST_F(DirectExecutionTest, RequestsQueuedMeanwhileRunOnTheBorrowedThread) {
+  StartBlockedDirectExecution(std::chrono::seconds(1));
+  const size_t before = recorder_.threads.size();
+  std::vector<std::future<Result<std::unique_ptr<InferResponse>>>> queued;
+  for (int i = 0; i < 3; ++i) queued.push_back(Send(static_cast<float>(i + 1)));
+  EXPECT_EQ(scheduler_->QueueSize(), 3u);
+  recorder_.Release();
+  caller_.join();
+  ASSERT_TRUE(blocked_.get().ok());
+  for (auto& answer : queued) ASSERT_TRUE(answer.get().ok());
+  // No hand-off to the instance thread: the caller ran them, in order.
+  const std::vector<std::thread::id> threads = ThreadsFrom(before);
+  ASSERT_EQ(threads.size(), 3u);
+  for (const std::thread::id& thread : threads) EXPECT_EQ(thread, caller_id_);
+  std::lock_guard lock(recorder_.mutex);
+  EXPECT_EQ(recorder_.executed_values.back(), 3.0f);
+}
+
+TEST_F(DirectExecutionTest, TheBorrowedThreadRunsABoundedNumber) {
+  StartBlockedDirectExecution(std::chrono::seconds(1));
+  const size_t before = recorder_.threads.size();
+  const int extra = 5;
+  std::vector<std::future<Result<std::unique_ptr<InferResponse>>>> queued;
+  for (int i = 0; i < Scheduler::kMaxDirectExecutions - 1 + extra; ++i) {
+    queued.push_back(Send(static_cast<float>(i + 1)));
+  }
+  recorder_.Release();
+  caller_.join();
+  for (auto& answer : queued) ASSERT_TRUE(answer.get().ok());
+  const std::vector<std::thread::id> threads = ThreadsFrom(before);
+  const auto on_caller = std::count(threads.begin(), threads.end(), caller_id_);
+  EXPECT_EQ(on_caller, Scheduler::kMaxDirectExecutions - 1);  // plus its own, the blocked one
+  for (size_t i = static_cast<size_t>(on_caller); i < threads.size(); ++i) {
+    EXPECT_NE(threads[i], caller_id_);
+    EXPECT_NE(threads[i], std::this_thread::get_id());  // the instance thread's
+  }
+}
+
+TEST_F(DirectExecutionTest, RequestsQueuedBehindASlowExecutionGoToTheInstanceThread) {
+  StartBlockedDirectExecution(std::chrono::milliseconds(1));
   auto queued = Send(7);
   EXPECT_EQ(scheduler_->QueueSize(), 1u);
+  // Not synchronisation: the blocked execution must take long enough (20 ms, over eight times
+  // the limit) to lift the smoothed execution time above the direct-execution limit.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   recorder_.Release();
-  caller.join();
-  ASSERT_TRUE(blocked.get().ok());
+  caller_.join();
+  ASSERT_TRUE(blocked_.get().ok());
   ASSERT_TRUE(queued.get().ok());
   std::lock_guard lock(recorder_.mutex);
   EXPECT_EQ(recorder_.executed_values.back(), 7.0f);
+  EXPECT_NE(recorder_.threads.back(), caller_id_);
   EXPECT_NE(recorder_.threads.back(), std::this_thread::get_id());
 }
 
