@@ -146,24 +146,47 @@ net::HttpResponse EncodeResponse(Result<std::unique_ptr<serve::InferResponse>>& 
   return response;
 }
 
+// Appends `ns` as milliseconds with three decimals (rounded to the microsecond), the precision
+// Server-Timing values carry here; integer formatting, as this runs for every response.
+void AppendMillis(int64_t ns, std::string& out) {
+  if (ns < 0) {
+    out += '-';
+    ns = -ns;
+  }
+  const int64_t micros = (ns + 500) / 1000;
+  out += fmt::format_int(micros / 1000).c_str();
+  const fmt::format_int fraction(micros % 1000 + 1000);  // "1xyz": keeps the leading zeros
+  out += '.';
+  out.append(fraction.data() + 1, 3);
+}
+
 // Server-Timing durations are milliseconds (https://www.w3.org/TR/server-timing/). Ensembles
 // add one entry per step (its duration, and its start after arrival in `desc`) and the
 // alignment latency of their parallel branches.
 std::string ServerTiming(const serve::InferResponse* response, int64_t total_ns) {
   const serve::RequestTiming timing = response ? response->timing : serve::RequestTiming{};
-  std::string header = fmt::format(
-      "queue;dur={:.3f}, compute_input;dur={:.3f}, compute_infer;dur={:.3f}, "
-      "compute_output;dur={:.3f}, total;dur={:.3f}",
-      timing.queue_ns / 1e6, timing.compute_input_ns / 1e6, timing.compute_infer_ns / 1e6,
-      timing.compute_output_ns / 1e6, total_ns / 1e6);
+  std::string header;
+  header.reserve(128);
+  const auto entry = [&header](std::string_view name, int64_t ns) {
+    if (!header.empty()) header += ", ";
+    header += name;
+    header += ";dur=";
+    AppendMillis(ns, header);
+  };
+  entry("queue", timing.queue_ns);
+  entry("compute_input", timing.compute_input_ns);
+  entry("compute_infer", timing.compute_infer_ns);
+  entry("compute_output", timing.compute_output_ns);
+  entry("total", total_ns);
   if (response != nullptr && !response->steps.empty()) {
     for (size_t i = 0; i < response->steps.size(); ++i) {
       const serve::StepTiming& step = response->steps[i];
-      fmt::format_to(std::back_inserter(header), ", step.{}.{};dur={:.3f};desc=\"start {:.3f}\"", i,
-                     step.model, (step.end_ns - step.start_ns) / 1e6, step.start_ns / 1e6);
+      entry(fmt::format("step.{}.{}", i, step.model), step.end_ns - step.start_ns);
+      header += ";desc=\"start ";
+      AppendMillis(step.start_ns, header);
+      header += '"';
     }
-    fmt::format_to(std::back_inserter(header), ", alignment;dur={:.3f}",
-                   response->alignment_ns / 1e6);
+    entry("alignment", response->alignment_ns);
   }
   return header;
 }

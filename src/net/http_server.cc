@@ -75,7 +75,8 @@ Result<std::unique_ptr<ssl::context>> MakeTlsContext(const HttpTlsOptions& optio
 void FormatHead(const HttpResponse& response, unsigned version, bool keep_alive, std::string& out) {
   const auto status = static_cast<http::status>(response.status);
   out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
-  fmt::format_to(std::back_inserter(out), "{} ", response.status);
+  out += fmt::format_int(response.status).c_str();
+  out += ' ';
   const beast::string_view reason = http::obsolete_reason(status);
   out.append(reason.data(), reason.size());
   out += "\r\nServer: rampart\r\nContent-Type: ";
@@ -93,7 +94,9 @@ void FormatHead(const HttpResponse& response, unsigned version, bool keep_alive,
     }
     out += "\r\n";
   }
-  fmt::format_to(std::back_inserter(out), "Content-Length: {}\r\n", response.body.size());
+  out += "Content-Length: ";
+  out += fmt::format_int(response.body.size()).c_str();
+  out += "\r\n";
   if (version == 10 && keep_alive) out += "Connection: keep-alive\r\n";
   if (version != 10 && !keep_alive) out += "Connection: close\r\n";
   out += "\r\n";

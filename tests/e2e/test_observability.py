@@ -142,7 +142,7 @@ def test_traceparent(server: e2e.Server) -> str:
           "a malformed traceparent must start a new trace")
     timing = continued.header("server-timing") or ""
     for stage in ("queue", "compute_input", "compute_infer", "compute_output", "total"):
-        check(re.search(rf"\b{stage};dur=[0-9.]+", timing) is not None,
+        check(re.search(rf"\b{stage};dur=[0-9]+\.[0-9]{{3}}", timing) is not None,
               f"Server-Timing lacks {stage}: {timing!r}")
     return f"trace continued ({reply}), Server-Timing: {timing}"
 
@@ -158,9 +158,10 @@ def test_ensemble_timing(server: e2e.Server) -> str:
         client.close()
     check(reply.status == 200, f"ensemble infer {reply.status} {reply.body[:200]!r}")
     timing = reply.header("server-timing") or ""
-    steps = re.findall(r'step\.(\d)\.simple;dur=([0-9.]+);desc="start ([0-9.]+)"', timing)
+    millis = r"([0-9]+\.[0-9]{3})"  # Server-Timing durations: milliseconds, three decimals
+    steps = re.findall(rf'step\.(\d)\.simple;dur={millis};desc="start {millis}"', timing)
     check(len(steps) == 3, f"expected 3 step entries in Server-Timing: {timing!r}")
-    check(re.search(r"alignment;dur=[0-9.]+", timing) is not None, f"no alignment: {timing!r}")
+    check(re.search(rf"alignment;dur={millis}", timing) is not None, f"no alignment: {timing!r}")
     # Step 1 (SUM, DIFF -> 2A, 2B) needs step 0's outputs: it cannot start before step 0 ends.
     start = {int(i): float(s) for i, _, s in steps}
     duration = {int(i): float(d) for i, d, _ in steps}
