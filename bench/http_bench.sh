@@ -4,11 +4,15 @@
 # wrk POSTs one fixed KServe v2 JSON infer request for the model `simple` over loopback keep-alive
 # connections, at 1 connection (1 wrk thread) and 64 connections (2 wrk threads). The baseline is
 # a private nginx answering the same POST with a static body byte-identical to Rampart's response.
-# Reports throughput, p50/p99 latency, Rampart/nginx ratios and Rampart's internal per-request
-# overhead (handle time minus backend compute_infer time). It reports; it does not assert.
+# The two servers take turns in rounds (Rampart, nginx, Rampart, nginx, ...), so a slow phase of a
+# shared machine weighs on both alike; each round gives one paired throughput ratio.
+# Reports throughput, p50/p99 latency (medians over the rounds), Rampart/nginx ratios (the median
+# of the rounds' ratios) and Rampart's internal per-request overhead (handle time minus backend
+# compute_infer time). It reports; it does not assert.
 #
 # Usage: bench/http_bench.sh --binary build/rampart --repository examples/models
-#                            [--duration 10] [--warmup 2] [--out FILE] [--nginx-workers auto]
+#                            [--duration 5] [--rounds 3] [--warmup 2] [--out FILE]
+#                            [--nginx-workers auto]
 #                            [--nginx PATH] [--start-timeout 120] [--nginx-only] [--keep-workdir]
 # See docs/benchmarks.md.
 set -euo pipefail
@@ -25,7 +29,8 @@ readonly levels=("c1 1 1" "c64 2 64")
 
 binary=""
 repository=""
-duration=10
+duration=5
+rounds=3
 warmup=2
 out_file=""
 nginx_workers="auto"
@@ -41,8 +46,9 @@ usage() {
 Options:
   --binary PATH          Rampart binary (required unless --nginx-only)
   --repository DIR       model repository holding `simple` (required unless --nginx-only)
-  --duration SECONDS     measured wrk run per server and load level (default 10)
-  --warmup SECONDS       unmeasured wrk run before each measured one (default 2)
+  --duration SECONDS     measured wrk run per server, load level and round (default 5)
+  --rounds N             measured runs per server and load level, alternating (default 3)
+  --warmup SECONDS       unmeasured wrk run per server and load level, first (default 2)
   --out FILE             also write the results as a markdown snippet to FILE
   --nginx-workers N      nginx worker_processes (default auto = one per core)
   --nginx PATH           nginx binary (default: nginx on PATH, else /usr/sbin/nginx)
@@ -57,6 +63,7 @@ while [ $# -gt 0 ]; do
     --binary) binary="${2:?--binary needs a value}"; shift 2 ;;
     --repository) repository="${2:?--repository needs a value}"; shift 2 ;;
     --duration) duration="${2:?--duration needs a value}"; shift 2 ;;
+    --rounds) rounds="${2:?--rounds needs a value}"; shift 2 ;;
     --warmup) warmup="${2:?--warmup needs a value}"; shift 2 ;;
     --out) out_file="${2:?--out needs a value}"; shift 2 ;;
     --nginx-workers) nginx_workers="${2:?--nginx-workers needs a value}"; shift 2 ;;
@@ -70,6 +77,7 @@ while [ $# -gt 0 ]; do
 done
 
 [[ "$duration" =~ ^[1-9][0-9]*$ ]] || die "--duration must be a positive integer, got '$duration'"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, got '$rounds'"
 [[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, got '$warmup'"
 [[ "$start_timeout" =~ ^[1-9][0-9]*$ ]] || die "--start-timeout must be a positive integer"
 [[ "$nginx_workers" =~ ^(auto|[1-9][0-9]*)$ ]] || die "--nginx-workers must be auto or a count"
@@ -242,66 +250,89 @@ log "nginx answers POST with 200 and the identical $response_bytes-byte body"
 # ---------------------------------------------------------------------------------------------
 # wrk.
 
+servers=(nginx)
+[ "$nginx_only" -eq 1 ] || servers=(rampart nginx)
+
+# server_url SERVER: the infer URL of `rampart` or `nginx`.
+server_url() {
+  if [ "$1" = rampart ]; then
+    echo "http://127.0.0.1:$rampart_port$infer_path"
+  else
+    echo "http://127.0.0.1:$nginx_port$infer_path"
+  fi
+}
+
 declare -A result
 for level in "${levels[@]}"; do
   read -r name threads connections <<<"$level"
-
-  if [ "$nginx_only" -eq 0 ]; then
-    # A fresh server per load level, so each level's exit counters cover only its own traffic.
-    [ -n "$rampart_pid" ] || start_rampart "$binary" "$repository" "$start_timeout"
-    url="http://127.0.0.1:$rampart_port$infer_path"
-    if [ "$warmup" -gt 0 ]; then
-      log "rampart $name: warm-up ${warmup}s"
-      run_wrk "rampart.$name.warmup" "$threads" "$connections" "$warmup" "$url" "$request_file"
-    fi
-    log "rampart $name: measuring ${duration}s (wrk -t$threads -c$connections)"
-    run_wrk "rampart.$name" "$threads" "$connections" "$duration" "$url" "$request_file"
-    read -r compute_us queue_us success_us <<<"$(model_stats_us)" || true
-    result[rampart.$name.rps]="$wrk_rps"
-    result[rampart.$name.p50]="$wrk_p50_us"
-    result[rampart.$name.p99]="$wrk_p99_us"
-    result[rampart.$name.errors]="$wrk_errors"
-    stop_rampart
-
-    # Overhead = handle time per request - backend compute_infer time per request, both over the
-    # server's whole life (readiness checks, warm-up and measurement), since the handle counters
-    # are only printed at exit. outside_us = handle - success: time spent in the HTTP front end
-    # rather than in the core (queue + compute).
-    result[rampart.$name.served]="${served:-n/a}"
-    handle_us="nan"; overhead_us="nan"; outside_us="nan"
-    if [ -n "${served:-}" ] && [ "$served" -gt 0 ]; then
-      handle_us="$(calc "$handle_ns / $served / 1000" 1)"
-    else
-      log "WARNING: Rampart printed no 'rampart: http served=N handle_ns_total=T' line on SIGTERM"
-    fi
-    if [ -z "${compute_us:-}" ]; then
-      log "WARNING: no compute_infer statistics from GET /v2/models/$model/stats"
-      compute_us="nan"; queue_us="nan"; success_us="nan"
-    fi
-    if [ "$handle_us" != nan ] && [ "$compute_us" != nan ]; then
-      overhead_us="$(calc "$handle_us - $compute_us" 1)"
-    fi
-    if [ "$handle_us" != nan ] && [ "$success_us" != nan ]; then
-      outside_us="$(calc "$handle_us - $success_us" 1)"
-    fi
-    result[rampart.$name.handle_us]="$handle_us"
-    result[rampart.$name.compute_us]="$compute_us"
-    result[rampart.$name.queue_us]="$queue_us"
-    result[rampart.$name.overhead_us]="$overhead_us"
-    result[rampart.$name.outside_us]="$outside_us"
-  fi
-
-  url="http://127.0.0.1:$nginx_port$infer_path"
+  # A fresh Rampart per load level, so each level's exit counters cover only its own traffic.
+  [ "$nginx_only" -eq 1 ] || [ -n "$rampart_pid" ] || start_rampart "$binary" "$repository" \
+    "$start_timeout"
   if [ "$warmup" -gt 0 ]; then
-    log "nginx $name: warm-up ${warmup}s"
-    run_wrk "nginx.$name.warmup" "$threads" "$connections" "$warmup" "$url" "$request_file"
+    for server in "${servers[@]}"; do
+      log "$server $name: warm-up ${warmup}s"
+      run_wrk "$server.$name.warmup" "$threads" "$connections" "$warmup" "$(server_url "$server")" \
+        "$request_file"
+    done
   fi
-  log "nginx $name: measuring ${duration}s (wrk -t$threads -c$connections)"
-  run_wrk "nginx.$name" "$threads" "$connections" "$duration" "$url" "$request_file"
-  result[nginx.$name.rps]="$wrk_rps"
-  result[nginx.$name.p50]="$wrk_p50_us"
-  result[nginx.$name.p99]="$wrk_p99_us"
-  result[nginx.$name.errors]="$wrk_errors"
+  declare -A runs=()
+  for ((round = 1; round <= rounds; round++)); do
+    for server in "${servers[@]}"; do
+      log "$server $name: round $round/$rounds, measuring ${duration}s (wrk -t$threads" \
+        "-c$connections)"
+      run_wrk "$server.$name.r$round" "$threads" "$connections" "$duration" \
+        "$(server_url "$server")" "$request_file"
+      runs[$server.rps]+=" $wrk_rps"
+      runs[$server.p50]+=" $wrk_p50_us"
+      runs[$server.p99]+=" $wrk_p99_us"
+      runs[$server.errors]=$((${runs[$server.errors]:-0} + wrk_errors))
+    done
+    # This round's Rampart/nginx throughput ratio (nginx ran last).
+    [ "$nginx_only" -eq 1 ] || runs[ratios]+=" $(ratio "${runs[rampart.rps]##* }" "$wrk_rps")"
+  done
+  for server in "${servers[@]}"; do
+    for key in rps p50 p99; do
+      # shellcheck disable=SC2086  # the runs are a space-separated list
+      result[$server.$name.$key]="$(median ${runs[$server.$key]})"
+    done
+    result[$server.$name.errors]="${runs[$server.errors]}"
+  done
+  [ "$nginx_only" -eq 0 ] || continue
+
+  # shellcheck disable=SC2086  # a space-separated list
+  result[$name.ratio_rps]="$(calc "$(median ${runs[ratios]})" 2)"
+  # shellcheck disable=SC2001
+  result[$name.ratios]="$(sed 's/^ //; s/ /, /g' <<<"${runs[ratios]}")"
+
+  read -r compute_us queue_us success_us <<<"$(model_stats_us)" || true
+  stop_rampart
+
+  # Overhead = handle time per request - backend compute_infer time per request, both over the
+  # server's whole life (readiness checks, warm-up and measurement), since the handle counters
+  # are only printed at exit. outside_us = handle - success: time spent in the HTTP front end
+  # rather than in the core (queue + compute).
+  result[rampart.$name.served]="${served:-n/a}"
+  handle_us="nan"; overhead_us="nan"; outside_us="nan"
+  if [ -n "${served:-}" ] && [ "$served" -gt 0 ]; then
+    handle_us="$(calc "$handle_ns / $served / 1000" 1)"
+  else
+    log "WARNING: Rampart printed no 'rampart: http served=N handle_ns_total=T' line on SIGTERM"
+  fi
+  if [ -z "${compute_us:-}" ]; then
+    log "WARNING: no compute_infer statistics from GET /v2/models/$model/stats"
+    compute_us="nan"; queue_us="nan"; success_us="nan"
+  fi
+  if [ "$handle_us" != nan ] && [ "$compute_us" != nan ]; then
+    overhead_us="$(calc "$handle_us - $compute_us" 1)"
+  fi
+  if [ "$handle_us" != nan ] && [ "$success_us" != nan ]; then
+    outside_us="$(calc "$handle_us - $success_us" 1)"
+  fi
+  result[rampart.$name.handle_us]="$handle_us"
+  result[rampart.$name.compute_us]="$compute_us"
+  result[rampart.$name.queue_us]="$queue_us"
+  result[rampart.$name.overhead_us]="$overhead_us"
+  result[rampart.$name.outside_us]="$outside_us"
 done
 
 # ---------------------------------------------------------------------------------------------
@@ -316,7 +347,8 @@ describe_level() {
 report() {
   echo "HTTP infer benchmark: POST $infer_path, JSON, loopback keep-alive"
   machine_line
-  echo "runs: ${warmup}s warm-up + ${duration}s measured per server and level;" \
+  echo "runs: ${warmup}s warm-up, then $rounds rounds of ${duration}s measured per server and" \
+    "level, the servers alternating; req/s, p50 and p99 are medians over the rounds;" \
     "response body $response_bytes bytes;" \
     "nginx $("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///') worker_processes $nginx_workers"
   echo
@@ -335,12 +367,18 @@ report() {
     done
     if [ "$nginx_only" -eq 0 ]; then
       printf '| %s | **rampart/nginx** | **%s** | %s | %s |\n' "$(describe_level "$level")" \
-        "$(ratio "${result[rampart.$name.rps]}" "${result[nginx.$name.rps]}")" \
+        "${result[$name.ratio_rps]}" \
         "$(ratio "${result[rampart.$name.p50]}" "${result[nginx.$name.p50]}")" \
         "$(ratio "${result[rampart.$name.p99]}" "${result[nginx.$name.p99]}")"
     fi
   done
   if [ "$nginx_only" -eq 0 ]; then
+    echo
+    echo "rampart/nginx req/s is the median of the rounds' paired ratios:"
+    for level in "${levels[@]}"; do
+      name="${level%% *}"
+      echo "$(describe_level "$level"): ${result[$name.ratios]}."
+    done
     echo
     echo "Rampart per request, mean over each server's life: handle = handle_ns_total/served;"
     echo "queue, compute_infer, success from /stats; overhead = handle - compute_infer;"
@@ -374,8 +412,8 @@ summary() {
     echo "nginx_p50_us_$name=${result[nginx.$name.p50]}"
     echo "nginx_p99_us_$name=${result[nginx.$name.p99]}"
     if [ "$nginx_only" -eq 0 ]; then
-      echo "ratio_throughput_$name=$(ratio "${result[rampart.$name.rps]}" \
-        "${result[nginx.$name.rps]}")"
+      echo "ratio_throughput_$name=${result[$name.ratio_rps]}"
+      echo "ratio_throughput_rounds_$name=${result[$name.ratios]// /}"
       echo "ratio_p50_$name=$(ratio "${result[rampart.$name.p50]}" "${result[nginx.$name.p50]}")"
       echo "ratio_p99_$name=$(ratio "${result[rampart.$name.p99]}" "${result[nginx.$name.p99]}")"
       echo "overhead_us_$name=${result[rampart.$name.overhead_us]}"

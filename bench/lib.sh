@@ -211,6 +211,16 @@ run_wrk() {
 # calc EXPRESSION [DECIMALS]: evaluates an awk expression; prints nan for NaN.
 calc() { awk "BEGIN { v = $1; if (v != v) print \"nan\"; else printf \"%.${2:-2}f\", v }"; }
 
+# median V...: the median of the numbers given (the mean of the middle two for an even count),
+# or nan when there are none.
+median() {
+  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+    if (NR == 0) print "nan"
+    else if (NR % 2) print v[(NR + 1) / 2]
+    else print (v[NR / 2] + v[NR / 2 + 1]) / 2
+  }'
+}
+
 # ratio A B: A / B with two decimals, or nan when either is nan or B is zero.
 ratio() {
   awk -v a="$1" -v b="$2" 'BEGIN {

@@ -94,6 +94,7 @@ class TorchInstance final : public ModelInstance {
                 std::vector<InputBinding> inputs, std::vector<OutputBinding> outputs,
                 std::string model_name)
       : module_(std::move(module)),
+        forward_(module_.get_method("forward")),
         device_(device),
         threads_(threads),
         argument_count_(arguments),
@@ -137,7 +138,7 @@ class TorchInstance final : public ModelInstance {
     }
     const SteadyTime inputs_ready = clock.Now();
 
-    c10::IValue returned = module_.forward(std::move(arguments));
+    c10::IValue returned = forward_(std::move(arguments));
     const SteadyTime inferred = clock.Now();
 
     std::vector<c10::IValue> elements;
@@ -219,6 +220,7 @@ class TorchInstance final : public ModelInstance {
   }
 
   torch::jit::Module module_;
+  torch::jit::Method forward_;  // looked up once: Module::forward() searches the methods per call
   torch::Device device_;
   int threads_;
   size_t argument_count_;
