@@ -437,7 +437,7 @@ net::HttpResponse KServeHttp::ModelConfig(std::string_view model, int64_t versio
 }
 
 net::HttpResponse KServeHttp::ModelReady(std::string_view model, int64_t version) const {
-  const bool ready = server_.IsReady() && server_.GetModel(model, version).ok();
+  const bool ready = !server_.IsShuttingDown() && server_.GetModel(model, version).ok();
   return EmptyResponse(ready ? 200 : 400);
 }
 

@@ -111,6 +111,7 @@ int Serve(const ServeSettings& settings) {
   options.poll_interval = std::chrono::seconds(settings.repository_poll_secs);
   options.startup_models = settings.load_models;
   options.threads_per_instance = settings.threads_per_instance;
+  options.strict_readiness = settings.strict_readiness;
   options.direct_execution_limit = std::chrono::microseconds(settings.direct_execution_max_us);
   options.observer = serve_metrics.get();
   auto server = std::make_unique<serve::InferenceServer>(options, backends);
@@ -323,6 +324,12 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
       ->add_option("--exit-timeout-secs", settings.exit_timeout_secs,
                    "On SIGINT/SIGTERM, how long to wait for requests in "
                    "flight before exiting")
+      ->capture_default_str();
+  serve
+      ->add_option("--strict-readiness", settings.strict_readiness,
+                   "Whether /v2/health/ready (and gRPC ServerReady) answers ready only while "
+                   "every model in the repository is loaded (true/false); models unloaded on "
+                   "request do not count")
       ->capture_default_str();
   serve
       ->add_option("--threads-per-instance", settings.threads_per_instance,

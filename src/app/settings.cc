@@ -46,6 +46,7 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"repository_poll_secs", Field(settings.repository_poll_secs, "server.repository_poll_secs")},
       {"load_models", Field(settings.load_models, "server.load_models")},
       {"exit_timeout_secs", Field(settings.exit_timeout_secs, "server.exit_timeout_secs")},
+      {"strict_readiness", Field(settings.strict_readiness, "server.strict_readiness")},
       {"threads_per_instance", Field(settings.threads_per_instance, "server.threads_per_instance")},
       {"direct_execution_max_us",
        Field(settings.direct_execution_max_us, "server.direct_execution_max_us")},

@@ -46,6 +46,20 @@ std::vector<std::shared_ptr<ModelVersion>> InferenceServer::AllModels() const {
   return all;
 }
 
+bool InferenceServer::IsReady() const {
+  if (shutting_down_.load()) return false;
+  if (!options_.strict_readiness) return true;
+  std::lock_guard lock(models_mutex_);
+  // As Triton: every version of every model READY, except models unloaded on request. A failed
+  // reload leaves the serving versions (and readiness) as they were.
+  return std::all_of(models_.begin(), models_.end(), [](const auto& item) {
+    const ModelEntry& entry = item.second;
+    if (!entry.failures.empty()) return false;
+    if (!entry.versions.empty()) return true;
+    return !entry.loading && entry.reason == kUnloadedReason;
+  });
+}
+
 std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex() const {
   std::lock_guard lock(models_mutex_);
   std::vector<ModelIndexEntry> index;

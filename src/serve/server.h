@@ -27,6 +27,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -54,6 +55,10 @@ struct ServerOptions {
   // calling (I/O) thread instead of being handed to the instance's thread; zero never does. See
   // Scheduler.
   std::chrono::nanoseconds direct_execution_limit{std::chrono::microseconds(50)};
+  // Triton's --strict-readiness: the server is ready only while every model it knows of serves
+  // all its versions (models unloaded on request do not count; loading or failed ones do).
+  // Otherwise it is ready whenever it is not shutting down.
+  bool strict_readiness = true;
   // Told about every loaded version and request (metrics); not owned, may be null, must outlive
   // the server.
   ServerObserver* observer = nullptr;
@@ -92,8 +97,10 @@ class InferenceServer {
   void Poll();
 
   bool IsLive() const { return true; }
-  // Ready while not shutting down.
-  bool IsReady() const { return !shutting_down_.load(); }
+  // Not while shutting down; with strict readiness, only while every model is available.
+  bool IsReady() const;
+  // Whether a loaded model takes requests (for model readiness, which strictness leaves alone).
+  bool IsShuttingDown() const { return shutting_down_.load(); }
 
   // Validates and queues a request; `done` is called exactly once, possibly before Infer returns
   // (for requests that fail validation) or later on an instance thread.
@@ -121,6 +128,10 @@ class InferenceServer {
   int64_t Shutdown(std::chrono::milliseconds timeout);
 
  private:
+  // ModelEntry::reason of a model unloaded on request (the repository index shows it; Triton's
+  // wording).
+  static constexpr std::string_view kUnloadedReason = "unloaded";
+
   struct ModelEntry {
     std::map<int64_t, std::shared_ptr<ModelVersion>> versions;  // serving
     std::map<int64_t, std::string> failures;                    // version -> reason

@@ -218,7 +218,7 @@ Status InferenceServer::Unload(const std::string& name) {
     }
     for (auto& [version, loaded] : it->second.versions) removed.push_back(loaded);
     it->second = ModelEntry();
-    it->second.reason = "unloaded";
+    it->second.reason = kUnloadedReason;
   }
   LOG_INFO("model '{}' unloaded; {} version(s) finish their queued requests", name, removed.size());
   Retire(std::move(removed));

@@ -413,14 +413,25 @@ def test_broken_models(fixture: Fixture) -> str:
         for name in ("simple", "text_stats"):
             check(states.get(name, {}).get("state") == "READY",
                   f"index state of {name}: {states.get(name)}")
+        # Strict readiness (Triton's default): not ready while a model is unavailable.
         ready = client.get("/v2/health/ready").status
+        check(ready == 400, f"server ready with broken models: {ready}, expected 400")
+        check(client.get("/v2/health/live").status == 200, "server not live")
         notes.append(f"server ready={ready}")
         client.close()
         server.send_signal(signal.SIGINT)
         server.wait(expect_exit_code=0)
-        return ", ".join(notes) + ", SIGINT exit 0"
     finally:
         server.cleanup()
+    # --strict-readiness=false: ready as long as it serves at all.
+    lenient = e2e.Server(fixture.binary, repository, ["--strict-readiness=false"])
+    try:
+        lenient.start()  # waits for /v2/health/ready
+        notes.append("ready with --strict-readiness=false")
+        lenient.stop()
+    finally:
+        lenient.cleanup()
+    return ", ".join(notes) + ", SIGINT exit 0"
 
 
 def _write_slow_model(repository: str) -> int:

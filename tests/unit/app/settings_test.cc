@@ -20,10 +20,11 @@ std::string WriteTemp(const std::string& text) {
 TEST(Settings, YamlOverridesOnlyTheKeysItNames) {
   ServeSettings settings;
   const std::string path = WriteTemp(
-      "server:\n  model_repository: /models\n  load_models: [a, b]\nhttp:\n  port: 9000\n"
-      "  max_input_size: 1024\n");
+      "server:\n  model_repository: /models\n  load_models: [a, b]\n  strict_readiness: false\n"
+      "http:\n  port: 9000\n  max_input_size: 1024\n");
   ASSERT_TRUE(ApplyYamlFile(path, settings).ok());
   EXPECT_EQ(settings.model_repository, "/models");
+  EXPECT_FALSE(settings.strict_readiness);
   EXPECT_EQ(settings.load_models, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(settings.http_port, 9000);
   EXPECT_EQ(settings.http_max_input_size, 1024u);

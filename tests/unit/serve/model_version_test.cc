@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <future>
 
 #include "serve/server.h"
@@ -251,6 +254,88 @@ TEST(InferenceServer, UnknownModelAndVersionUseTritonWording) {
   server.Infer(Request({}),
                [&done](Result<std::unique_ptr<InferResponse>> r) { done = r.status(); });
   EXPECT_EQ(done.code(), StatusCode::kNotFound);
+}
+
+// A repository on disk: `add` (the fake backend, version 1) and `broken` (a config that does not
+// parse).
+class RepositoryDir {
+ public:
+  RepositoryDir() {
+    char pattern[] = "/tmp/rampart_server_test.XXXXXX";
+    EXPECT_NE(mkdtemp(pattern), nullptr);
+    path_ = pattern;
+    std::filesystem::create_directories(path_ / "add" / "1");
+    std::ofstream(path_ / "add" / "config.pbtxt") << R"pb(
+      name: "add"
+      backend: "fake"
+      max_batch_size: 4 input
+      [ {
+        name: "INPUT0"
+        data_type: TYPE_INT32
+        dims: [ -1 ]
+      }
+        , {
+          name: "INPUT1"
+          data_type: TYPE_INT32
+          dims: [ -1 ]
+        }] output
+      [ {
+        name: "OUTPUT0"
+        data_type: TYPE_INT32
+        dims: [ -1 ]
+      }
+        , {
+          name: "OUTPUT1"
+          data_type: TYPE_INT32
+          dims: [ -1 ]
+        }]
+    )pb";
+    std::filesystem::create_directories(path_ / "broken" / "1");
+    std::ofstream(path_ / "broken" / "config.pbtxt") << "name: \"broken\" max_batch_size: eight";
+  }
+  ~RepositoryDir() { std::filesystem::remove_all(path_); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+ServerOptions ExplicitMode(const std::filesystem::path& repository, bool strict) {
+  ServerOptions options;
+  options.repository = repository;
+  options.control_mode = ModelControlMode::kExplicit;
+  options.strict_readiness = strict;
+  return options;
+}
+
+TEST(InferenceServer, StrictReadinessNeedsEveryModelButUnloadedOnes) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/true), backends);
+  ASSERT_TRUE(server.LoadStartupModels().ok());
+  EXPECT_TRUE(server.IsReady());  // explicit mode, nothing asked for yet
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  EXPECT_TRUE(server.IsReady());
+  ASSERT_TRUE(server.UnloadModel("add").ok());
+  EXPECT_TRUE(server.IsReady());  // unloaded on request: not counted, as in Triton
+  EXPECT_FALSE(server.LoadModel("broken").ok());
+  EXPECT_FALSE(server.IsReady());
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  EXPECT_FALSE(server.IsReady());  // `broken` still failed
+  server.Shutdown(std::chrono::milliseconds(0));
+  EXPECT_FALSE(server.IsReady());
+}
+
+TEST(InferenceServer, WithoutStrictReadinessAFailedModelLeavesTheServerReady) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  EXPECT_FALSE(server.LoadModel("broken").ok());
+  EXPECT_TRUE(server.IsReady());
+  server.Shutdown(std::chrono::milliseconds(0));
+  EXPECT_FALSE(server.IsReady());
 }
 
 }  // namespace
