@@ -42,36 +42,26 @@ class AddBackend final : public backend::Backend {
   }
 };
 
+// The `add` model's config.pbtxt.
+constexpr const char* kAddConfig = R"config(
+name: "add"
+backend: "fake"
+max_batch_size: 4
+input [
+  { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] },
+  { name: "INPUT1" data_type: TYPE_INT32 dims: [ -1 ] }
+]
+output [
+  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] },
+  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ -1 ] }
+]
+)config";
+
 model::ModelSource AddModel() {
   model::ModelSource source;
   source.name = "add";
   source.directory = "/nonexistent/add";
-  auto parsed = model::ParseConfigText(R"pb(
-                                         name: "add"
-                                         backend: "fake"
-                                         max_batch_size: 4 input
-                                         [ {
-                                           name: "INPUT0"
-                                           data_type: TYPE_INT32
-                                           dims: [ -1 ]
-                                         }
-                                           , {
-                                             name: "INPUT1"
-                                             data_type: TYPE_INT32
-                                             dims: [ -1 ]
-                                           }] output
-                                         [ {
-                                           name: "OUTPUT0"
-                                           data_type: TYPE_INT32
-                                           dims: [ -1 ]
-                                         }
-                                           , {
-                                             name: "OUTPUT1"
-                                             data_type: TYPE_INT32
-                                             dims: [ -1 ]
-                                           }]
-                                       )pb",
-                                       "add");
+  auto parsed = model::ParseConfigText(kAddConfig, "add");
   source.config = parsed->config;
   EXPECT_TRUE(model::CompleteAndValidate(source.config, "add", "add").ok());
   source.versions = {1};
@@ -265,31 +255,7 @@ class RepositoryDir {
     EXPECT_NE(mkdtemp(pattern), nullptr);
     path_ = pattern;
     std::filesystem::create_directories(path_ / "add" / "1");
-    std::ofstream(path_ / "add" / "config.pbtxt") << R"pb(
-      name: "add"
-      backend: "fake"
-      max_batch_size: 4 input
-      [ {
-        name: "INPUT0"
-        data_type: TYPE_INT32
-        dims: [ -1 ]
-      }
-        , {
-          name: "INPUT1"
-          data_type: TYPE_INT32
-          dims: [ -1 ]
-        }] output
-      [ {
-        name: "OUTPUT0"
-        data_type: TYPE_INT32
-        dims: [ -1 ]
-      }
-        , {
-          name: "OUTPUT1"
-          data_type: TYPE_INT32
-          dims: [ -1 ]
-        }]
-    )pb";
+    std::ofstream(path_ / "add" / "config.pbtxt") << kAddConfig;
     std::filesystem::create_directories(path_ / "broken" / "1");
     std::ofstream(path_ / "broken" / "config.pbtxt") << "name: \"broken\" max_batch_size: eight";
   }
