@@ -42,7 +42,7 @@ struct ServeSettings {
   std::string metrics_histogram_buckets;  // microseconds, e.g. "1000,5000"; empty = defaults
   bool metrics_summaries = false;
   int exit_timeout_secs = 30;
-  bool strict_readiness = true;      // ready only while every model in the repository is
+  bool strict_readiness = true;      // ready only while every model is available (Triton)
   int threads_per_instance = 0;      // 0 = cores / instances
   int direct_execution_max_us = 50;  // 0 = always hand requests to instance threads
   int log_verbose = 0;
