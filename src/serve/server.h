@@ -99,7 +99,8 @@ class InferenceServer {
   bool IsLive() const { return true; }
   // Not while shutting down; with strict readiness, only while every model is available.
   bool IsReady() const;
-  // Whether a loaded model takes requests (for model readiness, which strictness leaves alone).
+  // Once shutting down, loaded models take no more requests; model readiness (which strict
+  // readiness leaves alone) asks this rather than IsReady().
   bool IsShuttingDown() const { return shutting_down_.load(); }
 
   // Validates and queues a request; `done` is called exactly once, possibly before Infer returns
