@@ -482,6 +482,21 @@ def slow_request_bytes(iterations: int) -> bytes:
     return e2e.raw_request("POST", "/v2/models/slow/infer", body, infer_headers(length))
 
 
+def test_sigterm_at_once(fixture: Fixture) -> str:
+    """SIGTERM the moment the server says it listens, before its main thread waits for signals:
+    still a clean exit 0. (Threads that libraries start before main() do not block the signal;
+    delivered to one of them with the default action, it used to kill the process.)"""
+    rounds = 3
+    for _ in range(rounds):
+        server = e2e.Server(fixture.binary, fixture.repository, wait_for="listening")
+        try:
+            server.start()
+            server.stop(expect_exit_code=0)
+        finally:
+            server.cleanup()
+    return f"{rounds} x exit 0"
+
+
 def test_sigterm_drains_in_flight(fixture: Fixture) -> str:
     """Two slow requests are in the server's hands (one executing, one queued behind it on the
     single instance) when SIGTERM arrives: both complete correctly and the exit code is 0."""
@@ -630,6 +645,7 @@ TESTS: List[Callable[[Fixture], str]] = [
     test_unknown_cli_flag,
     test_missing_repository,
     test_broken_models,
+    test_sigterm_at_once,
     test_sigterm_drains_in_flight,
 ]
 
