@@ -110,11 +110,13 @@ class Connection;
 // wait for the socket to become readable (the client's end of stream, or its next pipelined
 // request); arming one costs an epoll_ctl, a tenth of a small model's request, and most answers
 // come before it could matter. So watches are armed in sweeps: every tick arms those for the
-// requests added before the previous tick, that is unanswered for one to two periods. One per
-// I/O thread, used only on it.
+// requests added before the previous tick, that is unanswered for one to two periods. A period
+// of 10 ms lets batched requests (a few ms at 64 clients on mlp_classifier) go unwatched too:
+// 0.55 -> 0.14 epoll_ctl per request there, 3-8 % more throughput than 1 ms, while queues long
+// enough for a hang-up to matter are still watched. One per I/O thread, used only on it.
 class HangUpWatches {
  public:
-  static constexpr std::chrono::milliseconds kPeriod{1};
+  static constexpr std::chrono::milliseconds kPeriod{10};
 
   explicit HangUpWatches(asio::io_context& context) : timer_(context.get_executor()) {}
 
