@@ -16,7 +16,8 @@
 #
 # Usage: bench/batching_bench.sh --binary build/rampart --offline build/bench/torch_offline
 #                                --repository examples/models [--duration 10] [--warmup 2]
-#                                [--offline-seconds 5] [--threads N] [--out FILE]
+#                                [--offline-seconds 5] [--threads N] [--serve-args "FLAGS"]
+#                                [--out FILE]
 #                                [--start-timeout 120] [--keep-workdir]
 # See docs/benchmarks.md.
 set -euo pipefail
@@ -41,6 +42,7 @@ duration=10
 warmup=2
 offline_seconds=5
 thread_budget=0
+serve_args=""
 out_file=""
 start_timeout=120
 keep_workdir=0
@@ -59,6 +61,8 @@ Options:
   --threads N              intra-op thread budget of the served instance (--threads-per-instance)
                            and of the offline baseline alike (default 0: each one's default,
                            the machine's cores for this one-instance model)
+  --serve-args "FLAGS"     more `rampart serve` flags for the served side, e.g.
+                           "--instance-cpus 1 --http-cpus 0" (split into words on spaces)
   --out FILE               also write the results as a markdown snippet to FILE
   --start-timeout SECS     how long Rampart may take to load and listen (default 120)
   --keep-workdir           keep the temp dir with the repository, logs and raw wrk output
@@ -74,6 +78,7 @@ while [ $# -gt 0 ]; do
     --warmup) warmup="${2:?--warmup needs a value}"; shift 2 ;;
     --offline-seconds) offline_seconds="${2:?--offline-seconds needs a value}"; shift 2 ;;
     --threads) thread_budget="${2:?--threads needs a value}"; shift 2 ;;
+    --serve-args) serve_args="${2?--serve-args needs a value}"; shift 2 ;;
     --out) out_file="${2:?--out needs a value}"; shift 2 ;;
     --start-timeout) start_timeout="${2:?--start-timeout needs a value}"; shift 2 ;;
     --keep-workdir) keep_workdir=1; shift ;;
@@ -91,6 +96,8 @@ if [ "$thread_budget" -gt 0 ]; then
   offline_thread_args=(--threads "$thread_budget")
   rampart_extra_args=(--threads-per-instance "$thread_budget")
 fi
+# shellcheck disable=SC2206  # split into words on purpose
+rampart_extra_args+=($serve_args)
 [[ "$start_timeout" =~ ^[1-9][0-9]*$ ]] || die "--start-timeout must be a positive integer"
 
 # ---------------------------------------------------------------------------------------------
@@ -409,7 +416,8 @@ report() {
     "$batched_model: preferred_batch_size [$preferred_sizes]," \
     "max_queue_delay_microseconds $queue_delay_us, max_batch_size $max_batch_size;" \
     "$unbatched_model: the same without dynamic_batching;" \
-    "intra-op threads: server ${server_threads:-?}, offline ${result[offline.threads]}"
+    "intra-op threads: server ${server_threads:-?}, offline ${result[offline.threads]}" \
+    "${serve_args:+; serve flags: $serve_args}"
   echo
   echo "Offline (bench/torch_offline, no server, ${offline_seconds}s each):" \
     "batch $offline_batch **$(calc "${result[offline.b$offline_batch.rate]}" 0) samples/s**" \

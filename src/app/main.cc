@@ -19,6 +19,7 @@
 #include "api/kserve_http.h"
 #include "app/settings.h"
 #include "backend/torch/torch_backend.h"
+#include "core/cpu_affinity.h"
 #include "core/logging.h"
 #include "metrics/process_collector.h"
 #include "metrics/serve_metrics.h"
@@ -158,6 +159,7 @@ int Serve(const ServeSettings& settings) {
   options.poll_interval = std::chrono::seconds(settings.repository_poll_secs);
   options.startup_models = settings.load_models;
   options.threads_per_instance = settings.threads_per_instance;
+  options.instance_cpus = ParseCpuList(settings.instance_cpus).value();  // checked by Validate
   options.strict_readiness = settings.strict_readiness;
   options.direct_execution_limit = std::chrono::microseconds(settings.direct_execution_max_us);
   options.observer = serve_metrics.get();
@@ -185,6 +187,7 @@ int Serve(const ServeSettings& settings) {
   http_options.address = settings.http_address;
   http_options.port = static_cast<uint16_t>(settings.http_port);
   http_options.threads = settings.http_threads;
+  http_options.cpus = ParseCpuList(settings.http_cpus).value();  // checked by Validate
   http_options.max_body_bytes = settings.http_max_input_size;
   if (!settings.http_ssl_cert.empty()) {
     http_options.tls = net::HttpTlsOptions{.cert = settings.http_ssl_cert,
@@ -370,6 +373,15 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
       ->add_option("--exit-timeout-secs", settings.exit_timeout_secs,
                    "On SIGINT/SIGTERM, how long to wait for requests in "
                    "flight before exiting")
+      ->capture_default_str();
+  serve
+      ->add_option("--instance-cpus", settings.instance_cpus,
+                   "CPUs (a list like 2-7,9) that model instance threads run on; the default "
+                   "intra-op budget then divides these instead of every core (default: any)")
+      ->capture_default_str();
+  serve
+      ->add_option("--http-cpus", settings.http_cpus,
+                   "CPUs (a list like 0-1) that HTTP I/O threads run on (default: any)")
       ->capture_default_str();
   serve
       ->add_option("--strict-readiness", settings.strict_readiness,

@@ -6,6 +6,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "core/cpu_affinity.h"
 #include "core/logging.h"
 #include "metrics/metrics.h"
 
@@ -48,6 +49,7 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"exit_timeout_secs", Field(settings.exit_timeout_secs, "server.exit_timeout_secs")},
       {"strict_readiness", Field(settings.strict_readiness, "server.strict_readiness")},
       {"threads_per_instance", Field(settings.threads_per_instance, "server.threads_per_instance")},
+      {"instance_cpus", Field(settings.instance_cpus, "server.instance_cpus")},
       {"direct_execution_max_us",
        Field(settings.direct_execution_max_us, "server.direct_execution_max_us")},
       {"log_verbose", Field(settings.log_verbose, "server.log_verbose")},
@@ -73,6 +75,7 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"address", Field(settings.http_address, "http.address")},
       {"port", Field(settings.http_port, "http.port")},
       {"threads", Field(settings.http_threads, "http.threads")},
+      {"cpus", Field(settings.http_cpus, "http.cpus")},
       {"max_input_size", Field(settings.http_max_input_size, "http.max_input_size")},
       {"ssl_cert", Field(settings.http_ssl_cert, "http.ssl_cert")},
       {"ssl_key", Field(settings.http_ssl_key, "http.ssl_key")},
@@ -121,6 +124,12 @@ Status Validate(const ServeSettings& settings) {
         std::pair{"--metrics-port", settings.metrics_port}}) {
     if (port < 0 || port > 65535)
       return InvalidArgument("{} must be in [0, 65535], got {}", name, port);
+  }
+  for (auto [name, list] : {std::pair{"--instance-cpus", &settings.instance_cpus},
+                            std::pair{"--http-cpus", &settings.http_cpus}}) {
+    Result<std::vector<int>> cpus = ParseCpuList(*list);
+    Status usable = cpus.ok() ? CheckAllowedCpus(*cpus) : cpus.status();
+    if (!usable.ok()) return InvalidArgument("{} '{}': {}", name, *list, usable.message());
   }
   if (settings.grpc_max_input_size == 0 ||
       settings.grpc_max_input_size > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {

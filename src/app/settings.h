@@ -44,6 +44,8 @@ struct ServeSettings {
   int exit_timeout_secs = 30;
   bool strict_readiness = true;      // ready only while every model is available (Triton)
   int threads_per_instance = 0;      // 0 = cores / instances
+  std::string instance_cpus;         // CPU list ("2-7") for model instance threads; "" = any
+  std::string http_cpus;             // CPU list for HTTP I/O threads; "" = any
   int direct_execution_max_us = 50;  // 0 = always hand requests to instance threads
   int log_verbose = 0;
   std::string log_format = "default";  // default | json

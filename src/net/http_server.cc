@@ -19,6 +19,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "core/cpu_affinity.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
 #include "json/writer.h"
@@ -192,8 +193,11 @@ class HttpServer::Impl {
     Accept();
     for (size_t i = 0; i < io_.size(); ++i) {
       threads_.emplace_back(
-          [raw = &io_[i]->context, name = fmt::format("{}-io-{}", options_.name, i)] {
+          [raw = &io_[i]->context, name = fmt::format("{}-io-{}", options_.name, i), this] {
             NameThisThread(name);
+            if (Status pinned = PinThisThread(options_.cpus); !pinned.ok()) {
+              LOG_WARN("{}: {}", name, pinned.message());
+            }
             raw->run();
           });
     }

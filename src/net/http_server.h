@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "core/unique_function.h"
@@ -61,6 +62,7 @@ struct HttpServerOptions {
   std::chrono::seconds idle_timeout{300};
   std::optional<HttpTlsOptions> tls;  // plain HTTP when empty
   std::string name = "http";          // I/O threads are named "<name>-io-<i>"
+  std::vector<int> cpus;              // CPUs the I/O threads run on; empty = any
 };
 
 class HttpServer {

@@ -88,7 +88,7 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSourc
   }
   loaded->scheduler_ = std::make_unique<Scheduler>(
       loaded->config_.name(), version, std::move(policy), std::move(instances), loaded->statistics_,
-      Clock::Real(), options.direct_execution_limit);
+      Clock::Real(), options.direct_execution_limit, options.cpus);
   if (VersionObserver* watching = loaded->statistics_.observer()) {
     watching->OnLoaded(static_cast<double>(NanosBetween(started, Clock::Real().Now())) / 1e9);
   }

@@ -9,6 +9,7 @@
 // Thread safety: all public methods may be called from any thread.
 
 #include <memory>
+#include <vector>
 
 #include "backend/backend.h"
 #include "model/repository.h"
@@ -24,6 +25,7 @@ class ModelVersion {
   struct LoadOptions {
     int default_threads = 1;                             // intra-op thread budget per instance
     std::chrono::nanoseconds direct_execution_limit{0};  // see Scheduler
+    std::vector<int> cpus;                               // instance threads' CPUs; empty = any
     ServerObserver* observer = nullptr;                  // told about every request; may be null
   };
   // Creates every instance the config asks for and starts their threads. Errors name the model,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/cpu_affinity.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
 
@@ -80,7 +81,7 @@ bool NeedsTimer(const BatchPolicy& policy) {
 Scheduler::Scheduler(std::string model_name, int64_t version, BatchPolicy policy,
                      std::vector<std::unique_ptr<backend::ModelInstance>> instances,
                      Statistics& statistics, const Clock& clock,
-                     std::chrono::nanoseconds direct_limit)
+                     std::chrono::nanoseconds direct_limit, std::vector<int> cpus)
     : model_name_(std::move(model_name)),
       version_(version),
       clock_(clock),
@@ -90,8 +91,11 @@ Scheduler::Scheduler(std::string model_name, int64_t version, BatchPolicy policy
   instances_.reserve(instances.size());
   for (auto& instance : instances) instances_.push_back({std::move(instance)});
   for (Instance& instance : instances_) {
-    threads_.emplace_back([this, &instance] {
+    threads_.emplace_back([this, &instance, cpus] {
       NameThisThread("inst-" + model_name_);
+      if (Status pinned = PinThisThread(cpus); !pinned.ok()) {
+        LOG_WARN("model '{}' version {}: {}", model_name_, version_, pinned.message());
+      }
       RunInstance(instance);
     });
   }

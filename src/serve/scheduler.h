@@ -44,11 +44,12 @@ class Scheduler {
   static constexpr int kMaxDirectExecutions = 16;
 
   // Starts one thread per instance (and the timer thread if needed). `model_name`/`version`
-  // label responses and messages.
+  // label responses and messages. Instance threads run on `cpus` when it is not empty.
   Scheduler(std::string model_name, int64_t version, BatchPolicy policy,
             std::vector<std::unique_ptr<backend::ModelInstance>> instances, Statistics& statistics,
             const Clock& clock = Clock::Real(),
-            std::chrono::nanoseconds direct_limit = std::chrono::nanoseconds::zero());
+            std::chrono::nanoseconds direct_limit = std::chrono::nanoseconds::zero(),
+            std::vector<int> cpus = {});
   // Stop()s.
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;

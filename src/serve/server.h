@@ -55,6 +55,9 @@ struct ServerOptions {
   // calling (I/O) thread instead of being handed to the instance's thread; zero never does. See
   // Scheduler.
   std::chrono::nanoseconds direct_execution_limit{std::chrono::microseconds(50)};
+  // CPUs the model instance threads run on (all instances of all models); empty = any. When set,
+  // the default intra-op budget divides these among a model's instances instead of every core.
+  std::vector<int> instance_cpus;
   // Triton's --strict-readiness: the server is ready only while every model it knows of serves
   // all its versions (models unloaded on request do not count; loading or failed ones do).
   // Otherwise it is ready whenever it is not shutting down.

@@ -51,7 +51,10 @@ InferenceServer::~InferenceServer() {
 
 int InferenceServer::DefaultThreads(const model::ModelConfig& config) const {
   if (options_.threads_per_instance > 0) return options_.threads_per_instance;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // The instances' CPUs when they have their own, else the machine's.
+  const int cores = !options_.instance_cpus.empty()
+                        ? static_cast<int>(options_.instance_cpus.size())
+                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / TotalInstances(config));
 }
 
@@ -174,6 +177,7 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
         ModelVersion::Load(*source, version, backends_,
                            {.default_threads = DefaultThreads(source->config),
                             .direct_execution_limit = options_.direct_execution_limit,
+                            .cpus = options_.instance_cpus,
                             .observer = options_.observer});
     // All or nothing: a version that fails keeps every serving version in place.
     if (!loaded.ok()) return fail(loaded.status());

@@ -48,6 +48,30 @@ TEST(Settings, UnknownKeysAndWrongTypesAreErrors) {
   for (const auto& path : {typo, wrong_type, section}) std::filesystem::remove(path);
 }
 
+// Validate() of otherwise valid settings with these CPU lists. (The lists arrive as strings
+// moved in: GCC 12 warns falsely about assigning short literals to strings here.)
+Status ValidateCpus(std::string instance_cpus, std::string http_cpus) {
+  ServeSettings settings;
+  settings.model_repository = std::string("/models");
+  settings.instance_cpus = std::move(instance_cpus);
+  settings.http_cpus = std::move(http_cpus);
+  return Validate(settings);
+}
+
+TEST(Settings, CpuListsMustParseAndBeAllowed) {
+  EXPECT_TRUE(ValidateCpus(std::string("0"), std::string()).ok());
+  Status bad = ValidateCpus(std::string(), std::string("0-"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("--http-cpus '0-': '0-' is not a CPU number or range"),
+            std::string::npos)
+      << bad.message();
+  bad = ValidateCpus(std::string("1023"), std::string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("--instance-cpus '1023': CPU 1023 is not one this process"),
+            std::string::npos)
+      << bad.message();
+}
+
 TEST(Settings, ValidateRejectsImpossibleValues) {
   ServeSettings settings;
   EXPECT_FALSE(Validate(settings).ok());  // no repository

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -15,6 +16,8 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+
+#include "core/cpu_affinity.h"
 
 namespace rampart::net {
 namespace {
@@ -61,13 +64,15 @@ class Client {
 class HttpServerTest : public ::testing::Test {
  protected:
   void Start(HttpHandler handler, uint64_t max_body = 1 << 20,
-             std::chrono::seconds idle_timeout = std::chrono::seconds(300)) {
+             std::chrono::seconds idle_timeout = std::chrono::seconds(300),
+             std::vector<int> cpus = {}) {
     HttpServerOptions options;
     options.address = "127.0.0.1";
     options.port = 0;
     options.threads = 2;
     options.max_body_bytes = max_body;
     options.idle_timeout = idle_timeout;
+    options.cpus = std::move(cpus);
     auto server = HttpServer::Start(options, std::move(handler));
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(server).value();
@@ -255,6 +260,21 @@ TEST_F(HttpServerTest, ClientHangingUpOnAnUnansweredRequestIsNoticed) {
   std::lock_guard lock(requests.mutex);
   for (auto& [gone, responder] : requests.held) responder.Send({});
   waiter.join();
+}
+
+TEST_F(HttpServerTest, IoThreadsRunOnTheirCpus) {
+  const int target = AllowedCpus().back();
+  Start(
+      [](HttpRequest&&, Responder responder) {
+        HttpResponse response;
+        response.body = std::to_string(sched_getcpu());
+        responder.Send(std::move(response));
+      },
+      1 << 20, std::chrono::seconds(300), {target});
+  for (int i = 0; i < 4; ++i) {  // two threads: connections go to each in turn
+    Client client(server_->port());
+    EXPECT_EQ(client.Send(http::verb::get, "/").body(), std::to_string(target));
+  }
 }
 
 TEST(HttpServer, BindFailureIsUnavailable) {

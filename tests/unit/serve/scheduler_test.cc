@@ -1,12 +1,15 @@
 #include "serve/scheduler.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <future>
 #include <mutex>
+
+#include "core/cpu_affinity.h"
 
 namespace rampart::serve {
 namespace {
@@ -21,6 +24,7 @@ struct Recorder {
   std::vector<int64_t> batch_sizes;
   std::vector<float> executed_values;    // first value of each batch
   std::vector<std::thread::id> threads;  // the thread of each execution
+  std::vector<int> cpus;                 // the CPU each execution started on
   int active = 0;
   int max_active = 0;
   bool released = false;
@@ -52,6 +56,7 @@ class RecordingInstance final : public backend::ModelInstance {
       recorder_.batch_sizes.push_back(x.shape[0]);
       recorder_.executed_values.push_back(first);
       recorder_.threads.push_back(std::this_thread::get_id());
+      recorder_.cpus.push_back(sched_getcpu());
       ++recorder_.active;
       recorder_.max_active = std::max(recorder_.max_active, recorder_.active);
       recorder_.changed.notify_all();
@@ -90,12 +95,13 @@ BatchPolicy Policy(int max_batch_size, bool preserve_ordering = false) {
 class SchedulerTest : public ::testing::Test {
  protected:
   void Start(BatchPolicy policy, int instances,
-             std::chrono::nanoseconds direct_limit = std::chrono::nanoseconds::zero()) {
+             std::chrono::nanoseconds direct_limit = std::chrono::nanoseconds::zero(),
+             std::vector<int> cpus = {}) {
     std::vector<std::unique_ptr<backend::ModelInstance>> list;
     for (int i = 0; i < instances; ++i)
       list.push_back(std::make_unique<RecordingInstance>(recorder_));
     scheduler_ = std::make_unique<Scheduler>("m", 1, std::move(policy), std::move(list), stats_,
-                                             Clock::Real(), direct_limit);
+                                             Clock::Real(), direct_limit, std::move(cpus));
   }
 
   // Sends requests one after another (each answered before the next) until one runs on this
@@ -219,6 +225,15 @@ TEST_F(SchedulerTest, StopRunsWhatIsQueuedThenRefuses) {
   EXPECT_TRUE(queued.get().ok());
   auto refused = Send(4).get();
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+}
+
+TEST_F(SchedulerTest, InstanceThreadsRunOnTheirCpus) {
+  const int target = AllowedCpus().back();
+  Start(Policy(0), 2, std::chrono::nanoseconds::zero(), {target});
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(Send(static_cast<float>(i)).get().ok());
+  std::lock_guard lock(recorder_.mutex);
+  ASSERT_EQ(recorder_.cpus.size(), 6u);
+  for (int cpu : recorder_.cpus) EXPECT_EQ(cpu, target);
 }
 
 TEST_F(SchedulerTest, FastModelRunsOnTheCallersThreadOnceMeasured) {

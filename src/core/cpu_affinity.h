@@ -1,0 +1,30 @@
+#pragma once
+
+// CPU placement for Rampart's threads (--instance-cpus, --http-cpus), in the spirit of Triton's
+// host policy `cpu-cores`: model instance threads and HTTP I/O threads can be kept on separate
+// CPUs, so network work (and the interrupts and softirqs it brings) does not land on the CPUs
+// that compute.
+
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace rampart {
+
+// Parses a Linux CPU list such as "0-3,6" into ascending, distinct CPU numbers; "" is the empty
+// list. Errors: InvalidArgument naming the part that is not a CPU number or range.
+Result<std::vector<int>> ParseCpuList(std::string_view text);
+
+// The CPUs this process may run on (sched_getaffinity), ascending.
+std::vector<int> AllowedCpus();
+
+// OK when every CPU in `cpus` is one this process may run on. Errors: InvalidArgument naming the
+// first that is not, and the allowed ones.
+Status CheckAllowedCpus(const std::vector<int>& cpus);
+
+// Restricts the calling thread to `cpus`; an empty list leaves it as it is. Errors: Internal
+// with the system's reason.
+Status PinThisThread(const std::vector<int>& cpus);
+
+}  // namespace rampart
