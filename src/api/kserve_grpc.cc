@@ -99,8 +99,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
       Result<int64_t> version = ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
       // Like HTTP (400, not 404), an unknown model is simply not ready.
-      response->set_ready(!server_.IsShuttingDown() &&
-                          server_.GetModel(request->name(), *version).ok());
+      response->set_ready(server_.IsModelReady(request->name(), *version));
       return grpc::Status::OK;
     });
   }

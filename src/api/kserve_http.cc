@@ -437,8 +437,7 @@ net::HttpResponse KServeHttp::ModelConfig(std::string_view model, int64_t versio
 }
 
 net::HttpResponse KServeHttp::ModelReady(std::string_view model, int64_t version) const {
-  const bool ready = !server_.IsShuttingDown() && server_.GetModel(model, version).ok();
-  return EmptyResponse(ready ? 200 : 400);
+  return EmptyResponse(server_.IsModelReady(model, version) ? 200 : 400);
 }
 
 net::HttpResponse KServeHttp::Statistics(std::string_view model, int64_t version) const {

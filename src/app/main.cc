@@ -279,88 +279,62 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   CLI::App* serve = app->add_subcommand(
       "serve",
       "Serve the models of a Triton-layout model repository over KServe v2 HTTP and gRPC.");
+  // A flag with a value whose default `--help` shows.
+  const auto option = [serve](std::string name, auto& value, std::string help) {
+    return serve->add_option(std::move(name), value, std::move(help))->capture_default_str();
+  };
+  // A boolean flag that may also be given a value (--allow-grpc=false).
+  const auto switch_flag = [serve](std::string name, bool& value, std::string help) {
+    return serve->add_flag(std::move(name), value, std::move(help))->expected(0, 1);
+  };
   serve
       ->add_option("--config", config_file,
                    "YAML config file (sections server: and http:); flags override it")
       ->check(CLI::ExistingFile);
   serve->add_option("--model-repository", settings.model_repository,
                     "Model repository directory (Triton layout)");
-  serve
-      ->add_option("--model-control-mode", settings.model_control_mode,
-                   "none: load every model at start; explicit: load only "
-                   "--load-model models, then the repository API; poll: load "
-                   "everything and follow changes to the repository")
-      ->capture_default_str();
-  serve
-      ->add_option("--repository-poll-secs", settings.repository_poll_secs,
-                   "Seconds between repository scans in poll mode")
-      ->capture_default_str();
+  option("--model-control-mode", settings.model_control_mode,
+         "none: load every model at start; explicit: load only "
+         "--load-model models, then the repository API; poll: load "
+         "everything and follow changes to the repository");
+  option("--repository-poll-secs", settings.repository_poll_secs,
+         "Seconds between repository scans in poll mode");
   serve->add_option("--load-model", settings.load_models,
                     "Model to load at start in explicit mode (repeatable; * = all)");
-  serve->add_option("--http-address", settings.http_address, "Address the HTTP server binds")
-      ->capture_default_str();
-  serve
-      ->add_option("--http-port", settings.http_port,
-                   "HTTP port (0 picks a free one and prints it)")
-      ->capture_default_str();
-  serve
-      ->add_option("--http-thread-count", settings.http_threads,
-                   "HTTP I/O threads (0 = one per core)")
-      ->capture_default_str();
-  serve
-      ->add_option("--http-max-input-size", settings.http_max_input_size,
-                   "Largest request body in bytes; larger bodies get 413")
-      ->capture_default_str();
+  option("--http-address", settings.http_address, "Address the HTTP server binds");
+  option("--http-port", settings.http_port, "HTTP port (0 picks a free one and prints it)");
+  option("--http-thread-count", settings.http_threads, "HTTP I/O threads (0 = one per core)");
+  option("--http-max-input-size", settings.http_max_input_size,
+         "Largest request body in bytes; larger bodies get 413");
   serve->add_option("--http-ssl-cert", settings.http_ssl_cert,
                     "PEM certificate (chain): serve HTTPS instead of HTTP");
   serve->add_option("--http-ssl-key", settings.http_ssl_key, "PEM private key for HTTPS");
   serve->add_option("--http-ssl-root-cert", settings.http_ssl_root_cert,
                     "PEM CA certificate(s) that sign client certificates");
-  serve
-      ->add_flag("--http-ssl-mutual", settings.http_ssl_mutual,
-                 "HTTPS with mutual TLS: clients must present a "
-                 "certificate signed by --http-ssl-root-cert")
-      ->expected(0, 1);
-  serve
-      ->add_flag("--allow-grpc", settings.allow_grpc,
-                 "Serve KServe v2 gRPC (true/false; default true)")
-      ->expected(0, 1);
-  serve->add_option("--grpc-address", settings.grpc_address, "Address the gRPC server binds")
-      ->capture_default_str();
-  serve
-      ->add_option("--grpc-port", settings.grpc_port,
-                   "gRPC port (0 picks a free one and prints it)")
-      ->capture_default_str();
-  serve
-      ->add_option("--grpc-max-input-size", settings.grpc_max_input_size,
-                   "Largest gRPC request message in bytes; larger ones "
-                   "get RESOURCE_EXHAUSTED")
-      ->capture_default_str();
-  serve
-      ->add_flag("--grpc-use-ssl", settings.grpc_use_ssl,
-                 "Serve gRPC over TLS (needs --grpc-server-cert and "
-                 "--grpc-server-key)")
-      ->expected(0, 1);
-  serve
-      ->add_flag("--grpc-use-ssl-mutual", settings.grpc_use_ssl_mutual,
-                 "Serve gRPC over mutual TLS: clients must present a "
-                 "certificate signed by --grpc-root-cert")
-      ->expected(0, 1);
+  switch_flag("--http-ssl-mutual", settings.http_ssl_mutual,
+              "HTTPS with mutual TLS: clients must present a "
+              "certificate signed by --http-ssl-root-cert");
+  switch_flag("--allow-grpc", settings.allow_grpc,
+              "Serve KServe v2 gRPC (true/false; default true)");
+  option("--grpc-address", settings.grpc_address, "Address the gRPC server binds");
+  option("--grpc-port", settings.grpc_port, "gRPC port (0 picks a free one and prints it)");
+  option("--grpc-max-input-size", settings.grpc_max_input_size,
+         "Largest gRPC request message in bytes; larger ones "
+         "get RESOURCE_EXHAUSTED");
+  switch_flag("--grpc-use-ssl", settings.grpc_use_ssl,
+              "Serve gRPC over TLS (needs --grpc-server-cert and "
+              "--grpc-server-key)");
+  switch_flag("--grpc-use-ssl-mutual", settings.grpc_use_ssl_mutual,
+              "Serve gRPC over mutual TLS: clients must present a "
+              "certificate signed by --grpc-root-cert");
   serve->add_option("--grpc-server-cert", settings.grpc_server_cert,
                     "PEM certificate (chain) of the gRPC server");
   serve->add_option("--grpc-server-key", settings.grpc_server_key, "PEM private key of the server");
   serve->add_option("--grpc-root-cert", settings.grpc_root_cert,
                     "PEM CA certificate(s) that sign client certificates");
-  serve->add_option("--metrics-port", settings.metrics_port, "Prometheus metrics port (/metrics)")
-      ->capture_default_str();
-  serve
-      ->add_option("--allow-metrics", settings.allow_metrics,
-                   "Serve Prometheus metrics (true/false)")
-      ->capture_default_str();
-  serve
-      ->add_option("--metrics-address", settings.metrics_address,
-                   "Address the metrics server binds")
-      ->capture_default_str();
+  option("--metrics-port", settings.metrics_port, "Prometheus metrics port (/metrics)");
+  option("--allow-metrics", settings.allow_metrics, "Serve Prometheus metrics (true/false)");
+  option("--metrics-address", settings.metrics_address, "Address the metrics server binds");
   serve->add_option(
       "--metrics-histogram-buckets", settings.metrics_histogram_buckets,
       "Latency histogram bucket bounds in microseconds, e.g. 1000,5000,10000 (default "
@@ -369,46 +343,29 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   serve->add_flag("--metrics-summaries", settings.metrics_summaries,
                   "Also export p50/p90/p99 summaries (Triton's "
                   "nv_inference_*_summary_us)");
-  serve
-      ->add_option("--exit-timeout-secs", settings.exit_timeout_secs,
-                   "On SIGINT/SIGTERM, how long to wait for requests in "
-                   "flight before exiting")
-      ->capture_default_str();
-  serve
-      ->add_option("--instance-cpus", settings.instance_cpus,
-                   "CPUs (a list like 2-7,9) that model instance threads run on; the default "
-                   "intra-op budget then divides these instead of every core (default: any)")
-      ->capture_default_str();
-  serve
-      ->add_option("--http-cpus", settings.http_cpus,
-                   "CPUs (a list like 0-1) that HTTP I/O threads run on (default: any)")
-      ->capture_default_str();
-  serve
-      ->add_option("--strict-readiness", settings.strict_readiness,
-                   "Whether /v2/health/ready (and gRPC ServerReady) answers ready only while "
-                   "every model in the repository is loaded (true/false); models unloaded on "
-                   "request do not count")
-      ->capture_default_str();
-  serve
-      ->add_option("--threads-per-instance", settings.threads_per_instance,
-                   "Intra-op threads per model instance (0 = cores divided by "
-                   "the model's instances); a model's INTRA_OP_THREAD_COUNT "
-                   "parameter overrides it")
-      ->capture_default_str();
-  serve
-      ->add_option("--direct-execution-max-us", settings.direct_execution_max_us,
-                   "Run a request on the I/O thread that read it, skipping the hand-off to an "
-                   "idle instance's thread, when the model's recent executions took at most "
-                   "this long and it does not wait to batch (0 = never)")
-      ->capture_default_str();
-  serve
-      ->add_option("--log-verbose", settings.log_verbose,
-                   "Verbose logging level (0 = info, >0 = debug)")
-      ->capture_default_str();
-  serve
-      ->add_option("--log-format", settings.log_format,
-                   "Log lines: 'default' (text) or 'json' (one object a line)")
-      ->capture_default_str();
+  option("--exit-timeout-secs", settings.exit_timeout_secs,
+         "On SIGINT/SIGTERM, how long to wait for requests in "
+         "flight before exiting");
+  option("--instance-cpus", settings.instance_cpus,
+         "CPUs (a list like 2-7,9) that model instance threads run on; the default "
+         "intra-op budget then divides these instead of every core (default: any)");
+  option("--http-cpus", settings.http_cpus,
+         "CPUs (a list like 0-1) that HTTP I/O threads run on (default: any)");
+  option("--strict-readiness", settings.strict_readiness,
+         "Whether /v2/health/ready (and gRPC ServerReady) answers ready only while "
+         "every model in the repository is loaded (true/false); models unloaded on "
+         "request do not count");
+  option("--threads-per-instance", settings.threads_per_instance,
+         "Intra-op threads per model instance (0 = cores divided by "
+         "the model's instances); a model's INTRA_OP_THREAD_COUNT "
+         "parameter overrides it");
+  option("--direct-execution-max-us", settings.direct_execution_max_us,
+         "Run a request on the I/O thread that read it, skipping the hand-off to an "
+         "idle instance's thread, when the model's recent executions took at most "
+         "this long and it does not wait to batch (0 = never)");
+  option("--log-verbose", settings.log_verbose, "Verbose logging level (0 = info, >0 = debug)");
+  option("--log-format", settings.log_format,
+         "Log lines: 'default' (text) or 'json' (one object a line)");
   serve->add_flag("--access-log", settings.access_log,
                   "Log one JSON line per infer request with its trace id and "
                   "per-stage timing");

@@ -237,11 +237,7 @@ void Scheduler::ExecuteDirectly(Instance& instance, std::unique_ptr<PendingReque
         wanted = !queue_.empty() || stopping_;
       }
     }
-    for (BatchQueue::Rejected& rejected : next.rejected) {
-      Fail(*rejected.pending, rejected.status,
-           rejected.status.code() == StatusCode::kCancelled ? FailureReason::kCanceled
-                                                            : FailureReason::kRejected);
-    }
+    FailRejected(next.rejected);
     if (next.batch.empty()) break;
     batch = std::move(next.batch);
   }
@@ -261,11 +257,7 @@ void Scheduler::RunInstance(Instance& instance) {
     if (!decision.rejected.empty() || !decision.batch.empty()) {
       instance.busy = true;
       lock.unlock();
-      for (BatchQueue::Rejected& rejected : decision.rejected) {
-        Fail(*rejected.pending, rejected.status,
-             rejected.status.code() == StatusCode::kCancelled ? FailureReason::kCanceled
-                                                              : FailureReason::kRejected);
-      }
+      FailRejected(decision.rejected);
       if (!decision.batch.empty()) Execute(*instance.backend, decision.batch);
       lock.lock();
       instance.busy = false;
@@ -307,6 +299,14 @@ void Scheduler::RecordExecutionTime(int64_t ns) {
   const int64_t next =
       previous == std::numeric_limits<int64_t>::max() ? ns : previous + (ns - previous) / 8;
   recent_execution_ns_.store(next, std::memory_order_relaxed);
+}
+
+void Scheduler::FailRejected(std::vector<BatchQueue::Rejected>& rejected) {
+  for (BatchQueue::Rejected& each : rejected) {
+    Fail(*each.pending, each.status,
+         each.status.code() == StatusCode::kCancelled ? FailureReason::kCanceled
+                                                      : FailureReason::kRejected);
+  }
 }
 
 void Scheduler::Fail(PendingRequest& pending, const Status& status, FailureReason reason) {

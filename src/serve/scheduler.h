@@ -90,6 +90,8 @@ class Scheduler {
                std::vector<std::unique_ptr<PendingRequest>>& batch);
   bool AllIdle() const;  // with mutex_ held
   void Fail(PendingRequest& pending, const Status& status, FailureReason reason);
+  // Fails what the queue turned away: cancelled requests as CANCELED, timed out ones REJECTED.
+  void FailRejected(std::vector<BatchQueue::Rejected>& rejected);
   void Complete(PendingRequest& pending, Result<std::unique_ptr<InferResponse>> result);
 
   const std::string model_name_;

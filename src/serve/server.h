@@ -102,9 +102,11 @@ class InferenceServer {
   bool IsLive() const { return true; }
   // Not while shutting down; with strict readiness, only while every model is available.
   bool IsReady() const;
-  // Once shutting down, loaded models take no more requests; model readiness (which strict
-  // readiness leaves alone) asks this rather than IsReady().
-  bool IsShuttingDown() const { return shutting_down_.load(); }
+  // Whether a model version (kLatestVersion: the highest) is loaded and takes requests; strict
+  // readiness does not change it.
+  bool IsModelReady(std::string_view name, int64_t version) const {
+    return !shutting_down_.load() && GetModel(name, version).ok();
+  }
 
   // Validates and queues a request; `done` is called exactly once, possibly before Infer returns
   // (for requests that fail validation) or later on an instance thread.
