@@ -10,124 +10,170 @@
 namespace rampart::api {
 namespace {
 
-using tensor::AppendRaw;
 using tensor::DataType;
 
-// Appends one JSON scalar as an element of `type`.
-Status AppendElement(json::Value value, DataType type, std::string_view tensor, size_t index,
-                     std::string& out) {
-  const auto type_error = [&](std::string_view wanted) {
-    return InvalidArgument("input '{}': data element {} must be {}, got {}", tensor, index, wanted,
-                           value.KindName());
-  };
-  const simdjson::dom::element element = value.raw();
-  switch (type) {
-    case DataType::kBool: {
-      bool b = false;
-      if (element.get_bool().get(b) != simdjson::SUCCESS) return type_error("a boolean");
-      out.push_back(b ? 1 : 0);
-      return Status::Ok();
+// How deeply `data` arrays may nest.
+constexpr int kMaxDepth = 32;
+
+Status NestedTooDeeply(std::string_view tensor) {
+  return InvalidArgument("input '{}': 'data' is nested too deeply", tensor);
+}
+
+Status ElementTypeError(simdjson::dom::element element, std::string_view tensor, size_t index,
+                        std::string_view wanted) {
+  return InvalidArgument("input '{}': data element {} must be {}, got {}", tensor, index, wanted,
+                         json::Value(element).KindName());
+}
+
+template <typename T>
+Status ElementRangeError(std::string_view tensor, size_t index, T value, DataType type) {
+  return InvalidArgument("input '{}': data element {} = {} is out of range for {}", tensor, index,
+                         value, tensor::DataTypeName(type));
+}
+
+// Converts the JSON scalar `element` (the tensor's element number `index`) to `T`, the storage
+// type of `type`: bool for BOOL, float/double for FP32/FP64 (integers are accepted), and the
+// fixed-width integer for the integer types (range-checked).
+template <typename T>
+Status ReadElement(simdjson::dom::element element, DataType type, std::string_view tensor,
+                   size_t index, T& value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if (element.get_bool().get(value) != simdjson::SUCCESS) {
+      return ElementTypeError(element, tensor, index, "a boolean");
     }
-    case DataType::kFp32:
-    case DataType::kFp64: {
-      double d = 0;
-      if (element.get_double().get(d) != simdjson::SUCCESS) {
-        int64_t i = 0;
-        uint64_t u = 0;
-        if (element.get_int64().get(i) == simdjson::SUCCESS) {
-          d = static_cast<double>(i);
-        } else if (element.get_uint64().get(u) == simdjson::SUCCESS) {
-          d = static_cast<double>(u);
-        } else {
-          return type_error("a number");
-        }
-      }
-      if (type == DataType::kFp32) {
-        AppendRaw(static_cast<float>(d), out);
-      } else {
-        AppendRaw(d, out);
-      }
-      return Status::Ok();
-    }
-    case DataType::kUint8:
-    case DataType::kUint16:
-    case DataType::kUint32:
-    case DataType::kUint64: {
-      uint64_t u = 0;
-      if (element.get_uint64().get(u) != simdjson::SUCCESS) {
-        return type_error("a non-negative integer");
-      }
-      const uint64_t max = type == DataType::kUint8    ? std::numeric_limits<uint8_t>::max()
-                           : type == DataType::kUint16 ? std::numeric_limits<uint16_t>::max()
-                           : type == DataType::kUint32 ? std::numeric_limits<uint32_t>::max()
-                                                       : std::numeric_limits<uint64_t>::max();
-      if (u > max) {
-        return InvalidArgument("input '{}': data element {} = {} is out of range for {}", tensor,
-                               index, u, tensor::DataTypeName(type));
-      }
-      switch (type) {
-        case DataType::kUint8: AppendRaw(static_cast<uint8_t>(u), out); break;
-        case DataType::kUint16: AppendRaw(static_cast<uint16_t>(u), out); break;
-        case DataType::kUint32: AppendRaw(static_cast<uint32_t>(u), out); break;
-        default: AppendRaw(u, out); break;
-      }
-      return Status::Ok();
-    }
-    case DataType::kInt8:
-    case DataType::kInt16:
-    case DataType::kInt32:
-    case DataType::kInt64: {
+  } else if constexpr (std::is_floating_point_v<T>) {
+    double d = 0;
+    if (element.get_double().get(d) != simdjson::SUCCESS) {
       int64_t i = 0;
-      if (element.get_int64().get(i) != simdjson::SUCCESS) return type_error("an integer");
-      const int64_t min = type == DataType::kInt8    ? std::numeric_limits<int8_t>::min()
-                          : type == DataType::kInt16 ? std::numeric_limits<int16_t>::min()
-                          : type == DataType::kInt32 ? std::numeric_limits<int32_t>::min()
-                                                     : std::numeric_limits<int64_t>::min();
-      const int64_t max = type == DataType::kInt8    ? std::numeric_limits<int8_t>::max()
-                          : type == DataType::kInt16 ? std::numeric_limits<int16_t>::max()
-                          : type == DataType::kInt32 ? std::numeric_limits<int32_t>::max()
-                                                     : std::numeric_limits<int64_t>::max();
-      if (i < min || i > max) {
-        return InvalidArgument("input '{}': data element {} = {} is out of range for {}", tensor,
-                               index, i, tensor::DataTypeName(type));
+      uint64_t u = 0;
+      if (element.get_int64().get(i) == simdjson::SUCCESS) {
+        d = static_cast<double>(i);
+      } else if (element.get_uint64().get(u) == simdjson::SUCCESS) {
+        d = static_cast<double>(u);
+      } else {
+        return ElementTypeError(element, tensor, index, "a number");
       }
-      switch (type) {
-        case DataType::kInt8: AppendRaw(static_cast<int8_t>(i), out); break;
-        case DataType::kInt16: AppendRaw(static_cast<int16_t>(i), out); break;
-        case DataType::kInt32: AppendRaw(static_cast<int32_t>(i), out); break;
-        default: AppendRaw(i, out); break;
-      }
-      return Status::Ok();
     }
-    case DataType::kBytes: {
-      std::string_view text;
-      if (element.get_string().get(text) != simdjson::SUCCESS) return type_error("a string");
-      tensor::AppendBytesElement(text, out);
-      return Status::Ok();
+    value = static_cast<T>(d);
+  } else if constexpr (std::is_unsigned_v<T>) {
+    uint64_t u = 0;
+    if (element.get_uint64().get(u) != simdjson::SUCCESS) {
+      return ElementTypeError(element, tensor, index, "a non-negative integer");
     }
+    if (u > std::numeric_limits<T>::max()) return ElementRangeError(tensor, index, u, type);
+    value = static_cast<T>(u);
+  } else {
+    int64_t i = 0;
+    if (element.get_int64().get(i) != simdjson::SUCCESS) {
+      return ElementTypeError(element, tensor, index, "an integer");
+    }
+    if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max()) {
+      return ElementRangeError(tensor, index, i, type);
+    }
+    value = static_cast<T>(i);
+  }
+  return Status::Ok();
+}
+
+// Flattens `data` (nested arrays, row-major) into `out`, which has room for `capacity` elements
+// of the fixed-size type `T`. Every element is counted in `count`; those past the capacity are
+// checked but not stored, so the caller can report how many `data` really holds.
+template <typename T>
+class FixedSizeFlattener {
+ public:
+  FixedSizeFlattener(DataType type, std::string_view tensor, char* out, size_t capacity)
+      : type_(type), tensor_(tensor), out_(out), capacity_(capacity) {}
+
+  Status Flatten(simdjson::dom::element data, int depth) {
+    if (!data.is_array()) return Store(data);
+    if (depth > kMaxDepth) return NestedTooDeeply(tensor_);
+    for (simdjson::dom::element element : json::Value(data).Array()) {
+      // Scalars, the common case, without a call per element.
+      RETURN_IF_ERROR(element.is_array() ? Flatten(element, depth + 1) : Store(element));
+    }
+    return Status::Ok();
+  }
+
+  size_t count() const { return count_; }
+
+ private:
+  Status Store(simdjson::dom::element element) {
+    T value{};
+    RETURN_IF_ERROR(ReadElement(element, type_, tensor_, count_, value));
+    if (count_ < capacity_) std::memcpy(out_ + count_ * sizeof(T), &value, sizeof(T));
+    ++count_;
+    return Status::Ok();
+  }
+
+  const DataType type_;
+  const std::string_view tensor_;
+  char* const out_;
+  const size_t capacity_;
+  size_t count_ = 0;
+};
+
+// Flattens `data` into `out` as BYTES elements (length-prefixed strings).
+Status FlattenBytes(simdjson::dom::element data, std::string_view tensor, size_t& count,
+                    std::string& out, int depth) {
+  if (!data.is_array()) {
+    std::string_view text;
+    if (data.get_string().get(text) != simdjson::SUCCESS) {
+      return ElementTypeError(data, tensor, count, "a string");
+    }
+    tensor::AppendBytesElement(text, out);
+    ++count;
+    return Status::Ok();
+  }
+  if (depth > kMaxDepth) return NestedTooDeeply(tensor);
+  for (simdjson::dom::element element : json::Value(data).Array()) {
+    RETURN_IF_ERROR(FlattenBytes(element, tensor, count, out, depth + 1));
+  }
+  return Status::Ok();
+}
+
+// `max_elements` bounds what the JSON text can hold: when the shape asks for more, `data` cannot
+// match it, so nothing is stored (the elements are still checked and counted for the message)
+// and a huge shape in a small body costs no memory.
+template <typename T>
+Status FlattenFixedSize(simdjson::dom::element data, tensor::Tensor& tensor, size_t expected,
+                        size_t max_elements, size_t& count) {
+  const size_t capacity = expected <= max_elements ? expected : 0;
+  tensor.data.resize(capacity * sizeof(T));
+  FixedSizeFlattener<T> flattener(tensor.datatype, tensor.name, tensor.data.data(), capacity);
+  Status status = flattener.Flatten(data, 0);
+  count = flattener.count();
+  return status;
+}
+
+// Writes the JSON `data` of `tensor` (nested arrays, row-major) into tensor.data; counts its
+// elements in `count`. `expected` is the shape's element count; `max_elements` the most elements
+// the request's JSON text could hold.
+Status FlattenData(simdjson::dom::element data, tensor::Tensor& tensor, size_t expected,
+                   size_t max_elements, size_t& count) {
+  const auto fixed = [&]<typename T>(T) {
+    return FlattenFixedSize<T>(data, tensor, expected, max_elements, count);
+  };
+  switch (tensor.datatype) {
+    case DataType::kBool: return fixed(bool{});
+    case DataType::kUint8: return fixed(uint8_t{});
+    case DataType::kUint16: return fixed(uint16_t{});
+    case DataType::kUint32: return fixed(uint32_t{});
+    case DataType::kUint64: return fixed(uint64_t{});
+    case DataType::kInt8: return fixed(int8_t{});
+    case DataType::kInt16: return fixed(int16_t{});
+    case DataType::kInt32: return fixed(int32_t{});
+    case DataType::kInt64: return fixed(int64_t{});
+    case DataType::kFp32: return fixed(float{});
+    case DataType::kFp64: return fixed(double{});
+    case DataType::kBytes: return FlattenBytes(data, tensor.name, count, tensor.data, 0);
     case DataType::kFp16:
     case DataType::kBf16:
       return InvalidArgument(
           "input '{}': {} data cannot be sent as JSON; use the binary tensor data extension",
-          tensor, tensor::DataTypeName(type));
+          tensor.name, tensor::DataTypeName(tensor.datatype));
     case DataType::kInvalid: break;
   }
-  return InvalidArgument("input '{}': unsupported datatype", tensor);
-}
-
-// Flattens `data` (nested arrays, row-major) into `out`; counts elements in `count`.
-Status AppendData(json::Value data, DataType type, std::string_view tensor, size_t& count,
-                  std::string& out, int depth) {
-  if (!data.IsArray()) {
-    RETURN_IF_ERROR(AppendElement(data, type, tensor, count, out));
-    ++count;
-    return Status::Ok();
-  }
-  if (depth > 32) return InvalidArgument("input '{}': 'data' is nested too deeply", tensor);
-  for (simdjson::dom::element element : data.Array()) {
-    RETURN_IF_ERROR(AppendData(json::Value(element), type, tensor, count, out, depth + 1));
-  }
-  return Status::Ok();
+  return InvalidArgument("input '{}': unsupported datatype", tensor.name);
 }
 
 Result<tensor::Shape> ReadShape(json::Value value, std::string_view tensor) {
@@ -145,8 +191,9 @@ Result<tensor::Shape> ReadShape(json::Value value, std::string_view tensor) {
   return shape;
 }
 
-Result<tensor::Tensor> DecodeInput(json::Value input, size_t position, std::string_view binary,
-                                   size_t& binary_offset) {
+// `json_bytes` is the size of the request's JSON text.
+Result<tensor::Tensor> DecodeInput(json::Value input, size_t position, size_t json_bytes,
+                                   std::string_view binary, size_t& binary_offset) {
   if (!input.IsObject()) return InvalidArgument("inputs[{}] must be an object", position);
   tensor::Tensor tensor;
   auto name = input.Find("name");
@@ -198,10 +245,11 @@ Result<tensor::Tensor> DecodeInput(json::Value input, size_t position, std::stri
     return InvalidArgument("input '{}': 'data' is required (or parameters.binary_data_size)",
                            tensor.name);
   }
-  const size_t element_size = tensor::DataTypeSize(tensor.datatype);
-  if (element_size > 0) tensor.data.reserve(static_cast<size_t>(*expected) * element_size);
   size_t count = 0;
-  RETURN_IF_ERROR(AppendData(*data, tensor.datatype, tensor.name, count, tensor.data, 0));
+  // Each element takes at least two bytes of JSON: a digit and a comma or bracket.
+  const size_t max_elements = json_bytes / 2;
+  RETURN_IF_ERROR(
+      FlattenData(data->raw(), tensor, static_cast<size_t>(*expected), max_elements, count));
   if (static_cast<int64_t>(count) != *expected) {
     return InvalidArgument("input '{}': shape {} needs {} elements but 'data' has {}", tensor.name,
                            tensor::ShapeToString(tensor.shape), *expected, count);
@@ -343,7 +391,8 @@ Result<DecodedInfer> DecodeInferRequest(std::string_view body,
   size_t position = 0;
   for (simdjson::dom::element input : inputs->Array()) {
     ASSIGN_OR_RETURN(tensor::Tensor tensor,
-                     DecodeInput(json::Value(input), position++, binary, binary_offset));
+                     DecodeInput(json::Value(input), position++, json_text.size(), binary,
+                                 binary_offset));
     request.inputs.push_back(std::move(tensor));
   }
   if (binary_offset != binary.size()) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 
 namespace rampart::api {
@@ -33,6 +34,72 @@ TEST(DecodeInferRequest, ReadsFlatAndNestedData) {
   EXPECT_EQ(request.requested_outputs, (std::vector<std::string>{"y"}));
   EXPECT_TRUE(decoded->encoding.Binary("y"));
   EXPECT_FALSE(decoded->encoding.Binary("z"));
+}
+
+TEST(DecodeInferRequest, ConvertsEveryFixedSizeDatatype) {
+  auto decoded = DecodeInferRequest(R"({"inputs":[
+      {"name":"u8","shape":[2],"datatype":"UINT8","data":[0,255]},
+      {"name":"u16","shape":[2],"datatype":"UINT16","data":[1,65535]},
+      {"name":"u32","shape":[1],"datatype":"UINT32","data":[4294967295]},
+      {"name":"u64","shape":[1],"datatype":"UINT64","data":[18446744073709551615]},
+      {"name":"i8","shape":[2],"datatype":"INT8","data":[-128,127]},
+      {"name":"i16","shape":[1],"datatype":"INT16","data":[-32768]},
+      {"name":"i64","shape":[1],"datatype":"INT64","data":[-9223372036854775808]},
+      {"name":"f64","shape":[3],"datatype":"FP64","data":[0.25,-1,18446744073709551615]},
+      {"name":"f32","shape":[1,1,2],"datatype":"FP32","data":[[[7,1e-3]]]}]})",
+                                    std::nullopt);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  const std::vector<tensor::Tensor>& in = decoded->request->inputs;
+  ASSERT_EQ(in.size(), 9u);
+  EXPECT_EQ(Values<uint8_t>(in[0]), (std::vector<uint8_t>{0, 255}));
+  EXPECT_EQ(Values<uint16_t>(in[1]), (std::vector<uint16_t>{1, 65535}));
+  EXPECT_EQ(Values<uint32_t>(in[2]), (std::vector<uint32_t>{4294967295u}));
+  EXPECT_EQ(Values<uint64_t>(in[3]), (std::vector<uint64_t>{18446744073709551615u}));
+  EXPECT_EQ(Values<int8_t>(in[4]), (std::vector<int8_t>{-128, 127}));
+  EXPECT_EQ(Values<int16_t>(in[5]), (std::vector<int16_t>{-32768}));
+  EXPECT_EQ(Values<int64_t>(in[6]), (std::vector<int64_t>{INT64_MIN}));
+  EXPECT_EQ(Values<double>(in[7]), (std::vector<double>{0.25, -1, 18446744073709551615.0}));
+  EXPECT_EQ(Values<float>(in[8]), (std::vector<float>{7, 1e-3f}));
+}
+
+TEST(DecodeInferRequest, CountsEveryElementWhenTheShapeDisagrees) {
+  // More elements than the shape: the message gives the real count.
+  auto more = DecodeInferRequest(
+      R"({"inputs":[{"name":"a","shape":[2],"datatype":"FP32","data":[[1,2],[3,4],[5]]}]})",
+      std::nullopt);
+  ASSERT_FALSE(more.ok());
+  EXPECT_NE(more.status().message().find("shape [2] needs 2 elements but 'data' has 5"),
+            std::string::npos)
+      << more.status().message();
+  // A shape no body of this size could fill is refused without reserving room for it.
+  auto huge = DecodeInferRequest(
+      R"({"inputs":[{"name":"a","shape":[1000000000000],"datatype":"FP64","data":[1,2]}]})",
+      std::nullopt);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("needs 1000000000000 elements but 'data' has 2"),
+            std::string::npos)
+      << huge.status().message();
+  // Element errors past the shape's end are still reported, by their index.
+  auto bad = DecodeInferRequest(
+      R"({"inputs":[{"name":"a","shape":[1],"datatype":"UINT16","data":[1,70000]}]})",
+      std::nullopt);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("data element 1 = 70000 is out of range for UINT16"),
+            std::string::npos)
+      << bad.status().message();
+}
+
+TEST(DecodeInferRequest, RefusesDataNestedTooDeeply) {
+  const std::string deep = std::string(40, '[') + "1" + std::string(40, ']');
+  for (const char* datatype : {"INT32", "BYTES"}) {
+    auto decoded = DecodeInferRequest(std::string(R"({"inputs":[{"name":"a","shape":[1],)") +
+                                          R"("datatype":")" + datatype + R"(","data":)" + deep +
+                                          "}]}",
+                                      std::nullopt);
+    ASSERT_FALSE(decoded.ok()) << datatype;
+    EXPECT_NE(decoded.status().message().find("nested too deeply"), std::string::npos)
+        << decoded.status().message();
+  }
 }
 
 TEST(DecodeInferRequest, ReadsBinaryTensorData) {
@@ -77,6 +144,12 @@ TEST(DecodeInferRequest, RejectsBadInputPrecisely) {
        "must be a number, got string"},
       {R"({"inputs":[{"name":"a","shape":[1],"datatype":"INT8","data":[300]}]})", std::nullopt,
        "out of range for INT8"},
+      {R"({"inputs":[{"name":"a","shape":[1],"datatype":"UINT8","data":[-1]}]})", std::nullopt,
+       "data element 0 must be a non-negative integer, got number"},
+      {R"({"inputs":[{"name":"a","shape":[1],"datatype":"BOOL","data":[1]}]})", std::nullopt,
+       "data element 0 must be a boolean, got number"},
+      {R"({"inputs":[{"name":"a","shape":[1],"datatype":"BYTES","data":[1]}]})", std::nullopt,
+       "data element 0 must be a string, got number"},
       {R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP16","data":[1.0]}]})", std::nullopt,
        "cannot be sent as JSON"},
       {R"({"inputs":[{"name":"a","shape":[-1],"datatype":"INT32","data":[1]}]})", std::nullopt,
