@@ -237,8 +237,8 @@ Result<tensor::Tensor> DecodeInput(json::Value input, size_t position, size_t js
     }
     tensor.data.assign(binary.substr(binary_offset, *binary_size));
     binary_offset += *binary_size;
-    RETURN_IF_ERROR(tensor::ValidateByteSize(fmt::format("input '{}'", tensor.name),
-                                             tensor.datatype, tensor.shape, tensor.data));
+    RETURN_IF_ERROR(tensor::ValidateByteSize(tensor.datatype, tensor.shape, tensor.data,
+                                             "input '{}'", tensor.name));
     return tensor;
   }
   if (!data) {

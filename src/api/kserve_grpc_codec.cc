@@ -261,8 +261,7 @@ Result<std::unique_ptr<serve::InferRequest>> DecodeInferRequest(ModelInferReques
             t.name);
       }
       t.data.swap(*request.mutable_raw_input_contents(i));
-      RETURN_IF_ERROR(
-          tensor::ValidateByteSize(fmt::format("input '{}'", t.name), t.datatype, t.shape, t.data));
+      RETURN_IF_ERROR(tensor::ValidateByteSize(t.datatype, t.shape, t.data, "input '{}'", t.name));
     } else if (input.has_contents()) {
       RETURN_IF_ERROR(DecodeContents(input.contents(), *count, t));
     } else if (*count > 0) {

@@ -17,14 +17,21 @@ void FillRandom(std::array<uint8_t, N>& bytes) {
   } while (std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0; }));
 }
 
+// Writes `bytes` as 2 * N lower-case hex digits at `out`; returns the end.
+template <size_t N>
+char* WriteHex(const std::array<uint8_t, N>& bytes, char* out) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  for (uint8_t byte : bytes) {
+    *out++ = kDigits[byte >> 4];
+    *out++ = kDigits[byte & 0xf];
+  }
+  return out;
+}
+
 template <size_t N>
 std::string Hex(const std::array<uint8_t, N>& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
   std::string out(2 * N, '0');
-  for (size_t i = 0; i < N; ++i) {
-    out[2 * i] = kDigits[bytes[i] >> 4];
-    out[2 * i + 1] = kDigits[bytes[i] & 0xf];
-  }
+  WriteHex(bytes, out.data());
   return out;
 }
 
@@ -88,9 +95,15 @@ TraceContext TraceContext::Child() const {
 }
 
 std::string TraceContext::Traceparent() const {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string flags = {kDigits[flags_ >> 4], kDigits[flags_ & 0xf]};
-  return "00-" + TraceId() + "-" + SpanId() + "-" + flags;
+  // "00-" trace-id "-" span-id "-" flags: 55 characters, written in place (one per response).
+  std::string out(55, '-');
+  char* at = out.data();
+  *at++ = '0';
+  *at++ = '0';
+  at = WriteHex(trace_id_, at + 1);
+  at = WriteHex(span_id_, at + 1);
+  WriteHex(std::array<uint8_t, 1>{flags_}, at + 1);
+  return out;
 }
 
 std::string TraceContext::TraceId() const { return Hex(trace_id_); }

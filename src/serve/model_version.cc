@@ -155,9 +155,8 @@ Status ModelVersion::Validate(InferRequest& request) const {
                              input.name(), model, ExpectedShape(input.dims(), batched),
                              tensor::ShapeToString(it->shape));
     }
-    RETURN_IF_ERROR(
-        tensor::ValidateByteSize(fmt::format("input '{}' for model '{}'", input.name(), model),
-                                 it->datatype, it->shape, it->data));
+    RETURN_IF_ERROR(tensor::ValidateByteSize(it->datatype, it->shape, it->data,
+                                             "input '{}' for model '{}'", input.name(), model));
     ordered.push_back(std::move(*it));
     ordered.back().shape = ModelShape(input, ordered.back().shape, batched);
   }

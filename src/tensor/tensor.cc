@@ -78,8 +78,12 @@ void AppendBytesElement(std::string_view element, std::string& out) {
   out.append(element);
 }
 
-Result<std::vector<std::string_view>> SplitBytesElements(std::string_view data) {
-  std::vector<std::string_view> elements;
+namespace {
+
+// Calls `visit` with each element of a serialized BYTES buffer, in order. Fails when a length
+// prefix runs past the end of the buffer.
+template <typename Visit>
+Status ForEachBytesElement(std::string_view data, Visit visit) {
   size_t offset = 0;
   while (offset < data.size()) {
     if (data.size() - offset < 4) {
@@ -94,10 +98,31 @@ Result<std::vector<std::string_view>> SplitBytesElements(std::string_view data) 
       return InvalidArgument("BYTES element at offset {} claims {} bytes but only {} remain",
                              offset - 4, length, data.size() - offset);
     }
-    elements.push_back(data.substr(offset, length));
+    visit(data.substr(offset, length));
     offset += length;
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<std::string_view>> SplitBytesElements(std::string_view data) {
+  std::vector<std::string_view> elements;
+  RETURN_IF_ERROR(
+      ForEachBytesElement(data, [&](std::string_view element) { elements.push_back(element); }));
   return elements;
+}
+
+bool HasExpectedByteSize(DataType type, const Shape& shape, std::string_view data) {
+  const std::optional<int64_t> count = ElementCount(shape);
+  if (!count) return false;
+  if (type != DataType::kBytes) {
+    const size_t element_size = DataTypeSize(type);
+    return element_size > 0 && data.size() == static_cast<uint64_t>(*count) * element_size;
+  }
+  int64_t elements = 0;
+  const Status walked = ForEachBytesElement(data, [&](std::string_view) { ++elements; });
+  return walked.ok() && elements == *count;
 }
 
 Status ValidateByteSize(std::string_view what, DataType type, const Shape& shape,

@@ -74,9 +74,22 @@ void AppendBytesElement(std::string_view element, std::string& out);
 // prefix runs past the end of the buffer.
 Result<std::vector<std::string_view>> SplitBytesElements(std::string_view data);
 
-// Checks that `data_size` bytes are exactly what `shape` of `type` needs (for BYTES: that the
-// buffer holds exactly ElementCount(shape) well-formed elements). `what` names the tensor.
+// Checks that `data` is exactly what `shape` of `type` needs (for BYTES: that the buffer holds
+// exactly ElementCount(shape) well-formed elements). `what` names the tensor in the error.
 Status ValidateByteSize(std::string_view what, DataType type, const Shape& shape,
                         std::string_view data);
+
+// The same check, answered without building a message.
+bool HasExpectedByteSize(DataType type, const Shape& shape, std::string_view data);
+
+// ValidateByteSize for per-request paths: `what` is formatted from `what_format` and `args` only
+// when the check fails.
+template <typename... Args>
+Status ValidateByteSize(DataType type, const Shape& shape, std::string_view data,
+                        fmt::format_string<Args...> what_format, Args&&... args) {
+  if (HasExpectedByteSize(type, shape, data)) return Status::Ok();
+  return ValidateByteSize(fmt::format(what_format, std::forward<Args>(args)...), type, shape,
+                          data);
+}
 
 }  // namespace rampart::tensor

@@ -67,5 +67,42 @@ TEST(ValidateByteSize, ChecksFixedAndVariableSizes) {
   EXPECT_FALSE(ValidateByteSize("s", DataType::kBytes, {3}, strings).ok());
 }
 
+TEST(ValidateByteSize, FormatsTheNameOnlyForTheError) {
+  std::string strings;
+  AppendBytesElement("a", strings);
+  AppendBytesElement("bc", strings);
+  const std::string truncated = strings.substr(0, strings.size() - 1);
+  // The predicate agrees with the full check on every case.
+  struct Case {
+    DataType type;
+    Shape shape;
+    std::string data;
+    bool valid;
+  };
+  const std::vector<Case> cases = {
+      {DataType::kInt32, {2, 2}, std::string(16, '\0'), true},
+      {DataType::kInt32, {2, 2}, std::string(15, '\0'), false},
+      {DataType::kFp16, {3}, std::string(6, '\0'), true},
+      {DataType::kInvalid, {1}, std::string(4, '\0'), false},
+      {DataType::kBytes, {2}, strings, true},
+      {DataType::kBytes, {3}, strings, false},
+      {DataType::kBytes, {2}, truncated, false},
+      {DataType::kBytes, {0}, "", true},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(HasExpectedByteSize(c.type, c.shape, c.data), c.valid) << ShapeToString(c.shape);
+    EXPECT_EQ(ValidateByteSize("t", c.type, c.shape, c.data).ok(), c.valid);
+  }
+  Status wrong = ValidateByteSize(DataType::kInt32, {2, 2}, std::string(15, '\0'),
+                                  "input '{}' for model '{}'", "x", "m");
+  EXPECT_EQ(wrong.message(),
+            "input 'x' for model 'm' has 15 bytes but shape [2,2] of INT32 needs 16");
+  Status split = ValidateByteSize(DataType::kBytes, {2}, truncated, "input '{}'", "s");
+  EXPECT_NE(split.message().find("input 's': BYTES element at offset 5 claims 2 bytes"),
+            std::string::npos)
+      << split.message();
+  EXPECT_TRUE(ValidateByteSize(DataType::kBytes, {2}, strings, "input '{}'", "s").ok());
+}
+
 }  // namespace
 }  // namespace rampart::tensor
