@@ -12,7 +12,7 @@
 #
 # Usage: bench/http_bench.sh --binary build/rampart --repository examples/models
 #                            [--duration 5] [--rounds 3] [--warmup 2] [--out FILE]
-#                            [--nginx-workers auto]
+#                            [--nginx-workers auto] [--serve-args "FLAGS"]
 #                            [--nginx PATH] [--start-timeout 120] [--nginx-only] [--keep-workdir]
 # See docs/benchmarks.md.
 set -euo pipefail
@@ -33,6 +33,7 @@ duration=5
 rounds=3
 warmup=2
 out_file=""
+serve_args=""
 nginx_workers="auto"
 nginx_bin=""
 start_timeout=120
@@ -51,6 +52,8 @@ Options:
   --warmup SECONDS       unmeasured wrk run per server and load level, first (default 2)
   --out FILE             also write the results as a markdown snippet to FILE
   --nginx-workers N      nginx worker_processes (default auto = one per core)
+  --serve-args "FLAGS"   more `rampart serve` flags, e.g. "--http-sched-batch false"
+                         (split into words on spaces)
   --nginx PATH           nginx binary (default: nginx on PATH, else /usr/sbin/nginx)
   --start-timeout SECS   how long Rampart may take to load and listen (default 120)
   --nginx-only           measure only the nginx half, with a synthetic response body
@@ -67,6 +70,7 @@ while [ $# -gt 0 ]; do
     --warmup) warmup="${2:?--warmup needs a value}"; shift 2 ;;
     --out) out_file="${2:?--out needs a value}"; shift 2 ;;
     --nginx-workers) nginx_workers="${2:?--nginx-workers needs a value}"; shift 2 ;;
+    --serve-args) serve_args="${2?--serve-args needs a value}"; shift 2 ;;
     --nginx) nginx_bin="${2:?--nginx needs a value}"; shift 2 ;;
     --start-timeout) start_timeout="${2:?--start-timeout needs a value}"; shift 2 ;;
     --nginx-only) nginx_only=1; shift ;;
@@ -78,6 +82,8 @@ done
 
 [[ "$duration" =~ ^[1-9][0-9]*$ ]] || die "--duration must be a positive integer, got '$duration'"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, got '$rounds'"
+# shellcheck disable=SC2206  # split into words on purpose
+rampart_extra_args=($serve_args)
 [[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, got '$warmup'"
 [[ "$start_timeout" =~ ^[1-9][0-9]*$ ]] || die "--start-timeout must be a positive integer"
 [[ "$nginx_workers" =~ ^(auto|[1-9][0-9]*)$ ]] || die "--nginx-workers must be auto or a count"
@@ -350,7 +356,8 @@ report() {
   echo "runs: ${warmup}s warm-up, then $rounds rounds of ${duration}s measured per server and" \
     "level, the servers alternating; req/s, p50 and p99 are medians over the rounds;" \
     "response body $response_bytes bytes;" \
-    "nginx $("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///') worker_processes $nginx_workers"
+    "nginx $("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///') worker_processes $nginx_workers" \
+    "${serve_args:+; serve flags: $serve_args}"
   echo
   echo "| load | server | req/s | p50 (µs) | p99 (µs) |"
   echo "|---|---|---:|---:|---:|"

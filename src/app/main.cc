@@ -188,6 +188,7 @@ int Serve(const ServeSettings& settings) {
   http_options.port = static_cast<uint16_t>(settings.http_port);
   http_options.threads = settings.http_threads;
   http_options.cpus = ParseCpuList(settings.http_cpus).value();  // checked by Validate
+  http_options.sched_batch = settings.http_sched_batch;
   http_options.max_body_bytes = settings.http_max_input_size;
   if (!settings.http_ssl_cert.empty()) {
     http_options.tls = net::HttpTlsOptions{.cert = settings.http_ssl_cert,
@@ -351,6 +352,9 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
          "intra-op budget then divides these instead of every core (default: any)");
   option("--http-cpus", settings.http_cpus,
          "CPUs (a list like 0-1) that HTTP I/O threads run on (default: any)");
+  option("--http-sched-batch", settings.http_sched_batch,
+         "Run HTTP I/O threads under SCHED_BATCH (true/false): their wake-ups then do "
+         "not preempt a busy thread, such as a model instance mid-batch");
   option("--strict-readiness", settings.strict_readiness,
          "Whether /v2/health/ready (and gRPC ServerReady) answers ready only while "
          "every model in the repository is loaded (true/false); models unloaded on "

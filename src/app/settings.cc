@@ -76,6 +76,7 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"port", Field(settings.http_port, "http.port")},
       {"threads", Field(settings.http_threads, "http.threads")},
       {"cpus", Field(settings.http_cpus, "http.cpus")},
+      {"sched_batch", Field(settings.http_sched_batch, "http.sched_batch")},
       {"max_input_size", Field(settings.http_max_input_size, "http.max_input_size")},
       {"ssl_cert", Field(settings.http_ssl_cert, "http.ssl_cert")},
       {"ssl_key", Field(settings.http_ssl_key, "http.ssl_key")},

@@ -46,6 +46,7 @@ struct ServeSettings {
   int threads_per_instance = 0;      // 0 = cores / instances
   std::string instance_cpus;         // CPU list ("2-7") for model instance threads; "" = any
   std::string http_cpus;             // CPU list for HTTP I/O threads; "" = any
+  bool http_sched_batch = true;      // HTTP I/O threads under SCHED_BATCH
   int direct_execution_max_us = 50;  // 0 = always hand requests to instance threads
   int log_verbose = 0;
   std::string log_format = "default";  // default | json

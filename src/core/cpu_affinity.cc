@@ -78,4 +78,14 @@ Status PinThisThread(const std::vector<int>& cpus) {
   return Status::Ok();
 }
 
+Status UseBatchScheduling() {
+  const sched_param param{};  // SCHED_BATCH takes priority 0; the nice value is kept
+  if (sched_setscheduler(0, SCHED_BATCH, &param) != 0) {
+    return Internal("cannot move a thread to SCHED_BATCH: {}", std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+bool UsesBatchScheduling() { return sched_getscheduler(0) == SCHED_BATCH; }
+
 }  // namespace rampart

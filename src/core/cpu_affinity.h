@@ -3,7 +3,7 @@
 // CPU placement for Rampart's threads (--instance-cpus, --http-cpus), in the spirit of Triton's
 // host policy `cpu-cores`: model instance threads and HTTP I/O threads can be kept on separate
 // CPUs, so network work (and the interrupts and softirqs it brings) does not land on the CPUs
-// that compute.
+// that compute. And the scheduling class of I/O threads (--http-sched-batch).
 
 #include <string_view>
 #include <vector>
@@ -26,5 +26,14 @@ Status CheckAllowedCpus(const std::vector<int>& cpus);
 // Restricts the calling thread to `cpus`; an empty list leaves it as it is. Errors: Internal
 // with the system's reason.
 Status PinThisThread(const std::vector<int>& cpus);
+
+// Moves the calling thread to SCHED_BATCH (no privilege needed): the kernel treats it as
+// throughput-bound, so its wake-ups do not preempt the thread running on the CPU it lands on
+// (a model instance mid-batch, say); it runs on an idle CPU, or when that thread's slice ends.
+// Its share of the CPU is unchanged. Errors: Internal with the system's reason.
+Status UseBatchScheduling();
+
+// True when the calling thread runs under SCHED_BATCH.
+bool UsesBatchScheduling();
 
 }  // namespace rampart

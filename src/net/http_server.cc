@@ -198,6 +198,11 @@ class HttpServer::Impl {
             if (Status pinned = PinThisThread(options_.cpus); !pinned.ok()) {
               LOG_WARN("{}: {}", name, pinned.message());
             }
+            if (options_.sched_batch) {
+              if (Status batch = UseBatchScheduling(); !batch.ok()) {
+                LOG_WARN("{}: {}", name, batch.message());
+              }
+            }
             raw->run();
           });
     }

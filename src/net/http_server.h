@@ -63,6 +63,7 @@ struct HttpServerOptions {
   std::optional<HttpTlsOptions> tls;  // plain HTTP when empty
   std::string name = "http";          // I/O threads are named "<name>-io-<i>"
   std::vector<int> cpus;              // CPUs the I/O threads run on; empty = any
+  bool sched_batch = false;           // I/O threads under SCHED_BATCH (UseBatchScheduling)
 };
 
 class HttpServer {

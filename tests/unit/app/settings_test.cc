@@ -21,13 +21,14 @@ TEST(Settings, YamlOverridesOnlyTheKeysItNames) {
   ServeSettings settings;
   const std::string path = WriteTemp(
       "server:\n  model_repository: /models\n  load_models: [a, b]\n  strict_readiness: false\n"
-      "http:\n  port: 9000\n  max_input_size: 1024\n");
+      "http:\n  port: 9000\n  max_input_size: 1024\n  sched_batch: false\n");
   ASSERT_TRUE(ApplyYamlFile(path, settings).ok());
   EXPECT_EQ(settings.model_repository, "/models");
   EXPECT_FALSE(settings.strict_readiness);
   EXPECT_EQ(settings.load_models, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(settings.http_port, 9000);
   EXPECT_EQ(settings.http_max_input_size, 1024u);
+  EXPECT_FALSE(settings.http_sched_batch);
   EXPECT_EQ(settings.http_address, "0.0.0.0");  // untouched default
   std::filesystem::remove(path);
 }

@@ -52,5 +52,17 @@ TEST(CpuAffinity, PinsTheCallingThreadOnly) {
   EXPECT_EQ(AllowedCpus(), allowed);
 }
 
+TEST(CpuAffinity, BatchSchedulingIsForTheCallingThreadOnly) {
+  ASSERT_FALSE(UsesBatchScheduling());
+  bool moved = false;
+  std::thread batch([&] {
+    ASSERT_TRUE(UseBatchScheduling().ok());
+    moved = UsesBatchScheduling();
+  });
+  batch.join();
+  EXPECT_TRUE(moved);
+  EXPECT_FALSE(UsesBatchScheduling());  // this thread is untouched
+}
+
 }  // namespace
 }  // namespace rampart

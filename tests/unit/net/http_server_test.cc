@@ -65,7 +65,7 @@ class HttpServerTest : public ::testing::Test {
  protected:
   void Start(HttpHandler handler, uint64_t max_body = 1 << 20,
              std::chrono::seconds idle_timeout = std::chrono::seconds(300),
-             std::vector<int> cpus = {}) {
+             std::vector<int> cpus = {}, bool sched_batch = false) {
     HttpServerOptions options;
     options.address = "127.0.0.1";
     options.port = 0;
@@ -73,6 +73,7 @@ class HttpServerTest : public ::testing::Test {
     options.max_body_bytes = max_body;
     options.idle_timeout = idle_timeout;
     options.cpus = std::move(cpus);
+    options.sched_batch = sched_batch;
     auto server = HttpServer::Start(options, std::move(handler));
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(server).value();
@@ -274,6 +275,24 @@ TEST_F(HttpServerTest, IoThreadsRunOnTheirCpus) {
   for (int i = 0; i < 4; ++i) {  // two threads: connections go to each in turn
     Client client(server_->port());
     EXPECT_EQ(client.Send(http::verb::get, "/").body(), std::to_string(target));
+  }
+}
+
+TEST_F(HttpServerTest, IoThreadsUseBatchSchedulingWhenAsked) {
+  for (bool sched_batch : {false, true}) {
+    Start(
+        [](HttpRequest&&, Responder responder) {
+          HttpResponse response;
+          response.body = UsesBatchScheduling() ? "batch" : "normal";
+          responder.Send(std::move(response));
+        },
+        1 << 20, std::chrono::seconds(300), {}, sched_batch);
+    for (int i = 0; i < 2; ++i) {  // both threads
+      Client client(server_->port());
+      EXPECT_EQ(client.Send(http::verb::get, "/").body(), sched_batch ? "batch" : "normal");
+    }
+    server_->Shutdown(std::chrono::seconds(5));
+    server_.reset();
   }
 }
 
