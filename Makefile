@@ -50,6 +50,7 @@ bench: build
 	bench/batching_bench.sh --binary $(BUILD_DIR)/rampart --offline $(BUILD_DIR)/bench/torch_offline --repository examples/models
 	bench/batching_bench.sh --binary $(BUILD_DIR)/rampart --offline $(BUILD_DIR)/bench/torch_offline --repository examples/models --threads 1
 	bench/grpc_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models
+	$(BUILD_DIR)/bench/codec_bench --benchmark_min_time=0.5
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)
