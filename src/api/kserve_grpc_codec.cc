@@ -15,8 +15,15 @@ namespace {
 using inference::InferParameter;
 using inference::InferTensorContents;
 using inference::ModelInferRequest;
-using tensor::AppendRaw;
 using tensor::DataType;
+
+// Appends one fixed-size element's bytes to `out` (hosts are little-endian: x86-64, aarch64).
+template <typename T>
+void AppendRaw(T value, std::string& out) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
 
 // The typed-contents field a datatype travels in; nullptr for FP16/BF16 (raw only).
 const char* ContentsFieldFor(DataType type) {

@@ -86,6 +86,4 @@ Status UseBatchScheduling() {
   return Status::Ok();
 }
 
-bool UsesBatchScheduling() { return sched_getscheduler(0) == SCHED_BATCH; }
-
 }  // namespace rampart

@@ -33,7 +33,4 @@ Status PinThisThread(const std::vector<int>& cpus);
 // Its share of the CPU is unchanged. Errors: Internal with the system's reason.
 Status UseBatchScheduling();
 
-// True when the calling thread runs under SCHED_BATCH.
-bool UsesBatchScheduling();
-
 }  // namespace rampart

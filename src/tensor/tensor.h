@@ -10,7 +10,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,14 +57,6 @@ struct Tensor {
   Shape shape;
   std::string data;  // raw bytes; see the file comment for BYTES
 };
-
-// Appends one fixed-size element's bytes to `out` (hosts are little-endian: x86-64, aarch64).
-template <typename T>
-void AppendRaw(T value, std::string& out) {
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));
-  out.append(bytes, sizeof(T));
-}
 
 // Appends one BYTES element (length prefix + bytes) to `out`.
 void AppendBytesElement(std::string_view element, std::string& out);

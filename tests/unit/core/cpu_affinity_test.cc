@@ -52,6 +52,8 @@ TEST(CpuAffinity, PinsTheCallingThreadOnly) {
   EXPECT_EQ(AllowedCpus(), allowed);
 }
 
+bool UsesBatchScheduling() { return sched_getscheduler(0) == SCHED_BATCH; }
+
 TEST(CpuAffinity, BatchSchedulingIsForTheCallingThreadOnly) {
   ASSERT_FALSE(UsesBatchScheduling());
   bool moved = false;

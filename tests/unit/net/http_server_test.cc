@@ -283,7 +283,7 @@ TEST_F(HttpServerTest, IoThreadsUseBatchSchedulingWhenAsked) {
     Start(
         [](HttpRequest&&, Responder responder) {
           HttpResponse response;
-          response.body = UsesBatchScheduling() ? "batch" : "normal";
+          response.body = sched_getscheduler(0) == SCHED_BATCH ? "batch" : "normal";
           responder.Send(std::move(response));
         },
         1 << 20, std::chrono::seconds(300), {}, sched_batch);
