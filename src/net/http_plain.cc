@@ -1,0 +1,426 @@
+// Plain-HTTP connections on EventLoops: see event_loop.h for why not Boost.Asio.
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include "core/logging.h"
+#include "net/event_loop.h"
+#include "net/http_connection.h"
+
+namespace rampart::net {
+namespace {
+
+namespace http = boost::beast::http;
+
+class PlainConnection;
+
+// One I/O thread: its loop and the connections open on it (closed before the loop goes).
+struct PlainIo {
+  std::unique_ptr<EventLoop> loop;
+  std::unordered_map<PlainConnection*, std::shared_ptr<PlainConnection>> open;
+};
+
+// One plain-HTTP connection, on its I/O thread's loop from accept to close.
+//
+// Its socket is watched edge-triggered for input, output and the client's hang-up, and
+// `readable_` remembers whether input may be left unread: a read that returns less than the free
+// buffer space drained the socket, so the next request is read when its edge arrives, with one
+// recv. While a request is being worked on nothing is read (pipelined requests wait in the
+// socket), and EPOLLRDHUP means the client has gone: its request is marked so that queued work
+// for it is dropped. An answer written while its request is still being dispatched (a fast model
+// run on this thread) is finished by Serve's loop, not by recursion.
+class PlainConnection final : public Connection, public EventLoop::Watcher {
+ public:
+  PlainConnection(int fd, HttpCore& core, PlainIo& io) : fd_(fd), core_(core), io_(io) {}
+  ~PlainConnection() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  // On the connection's thread, once: registers it and starts reading.
+  void Open();
+
+  void OnEvents(uint32_t events) override {
+    if (state_ == State::kClosed) return;  // an event collected before Close
+    if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
+      peer_closed_ = true;
+      if (state_ == State::kWorking && client_gone_) client_gone_->store(true);
+    }
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) readable_ = true;
+    if ((events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) && state_ == State::kWriting) {
+      Send();
+    } else if (state_ == State::kReading && readable_) {
+      Serve();
+    }
+  }
+
+  void Answer(std::shared_ptr<Connection> self, HttpResponse response) override {
+    io_.loop->Dispatch([self = std::move(self), this, response = std::move(response)]() mutable {
+      Write(std::move(response));
+    });
+  }
+  void AnswerWith(std::shared_ptr<Connection> self,
+                  UniqueFunction<HttpResponse()> make_response) override {
+    io_.loop->Dispatch(
+        [self = std::move(self), this, make_response = std::move(make_response)]() mutable {
+          Write(make_response());
+        });
+  }
+
+  // Closes the connection if it has been waiting for a request, or for its answer to be taken
+  // by the client, since before its deadline.
+  void CloseIfPast(std::chrono::steady_clock::time_point now) {
+    if (deadline_ && now >= *deadline_) Close();
+  }
+
+ private:
+  enum class State {
+    kReading,    // reading and parsing the next request
+    kWorking,    // dispatched, waiting for the answer
+    kWriting,    // the answer is partly written; waiting for EPOLLOUT
+    kWritten,    // the answer was written during Dispatch; Serve goes on
+    kClosed,
+  };
+
+  void StartRequest();
+  void Serve();
+  // Reads what the socket has into the buffer. False: nothing more now (or closed).
+  bool Read();
+  void Dispatch();
+  void Write(HttpResponse response);
+  void Send();
+  void Written();
+  void RejectAndClose(HttpResponse answer);
+  void Close();
+
+  static constexpr size_t kReadBufferBytes = 16 * 1024;
+
+  int fd_;
+  HttpCore& core_;
+  PlainIo& io_;
+  State state_ = State::kReading;
+  bool readable_ = true;  // there may be unread input (a fresh connection: try)
+  bool peer_closed_ = false;
+  bool dispatching_ = false;  // inside Dispatch: an answer written now is finished by Serve
+  bool continued_ = false;    // `100 Continue` sent for the current request
+  bool keep_alive_ = true;
+  bool close_after_write_ = false;
+  bool counted_ = false;  // the current request was dispatched and counts as in flight
+  unsigned version_ = 11;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+
+  // Input: bytes [begin_, end_) of buffer_ are read and not yet parsed.
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0;
+  size_t begin_ = 0;
+  size_t end_ = 0;
+  HttpRequest request_;
+  std::optional<RequestParser> parser_;
+
+  // Output: the answer being written, head then body, `sent_` bytes of them so far.
+  std::string head_;
+  std::string body_;
+  size_t sent_ = 0;
+
+  SteadyTime received_{};
+  std::shared_ptr<std::atomic<bool>> client_gone_;  // the current request's
+};
+
+void PlainConnection::Open() {
+  std::shared_ptr<PlainConnection> self =
+      std::static_pointer_cast<PlainConnection>(shared_from_this());
+  buffer_ = std::make_unique<char[]>(kReadBufferBytes);
+  capacity_ = kReadBufferBytes;
+  if (Status added = io_.loop->Add(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, this);
+      !added.ok()) {
+    LOG_WARN("cannot serve a new connection: {}", added.message());
+    return;  // closed with the last reference
+  }
+  io_.open.emplace(this, std::move(self));
+  StartRequest();
+  Serve();
+}
+
+void PlainConnection::StartRequest() {
+  state_ = State::kReading;
+  continued_ = false;
+  request_ = HttpRequest();
+  parser_.emplace(request_, core_.options().max_body_bytes);
+  deadline_ = std::chrono::steady_clock::now() + core_.options().idle_timeout;
+}
+
+void PlainConnection::Serve() {
+  while (state_ == State::kReading) {
+    if (end_ > begin_) {
+      boost::beast::error_code error;
+      begin_ += parser_->put(boost::asio::const_buffer(buffer_.get() + begin_, end_ - begin_), error);
+      if (error && error != http::error::need_more) {
+        if (auto answer = ParseErrorResponse(error, core_.options().max_body_bytes)) {
+          RejectAndClose(std::move(*answer));
+        } else {
+          Close();
+        }
+        return;
+      }
+      if (parser_->is_done()) {
+        Dispatch();
+        if (state_ != State::kWritten) return;  // the answer comes later
+        Written();
+        continue;
+      }
+      // Clients that send `Expect: 100-continue` (curl does for bodies over 1 MiB) wait for an
+      // interim answer before sending the body; oversized bodies were refused above.
+      if (parser_->is_header_done() && parser_->expects_continue() && !continued_) {
+        continued_ = true;
+        constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        if (::send(fd_, kContinue.data(), kContinue.size(), MSG_NOSIGNAL) !=
+            static_cast<ssize_t>(kContinue.size())) {
+          Close();
+          return;
+        }
+      }
+    }
+    if (!readable_ || !Read()) return;
+  }
+}
+
+bool PlainConnection::Read() {
+  if (begin_ == end_) {
+    begin_ = end_ = 0;
+  } else if (begin_ > 0) {
+    std::memmove(buffer_.get(), buffer_.get() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  if (end_ == capacity_) {
+    // Only a header larger than the buffer fills it (bodies are consumed as they arrive), and
+    // the parser refuses headers over kHeaderLimit first.
+    if (capacity_ >= 2 * RequestParser::kHeaderLimit) {
+      Close();
+      return false;
+    }
+    auto larger = std::make_unique<char[]>(2 * capacity_);
+    std::memcpy(larger.get(), buffer_.get(), end_);
+    buffer_ = std::move(larger);
+    capacity_ *= 2;
+  }
+  const size_t room = capacity_ - end_;
+  const ssize_t received = ::recv(fd_, buffer_.get() + end_, room, 0);
+  if (received > 0) {
+    end_ += static_cast<size_t>(received);
+    if (static_cast<size_t>(received) < room) readable_ = false;  // drained until the next edge
+    return true;
+  }
+  if (received < 0 && errno == EINTR) return true;
+  if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    readable_ = false;
+    return false;
+  }
+  Close();  // the client ended the connection, or it failed
+  return false;
+}
+
+void PlainConnection::Dispatch() {
+  keep_alive_ = parser_->keep_alive();
+  version_ = parser_->version();
+  parser_.reset();  // it writes into request_, which is handed over now
+  deadline_.reset();
+  request_.received = Clock::Real().Now();
+  received_ = request_.received;
+  // The previous request's flag is reused when nothing else holds it any more.
+  if (!client_gone_ || client_gone_.use_count() != 1) {
+    client_gone_ = std::make_shared<std::atomic<bool>>();
+  }
+  client_gone_->store(peer_closed_, std::memory_order_relaxed);
+  request_.client_gone = client_gone_;
+  counted_ = true;
+  state_ = State::kWorking;
+  dispatching_ = true;
+  core_.Dispatch(std::move(request_), Responder(shared_from_this()));
+  dispatching_ = false;
+}
+
+void PlainConnection::Write(HttpResponse response) {
+  if (state_ != State::kWorking) {  // closed while the answer was being worked on
+    if (counted_) {
+      counted_ = false;
+      core_.Abandoned();
+    }
+    return;
+  }
+  head_.clear();
+  FormatHead(response, version_, keep_alive_ && !close_after_write_, head_);
+  body_ = std::move(response.body);
+  sent_ = 0;
+  state_ = State::kWriting;
+  Send();
+}
+
+void PlainConnection::Send() {
+  const size_t total = head_.size() + body_.size();
+  while (sent_ < total) {
+    std::array<iovec, 2> parts{};
+    size_t count = 0;
+    if (sent_ < head_.size()) {
+      parts[count++] = {head_.data() + sent_, head_.size() - sent_};
+      parts[count++] = {body_.data(), body_.size()};
+    } else {
+      parts[count++] = {body_.data() + (sent_ - head_.size()), total - sent_};
+    }
+    msghdr message{};
+    message.msg_iov = parts.data();
+    message.msg_iovlen = count;
+    const ssize_t written = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
+    if (written >= 0) {
+      sent_ += static_cast<size_t>(written);
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      // The client must take its answer within the idle timeout; EPOLLOUT resumes the write.
+      deadline_ = std::chrono::steady_clock::now() + core_.options().idle_timeout;
+      return;
+    } else if (errno != EINTR) {
+      Close();
+      return;
+    }
+  }
+  deadline_.reset();
+  if (counted_) {
+    counted_ = false;
+    core_.Finished(received_);
+  }
+  if (dispatching_) {
+    state_ = State::kWritten;  // Serve, which dispatched it, goes on
+    return;
+  }
+  Written();
+  Serve();
+}
+
+void PlainConnection::Written() {
+  if (close_after_write_ || !keep_alive_) {
+    Close();
+    return;
+  }
+  StartRequest();
+}
+
+void PlainConnection::RejectAndClose(HttpResponse answer) {
+  close_after_write_ = true;
+  parser_.reset();
+  state_ = State::kWorking;
+  Write(std::move(answer));
+}
+
+void PlainConnection::Close() {
+  if (state_ == State::kClosed) return;
+  if (counted_ && state_ == State::kWriting) {  // the answer will not be written
+    counted_ = false;
+    core_.Abandoned();
+  }
+  if (client_gone_ && state_ == State::kWorking) client_gone_->store(true);
+  state_ = State::kClosed;
+  deadline_.reset();
+  ::close(fd_);  // also ends the epoll registration
+  fd_ = -1;
+  if (auto found = io_.open.find(this); found != io_.open.end()) {
+    io_.loop->KeepUntilIdle(std::move(found->second));  // events of this batch may name it
+    io_.open.erase(found);
+  }
+}
+
+// Accepts on the first I/O thread's loop and hands connections out to the loops in turn.
+class PlainEngine final : public HttpEngine, private EventLoop::Watcher {
+ public:
+  PlainEngine(HttpCore& core, std::vector<std::unique_ptr<PlainIo>> io)
+      : core_(core), io_(std::move(io)) {}
+  ~PlainEngine() override {
+    if (listener_ >= 0) ::close(listener_);
+  }
+
+  Status Listen(int listener) override {
+    listener_ = listener;
+    // Level-triggered: what one round of accepts leaves is reported again.
+    return io_[0]->loop->Add(listener_, EPOLLIN, this);
+  }
+
+  void Run(size_t index) override { io_[index]->loop->Run(); }
+
+  void StopAccepting() override {
+    std::promise<void> closed;
+    io_[0]->loop->Post([this, &closed] {
+      if (listener_ >= 0) ::close(listener_);  // also ends its registration
+      listener_ = -1;
+      closed.set_value();
+    });
+    closed.get_future().wait();
+  }
+
+  void Stop() override {
+    for (auto& io : io_) io->loop->Stop();
+  }
+
+ private:
+  void OnEvents(uint32_t) override {
+    for (int round = 0; round < 64 && listener_ >= 0; ++round) {
+      const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+          LOG_WARN("accept failed: {}", std::strerror(errno));
+        }
+        return;
+      }
+      const int on = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+      PlainIo& target = *io_[next_io_];
+      next_io_ = (next_io_ + 1) % io_.size();
+      // Made here, so that the socket is closed even if the target loop has stopped.
+      auto connection = std::make_shared<PlainConnection>(fd, core_, target);
+      target.loop->Dispatch([connection = std::move(connection)] { connection->Open(); });
+    }
+  }
+
+  HttpCore& core_;
+  std::vector<std::unique_ptr<PlainIo>> io_;
+  int listener_ = -1;
+  size_t next_io_ = 0;  // only touched on the first loop
+};
+
+}  // namespace
+
+Result<std::unique_ptr<HttpEngine>> MakePlainEngine(HttpCore& core, size_t threads) {
+  std::vector<std::unique_ptr<PlainIo>> io;
+  for (size_t i = 0; i < threads; ++i) {
+    io.push_back(std::make_unique<PlainIo>());
+    PlainIo& plain = *io.back();
+    ASSIGN_OR_RETURN(plain.loop, EventLoop::Create());
+    // Connections waiting for a request, or for their client to take an answer, past the idle
+    // timeout are closed.
+    plain.loop->Every(std::chrono::seconds(1), [&plain] {
+      const auto now = std::chrono::steady_clock::now();
+      std::vector<PlainConnection*> connections;
+      connections.reserve(plain.open.size());
+      for (const auto& entry : plain.open) connections.push_back(entry.first);
+      for (PlainConnection* connection : connections) connection->CloseIfPast(now);
+    });
+  }
+  return std::unique_ptr<HttpEngine>(new PlainEngine(core, std::move(io)));
+}
+
+}  // namespace rampart::net

@@ -1,0 +1,440 @@
+// HTTPS connections: TLS 1.2+ through Boost.Asio's SSL stream, requests parsed by RequestParser.
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>  // before Boost.Asio 1.74, whose awaitable.hpp needs std::exchange
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "core/logging.h"
+#include "net/http_connection.h"
+
+namespace rampart::net {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+// Sockets and timers bound to their io_context's concrete executor: the type-erased
+// any_io_executor (beast::tcp_stream's) costs a copy and a virtual call per operation.
+using Executor = asio::io_context::executor_type;
+using Socket = asio::basic_stream_socket<tcp, Executor>;
+using Stream = ssl::stream<Socket>;
+using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
+                                         asio::wait_traits<std::chrono::steady_clock>, Executor>;
+
+// The server side of TLS 1.2+ with `options`' files. Errors: InvalidArgument naming the file.
+Result<std::unique_ptr<ssl::context>> MakeTlsContext(const HttpTlsOptions& options) {
+  if (options.cert.empty() || options.key.empty()) {
+    return InvalidArgument("HTTPS needs a certificate and a private key");
+  }
+  if (options.mutual && options.root_cert.empty()) {
+    return InvalidArgument("mutual TLS needs the CA certificate that signs client certificates");
+  }
+  auto context = std::make_unique<ssl::context>(ssl::context::tls_server);
+  beast::error_code error;
+  context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                           ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                           ssl::context::no_tlsv1_1 | ssl::context::single_dh_use,
+                       error);
+  if (!error) context->use_certificate_chain_file(options.cert, error);
+  if (error) return InvalidArgument("HTTPS certificate '{}': {}", options.cert, error.message());
+  context->use_private_key_file(options.key, ssl::context::pem, error);
+  if (error) return InvalidArgument("HTTPS private key '{}': {}", options.key, error.message());
+  if (!options.root_cert.empty()) {
+    context->load_verify_file(options.root_cert, error);
+    if (error) {
+      return InvalidArgument("HTTPS root certificate '{}': {}", options.root_cert, error.message());
+    }
+  }
+  if (options.mutual) {
+    context->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert, error);
+    if (error) return InvalidArgument("mutual TLS: {}", error.message());
+  }
+  return context;
+}
+
+class TlsConnection;
+
+// Hang-up watches for requests still unanswered a while after they were dispatched. A watch is a
+// wait for the socket to become readable (the client's end of stream, or its next pipelined
+// request); arming one costs an epoll_ctl, and most answers come before it could matter. So
+// watches are armed in sweeps: every tick arms those for the requests added before the previous
+// tick, that is unanswered for one to two periods. One per I/O thread, used only on it.
+class HangUpWatches {
+ public:
+  static constexpr std::chrono::milliseconds kPeriod{10};
+
+  explicit HangUpWatches(asio::io_context& context) : timer_(context.get_executor()) {}
+
+  // The connection's request number `request` was dispatched and is not answered yet.
+  void Add(std::weak_ptr<TlsConnection> connection, uint64_t request) {
+    young_.push_back({std::move(connection), request});
+    if (!armed_) Arm();
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<TlsConnection> connection;
+    uint64_t request;
+  };
+
+  void Arm() {
+    armed_ = true;
+    timer_.expires_after(kPeriod);
+    timer_.async_wait([this](beast::error_code error) {
+      armed_ = false;
+      if (!error) Tick();
+    });
+  }
+
+  void Tick();
+
+  Timer timer_;
+  std::vector<Entry> young_;  // added since the last tick
+  std::vector<Entry> old_;    // added before it: armed at the next tick
+  bool armed_ = false;
+};
+
+// One HTTPS connection, kept alive by its pending operation's shared_ptr (and a Responder's).
+//
+// Timeouts (the TLS handshake, waiting for a request, the TLS goodbye) are one deadline and one
+// timer per connection. The timer is re-armed only when it fires before the current deadline or
+// a deadline moves earlier, so a keep-alive request costs no timer operation (a per-operation
+// timer, as beast::tcp_stream arms, cost a timer queue update per request).
+class TlsConnection final : public Connection {
+ public:
+  TlsConnection(Socket socket, ssl::context& tls, HttpCore& core, HangUpWatches& watches)
+      : stream_(std::move(socket), tls),
+        timer_(stream_.get_executor()),
+        core_(core),
+        watches_(watches) {
+    buffer_.reserve(kReadBufferBytes);
+  }
+
+  void Start() {
+    SetDeadline(std::chrono::seconds(30));
+    stream_.async_handshake(ssl::stream_base::server, [self = Self()](beast::error_code error) {
+      if (error) {
+        // A failed handshake (no or untrusted client certificate,
+        // plain HTTP on the HTTPS port) just ends the connection.
+        LOG_DEBUG("TLS handshake failed: {}", error.message());
+        self->CloseSocket();
+        return;
+      }
+      self->ReadNext();
+    });
+  }
+
+  void Answer(std::shared_ptr<Connection> self, HttpResponse response) override {
+    asio::dispatch(stream_.get_executor(),
+                   [self = std::move(self), this, response = std::move(response)]() mutable {
+                     Write(std::move(response));
+                   });
+  }
+
+  void AnswerWith(std::shared_ptr<Connection> self,
+                  UniqueFunction<HttpResponse()> make_response) override {
+    asio::dispatch(stream_.get_executor(), [self = std::move(self), this,
+                                            make_response = std::move(make_response)]() mutable {
+      Write(make_response());
+    });
+  }
+
+  // While the answer is being worked on nothing reads the socket; wait for it to become readable
+  // and, if that is the client's end of stream, say so, so queued work for it is dropped.
+  void WatchForHangUp(uint64_t request) {
+    // Answered (or being answered) already, or reading the next request.
+    if (request != request_number_ || responded_ || !counted_ || watching_) return;
+    watching_ = true;
+    Lowest().async_wait(tcp::socket::wait_read, [self = Self(), client_gone = client_gone_](
+                                                    beast::error_code error) {
+      self->watching_ = false;
+      if (error) return;  // cancelled because the answer is being written
+      char byte = 0;
+      const ssize_t peeked =
+          ::recv(self->Lowest().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+        client_gone->store(true);
+      }
+    });
+  }
+
+ private:
+  std::shared_ptr<TlsConnection> Self() {
+    return std::static_pointer_cast<TlsConnection>(shared_from_this());
+  }
+  Socket& Lowest() { return stream_.next_layer(); }
+
+  // Closes the connection unless it is done with the current step before `timeout` from now.
+  void SetDeadline(std::chrono::steady_clock::duration timeout) {
+    deadline_ = std::chrono::steady_clock::now() + timeout;
+    // A pending wait for a later time is cancelled by re-arming (its handler sees the abort).
+    if (waits_ == 0 || *deadline_ < timer_.expiry()) ArmTimer();
+  }
+
+  void ArmTimer() {
+    ++waits_;
+    timer_.expires_at(*deadline_);
+    timer_.async_wait([self = Self()](beast::error_code error) { self->OnTimer(error); });
+  }
+
+  void OnTimer(beast::error_code error) {
+    --waits_;
+    if (error || !deadline_ || waits_ > 0) return;  // cancelled, no deadline, or re-armed
+    if (std::chrono::steady_clock::now() < *deadline_) {
+      ArmTimer();  // the deadline moved later since this wait began
+      return;
+    }
+    deadline_.reset();
+    CloseSocket();  // the pending operation fails and ends the connection
+  }
+
+  void ReadNext() {
+    responded_ = false;
+    request_ = HttpRequest();
+    parser_.emplace(request_, core_.options().max_body_bytes);
+    SetDeadline(core_.options().idle_timeout);
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = Self()](beast::error_code error, size_t) { self->OnHeader(error); });
+  }
+
+  // Clients that send `Expect: 100-continue` (curl does for bodies over 1 MiB) wait for an
+  // interim answer before sending the body; oversized bodies were already refused above.
+  void OnHeader(beast::error_code error) {
+    if (error) {
+      OnRead(error);
+      return;
+    }
+    if (parser_->expects_continue() && !parser_->is_done()) {
+      continue_.emplace(http::status::continue_, parser_->version());
+      http::async_write(stream_, *continue_,
+                        [self = Self()](beast::error_code write_error, size_t) {
+                          if (write_error) {
+                            self->Close();
+                            return;
+                          }
+                          self->ReadBody();
+                        });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = Self()](beast::error_code error, size_t) { self->OnRead(error); });
+  }
+
+  void OnRead(beast::error_code error) {
+    if (error) {
+      if (auto answer = ParseErrorResponse(error, core_.options().max_body_bytes)) {
+        RejectAndClose(std::move(*answer));
+      } else {
+        Close();
+      }
+      return;
+    }
+    deadline_.reset();
+    keep_alive_ = parser_->keep_alive();
+    version_ = parser_->version();
+    parser_.reset();  // it writes into request_, which is handed over now
+    request_.received = Clock::Real().Now();
+    received_ = request_.received;
+    client_gone_ = std::make_shared<std::atomic<bool>>(false);
+    request_.client_gone = client_gone_;
+    counted_ = true;
+    ++request_number_;
+    core_.Dispatch(std::move(request_), Responder(shared_from_this()));
+    if (!responded_) watches_.Add(Self(), request_number_);  // not answered at once
+  }
+
+  void Write(HttpResponse response) {
+    responded_ = true;
+    if (watching_) {
+      beast::error_code ignored;
+      Lowest().cancel(ignored);  // only the hang-up watch is pending now
+    }
+    // The head is formatted here into one buffer and written with the body in one gather
+    // write: Beast's fields container and serializer allocate per header.
+    head_.clear();
+    FormatHead(response, version_, keep_alive_ && !close_after_write_, head_);
+    body_ = std::move(response.body);
+    const std::array<asio::const_buffer, 2> buffers{asio::buffer(head_), asio::buffer(body_)};
+    asio::async_write(stream_, buffers,
+                      [self = Self()](beast::error_code error, size_t) { self->OnWrite(error); });
+  }
+
+  void OnWrite(beast::error_code error) {
+    if (counted_) {
+      counted_ = false;
+      if (error) {
+        core_.Abandoned();
+      } else {
+        core_.Finished(received_);
+      }
+    }
+    if (error || close_after_write_ || !keep_alive_) {
+      Close();
+      return;
+    }
+    ReadNext();
+  }
+
+  // A request we will not dispatch: answer it and end the connection.
+  void RejectAndClose(HttpResponse answer) {
+    close_after_write_ = true;
+    counted_ = false;
+    Write(std::move(answer));
+  }
+
+  // Says goodbye with close_notify (bounded), so clients see a clean end of the stream.
+  void Close() {
+    SetDeadline(std::chrono::seconds(5));
+    stream_.async_shutdown([self = Self()](beast::error_code) { self->CloseSocket(); });
+  }
+
+  void CloseSocket() {
+    beast::error_code ignored;
+    Lowest().shutdown(tcp::socket::shutdown_both, ignored);
+    Lowest().close(ignored);
+    timer_.cancel();
+  }
+
+  // Beast reads at most the read buffer's free capacity per call, and its parser consumes the
+  // buffer as it goes, so the buffer never grows: from Beast's 512-byte start a 2 KiB request
+  // took five reads. Reserved once per connection.
+  static constexpr size_t kReadBufferBytes = 16 * 1024;
+
+  Stream stream_;
+  Timer timer_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;  // none while working
+  int waits_ = 0;  // timer waits pending (a cancelled one may still be queued)
+  HttpCore& core_;
+  HangUpWatches& watches_;
+  beast::flat_buffer buffer_;
+  HttpRequest request_;
+  std::optional<RequestParser> parser_;
+  std::string head_;  // status line and headers of the response being written
+  std::string body_;  // its body
+  std::optional<http::response<http::empty_body>> continue_;
+  SteadyTime received_{};
+  uint64_t request_number_ = 0;  // requests dispatched so far; names the current one
+  std::shared_ptr<std::atomic<bool>> client_gone_;  // the current request's
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+  bool close_after_write_ = false;
+  bool counted_ = false;    // the current request was dispatched and counts as in flight
+  bool responded_ = false;  // Write() has been called for the current request
+  bool watching_ = false;   // a hang-up watch is pending
+};
+
+void HangUpWatches::Tick() {
+  for (Entry& entry : old_) {
+    if (auto connection = entry.connection.lock()) connection->WatchForHangUp(entry.request);
+  }
+  old_.clear();
+  old_.swap(young_);
+  if (!old_.empty()) Arm();
+}
+
+// One I/O thread's loop and what belongs to it (destroyed before the loop).
+struct IoThread {
+  asio::io_context context{1};
+  HangUpWatches watches{context};
+};
+
+class TlsEngine final : public HttpEngine {
+ public:
+  TlsEngine(HttpCore& core, size_t threads, std::unique_ptr<ssl::context> tls)
+      : core_(core), tls_(std::move(tls)) {
+    for (size_t i = 0; i < threads; ++i) {
+      io_.push_back(std::make_unique<IoThread>());
+      guards_.emplace_back(asio::make_work_guard(io_.back()->context));
+    }
+    acceptor_.emplace(io_[0]->context);
+  }
+
+  Status Listen(int listener) override {
+    sockaddr_storage address{};
+    socklen_t length = sizeof(address);
+    getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+    beast::error_code error;
+    acceptor_->assign(address.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), listener, error);
+    if (error) {
+      ::close(listener);
+      return Internal("HTTPS listener: {}", error.message());
+    }
+    Accept();
+    return Status::Ok();
+  }
+
+  void Run(size_t index) override { io_[index]->context.run(); }
+
+  void StopAccepting() override {
+    std::promise<void> closed;
+    asio::post(io_[0]->context, [this, &closed] {
+      beast::error_code ignored;
+      acceptor_->close(ignored);
+      closed.set_value();
+    });
+    closed.get_future().wait();
+  }
+
+  void Stop() override {
+    guards_.clear();
+    for (auto& io : io_) io->context.stop();
+  }
+
+ private:
+  void Accept() {
+    IoThread& target = *io_[next_io_];
+    next_io_ = (next_io_ + 1) % io_.size();
+    acceptor_->async_accept(target.context, [this, &target](beast::error_code error,
+                                                            Socket socket) {
+      if (error == asio::error::operation_aborted || !acceptor_->is_open()) return;
+      if (!error) {
+        beast::error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);
+        auto connection =
+            std::make_shared<TlsConnection>(std::move(socket), *tls_, core_, target.watches);
+        // Start on the connection's own thread.
+        asio::post(target.context, [connection] { connection->Start(); });
+      } else {
+        LOG_WARN("accept failed: {}", error.message());
+      }
+      Accept();
+    });
+  }
+
+  HttpCore& core_;
+  std::unique_ptr<ssl::context> tls_;  // shared by every connection
+  std::vector<std::unique_ptr<IoThread>> io_;
+  std::vector<asio::executor_work_guard<Executor>> guards_;
+  std::optional<tcp::acceptor> acceptor_;
+  size_t next_io_ = 0;  // only touched by the accept handler on io_[0]
+};
+
+}  // namespace
+
+Result<std::unique_ptr<HttpEngine>> MakeTlsEngine(HttpCore& core, size_t threads,
+                                                  const HttpTlsOptions& tls) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ssl::context> context, MakeTlsContext(tls));
+  return std::unique_ptr<HttpEngine>(new TlsEngine(core, threads, std::move(context)));
+}
+
+}  // namespace rampart::net
