@@ -143,6 +143,8 @@ void EventLoop::Run() {
     dropped.swap(posted_);
   }
   kept_.clear();
+  // Thread ids are reused: a later thread must not pass for this loop's.
+  thread_.store(std::thread::id(), std::memory_order_relaxed);
 }
 
 }  // namespace rampart::net

@@ -1,8 +1,10 @@
 #pragma once
 
-// HttpServer: HTTP/1.1 with keep-alive over Boost.Beast, on a fixed set of I/O threads.
+// HttpServer: HTTP/1.1 with keep-alive, on a fixed set of I/O threads.
 //
-// Each I/O thread runs its own event loop; a connection lives on one thread for its whole life.
+// Each I/O thread runs its own event loop (plain HTTP: an edge-triggered epoll loop of ours,
+// see event_loop.h; HTTPS: Boost.Asio); a connection lives on one thread for its whole life.
+// Requests are parsed by Beast's parser; pipelined requests are answered in order.
 // The handler is called on that thread and must not block: it answers through the Responder,
 // from any thread, exactly once. Bodies over `max_body_bytes` are answered 413 without being
 // read; unparsable requests get 400. Both close the connection. With `tls` set every connection

@@ -296,6 +296,123 @@ TEST_F(HttpServerTest, IoThreadsUseBatchSchedulingWhenAsked) {
   }
 }
 
+// Counts the occurrences of `needle` in `text`.
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+// Answers with the request's method, target and body.
+void Echo(HttpRequest&& request, Responder responder) {
+  HttpResponse response;
+  response.body = request.method + " " + request.target + " " + request.body;
+  responder.Send(std::move(response));
+}
+
+TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
+  Start(Echo);
+  // Three requests in one write; the handler answers each before returning.
+  const std::string received =
+      Exchange(server_->port(),
+               "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none"
+               "GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+               "POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nthree");
+  EXPECT_EQ(Count(received, "HTTP/1.1 200 OK\r\n"), 3u) << received;
+  const size_t a = received.find("POST /a one");
+  const size_t b = received.find("GET /b ");
+  const size_t c = received.find("POST /c three");
+  ASSERT_NE(a, std::string::npos) << received;
+  ASSERT_NE(b, std::string::npos) << received;
+  ASSERT_NE(c, std::string::npos) << received;
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+}
+
+TEST_F(HttpServerTest, ChunkedBodyIsAssembled) {
+  Start(Echo);
+  const std::string received = Exchange(
+      server_->port(),
+      "POST /chunks HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+      "5\r\nhello\r\n1;note=x\r\n \r\n5\r\nworld\r\n0\r\n\r\n");
+  EXPECT_EQ(received.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << received;
+  EXPECT_NE(received.find("POST /chunks hello world"), std::string::npos) << received;
+}
+
+TEST_F(HttpServerTest, ExpectContinueGetsAnInterimAnswerFirst) {
+  Start(Echo);
+  asio::io_context context;
+  asio::ip::tcp::socket socket(context);
+  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+  asio::write(socket, asio::buffer(std::string("POST /wait HTTP/1.1\r\nHost: x\r\n"
+                                               "Content-Length: 4\r\nExpect: 100-continue\r\n\r\n")));
+  std::string interim(25, '\0');
+  asio::read(socket, asio::buffer(interim));
+  EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
+  asio::write(socket, asio::buffer(std::string("body")));
+  beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  http::read(socket, buffer, response);
+  EXPECT_EQ(response.result_int(), 200);
+  EXPECT_EQ(response.body(), "POST /wait body");
+}
+
+TEST_F(HttpServerTest, OversizedHeaderGets400) {
+  Start(Echo);
+  const std::string received = Exchange(
+      server_->port(), "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(70000, 'a') + "\r\n\r\n");
+  EXPECT_EQ(received.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << received.substr(0, 200);
+  EXPECT_NE(received.find("header limit"), std::string::npos) << received.substr(0, 300);
+}
+
+// Bodies far larger than the read buffer and the socket buffers: the request arrives in many
+// reads and the answer leaves in many writes, resumed as the client drains its socket.
+TEST_F(HttpServerTest, LargeBodiesTravelBothWays) {
+  Start(
+      [](HttpRequest&& request, Responder responder) {
+        HttpResponse response;
+        response.body = request.body + request.body;  // 12 MiB back
+        responder.Send(std::move(response));
+      },
+      /*max_body=*/8 << 20);
+  std::string body(6 << 20, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>('a' + i % 26);
+  Client client(server_->port());
+  for (int i = 0; i < 2; ++i) {  // and the connection is still usable afterwards
+    auto response = client.Send(http::verb::post, "/big", body);
+    EXPECT_EQ(response.result_int(), 200);
+    ASSERT_EQ(response.body().size(), 2 * body.size());
+    EXPECT_TRUE(response.body().compare(0, body.size(), body) == 0);
+    EXPECT_TRUE(response.body().compare(body.size(), body.size(), body) == 0);
+  }
+}
+
+TEST_F(HttpServerTest, ManyConnectionsAtOnce) {
+  Start(Echo);
+  constexpr int kClients = 40;
+  constexpr int kRequests = 25;
+  std::atomic<int> answered{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      Client client(server_->port());
+      for (int i = 0; i < kRequests; ++i) {
+        const std::string body = std::to_string(c) + ":" + std::to_string(i);
+        auto response = client.Send(http::verb::post, "/many", body);
+        if (response.result_int() == 200 && response.body() == "POST /many " + body) {
+          answered.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+  EXPECT_EQ(answered.load(), kClients * kRequests);
+  server_->Shutdown(std::chrono::seconds(5));
+  EXPECT_EQ(server_->stats().requests, static_cast<uint64_t>(kClients * kRequests));
+}
+
 TEST(HttpServer, BindFailureIsUnavailable) {
   HttpServerOptions options;
   options.address = "127.0.0.1";
