@@ -225,7 +225,9 @@ bool PlainConnection::Read() {
   const ssize_t received = ::recv(fd_, buffer_.get() + end_, room, 0);
   if (received > 0) {
     end_ += static_cast<size_t>(received);
-    if (static_cast<size_t>(received) < room) readable_ = false;  // drained until the next edge
+    // A short read drained the socket until the next edge, unless the client has ended its
+    // side: that edge came with this data, so read on to the end of the stream.
+    if (static_cast<size_t>(received) < room && !peer_closed_) readable_ = false;
     return true;
   }
   if (received < 0 && errno == EINTR) return true;
@@ -248,7 +250,9 @@ void PlainConnection::Dispatch() {
   if (!client_gone_ || client_gone_.use_count() != 1) {
     client_gone_ = std::make_shared<std::atomic<bool>>();
   }
-  client_gone_->store(peer_closed_, std::memory_order_relaxed);
+  // A client that ended its side before this request was dispatched may still be reading (a
+  // half-close); only a hang-up while the request is being worked on marks it gone.
+  client_gone_->store(false, std::memory_order_relaxed);
   request_.client_gone = client_gone_;
   counted_ = true;
   state_ = State::kWorking;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -329,6 +330,63 @@ TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
   ASSERT_NE(c, std::string::npos) << received;
   EXPECT_LT(a, b);
   EXPECT_LT(b, c);
+}
+
+// A client that ends its side right after its request (a half-close) is still answered, and the
+// server then ends the connection instead of waiting out the idle timeout; so it does after half
+// a request. The request and the end of stream must reach the server as one event: the client's
+// I/O thread is held by another request while it sends both. (Two I/O threads take connections
+// in turn, so the first and third connections share one.)
+TEST_F(HttpServerTest, HalfClosedClientIsAnsweredAndTheConnectionEnds) {
+  for (bool whole : {true, false}) {
+    std::promise<void> entered;
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    Start([&](HttpRequest&& request, Responder responder) {
+      if (request.target == "/hold") {
+        entered.set_value();
+        released.wait();
+      }
+      Echo(std::move(request), std::move(responder));
+    });
+    asio::io_context context;
+    asio::ip::tcp::socket socket(context);  // the first connection
+    socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+    const timeval timeout{10, 0};
+    setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    const std::string request = "POST /half HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi";
+    {  // one whole exchange first: the connection is open and idle on its thread
+      asio::write(socket, asio::buffer(request));
+      beast::flat_buffer buffer;
+      http::response<http::string_body> response;
+      http::read(socket, buffer, response);
+      ASSERT_EQ(response.body(), "POST /half hi");
+    }
+    Client other(server_->port());   // the second, on the other thread
+    Client holder(server_->port());  // the third, on the first one's thread
+    std::thread held([&] { EXPECT_EQ(holder.Send(http::verb::get, "/hold").result_int(), 200); });
+    entered.get_future().wait();
+    asio::write(socket, asio::buffer(whole ? request : request.substr(0, 20)));
+    ::shutdown(socket.native_handle(), SHUT_WR);
+    release.set_value();
+    held.join();
+
+    std::string received;
+    char chunk[4096];
+    ssize_t n = 0;
+    while ((n = ::recv(socket.native_handle(), chunk, sizeof(chunk), 0)) > 0) {
+      received.append(chunk, static_cast<size_t>(n));
+    }
+    EXPECT_EQ(n, 0) << "the server did not end the connection";  // not the receive timeout
+    if (whole) {
+      EXPECT_EQ(received.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << received;
+      EXPECT_NE(received.find("POST /half hi"), std::string::npos) << received;
+    } else {
+      EXPECT_EQ(received, "");
+    }
+    server_->Shutdown(std::chrono::seconds(5));
+    server_.reset();
+  }
 }
 
 TEST_F(HttpServerTest, ChunkedBodyIsAssembled) {
