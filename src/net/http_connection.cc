@@ -74,6 +74,7 @@ HttpResponse ErrorResponse(int status, std::string_view message) {
 }
 
 RequestParser::RequestParser(HttpRequest& request, uint64_t body_limit) : request_(request) {
+  request_.headers.reserve(8);  // one allocation for a typical request's headers, not three
   this->body_limit(body_limit);
   header_limit(kHeaderLimit);
   eager(true);  // parse the body in the same call as the header when it is there
