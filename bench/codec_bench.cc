@@ -28,8 +28,8 @@ using rampart::api::DecodeInferRequest;
 template <typename Element>
 std::string Input(const std::string& name, const std::string& datatype, const std::string& shape,
                   int count, Element element) {
-  std::string text = R"({"name":")" + name + R"(","datatype":")" + datatype +
-                     R"(","shape":)" + shape + R"(,"data":[)";
+  std::string text = R"({"name":")" + name + R"(","datatype":")" + datatype + R"(","shape":)" +
+                     shape + R"(,"data":[)";
   for (int i = 0; i < count; ++i) {
     if (i > 0) text += ',';
     text += element(i);
@@ -51,8 +51,8 @@ const std::map<std::string, std::string>& Bodies() {
            Input("INPUT1", "INT32", "[1,16]", 16, [](int) { return std::string("1"); }) + "]}"},
       {"mlp_classifier",
        R"({"inputs":[)" + Input("INPUT__0", "FP32", "[1,256]", 256, FloatText) + "]}"},
-      {"image", R"({"inputs":[)" + Input("INPUT__0", "FP32", "[1,3,32,32]", 3072, FloatText) +
-                    "]}"},
+      {"image",
+       R"({"inputs":[)" + Input("INPUT__0", "FP32", "[1,3,32,32]", 3072, FloatText) + "]}"},
   };
   return *bodies;
 }

@@ -391,9 +391,8 @@ Result<DecodedInfer> DecodeInferRequest(std::string_view body,
   size_t binary_offset = 0;
   size_t position = 0;
   for (simdjson::dom::element input : inputs->Array()) {
-    ASSIGN_OR_RETURN(tensor::Tensor tensor,
-                     DecodeInput(json::Value(input), position++, json_text.size(), binary,
-                                 binary_offset));
+    ASSIGN_OR_RETURN(tensor::Tensor tensor, DecodeInput(json::Value(input), position++,
+                                                        json_text.size(), binary, binary_offset));
     request.inputs.push_back(std::move(tensor));
   }
   if (binary_offset != binary.size()) {

@@ -12,9 +12,7 @@ namespace rampart::net {
 
 namespace {
 
-Status OsError(std::string_view what) {
-  return Internal("{}: {}", what, std::strerror(errno));
-}
+Status OsError(std::string_view what) { return Internal("{}: {}", what, std::strerror(errno)); }
 
 }  // namespace
 
@@ -121,7 +119,8 @@ void EventLoop::Run() {
         timeout = 0;
       }
     }
-    const int count = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout);
+    const int count =
+        epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout);
     {
       std::lock_guard lock(mutex_);
       sleeping_ = false;

@@ -101,7 +101,7 @@ class EventLoop {
   std::vector<std::shared_ptr<void>> kept_;
 
   std::mutex mutex_;
-  std::vector<UniqueFunction<void()>> posted_;  // guarded by mutex_
+  std::vector<UniqueFunction<void()>> posted_;   // guarded by mutex_
   std::vector<UniqueFunction<void()>> running_;  // the loop thread's swap partner
   bool sleeping_ = false;                        // guarded by mutex_: in epoll_wait, wake it
   bool stopped_ = false;                         // guarded by mutex_

@@ -1,9 +1,9 @@
 #include "net/http_connection.h"
 
+#include <fmt/format.h>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/status.hpp>
-#include <boost/beast/core/string.hpp>
-#include <fmt/format.h>
 
 #include "json/writer.h"
 
@@ -89,8 +89,7 @@ void RequestParser::on_request_impl(boost::beast::http::verb, string_view method
 
 void RequestParser::on_field_impl(boost::beast::http::field field, string_view name,
                                   string_view value, error_code&) {
-  if (field == boost::beast::http::field::expect &&
-      boost::beast::iequals(value, "100-continue")) {
+  if (field == boost::beast::http::field::expect && boost::beast::iequals(value, "100-continue")) {
     expects_continue_ = true;
   }
   std::string lower(name.data(), name.size());
@@ -119,8 +118,8 @@ std::optional<HttpResponse> ParseErrorResponse(boost::beast::error_code error,
   namespace http = boost::beast::http;
   if (error == http::error::body_limit) {
     return ErrorResponse(
-        413, fmt::format("request body exceeds the {} byte limit (--http-max-input-size)",
-                         body_limit));
+        413,
+        fmt::format("request body exceeds the {} byte limit (--http-max-input-size)", body_limit));
   }
   if (error == http::error::end_of_stream || error == http::error::partial_message ||
       error.category() != http::make_error_code(http::error::bad_target).category()) {

@@ -92,10 +92,10 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
 
  private:
   enum class State {
-    kReading,    // reading and parsing the next request
-    kWorking,    // dispatched, waiting for the answer
-    kWriting,    // the answer is partly written; waiting for EPOLLOUT
-    kWritten,    // the answer was written during Dispatch; Serve goes on
+    kReading,  // reading and parsing the next request
+    kWorking,  // dispatched, waiting for the answer
+    kWriting,  // the answer is partly written; waiting for EPOLLOUT
+    kWritten,  // the answer was written during Dispatch; Serve goes on
     kClosed,
   };
 
@@ -170,7 +170,8 @@ void PlainConnection::Serve() {
   while (state_ == State::kReading) {
     if (end_ > begin_) {
       boost::beast::error_code error;
-      begin_ += parser_->put(boost::asio::const_buffer(buffer_.get() + begin_, end_ - begin_), error);
+      begin_ +=
+          parser_->put(boost::asio::const_buffer(buffer_.get() + begin_, end_ - begin_), error);
       if (error && error != http::error::need_more) {
         if (auto answer = ParseErrorResponse(error, core_.options().max_body_bytes)) {
           RejectAndClose(std::move(*answer));

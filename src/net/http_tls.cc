@@ -404,21 +404,21 @@ class TlsEngine final : public HttpEngine {
   void Accept() {
     IoThread& target = *io_[next_io_];
     next_io_ = (next_io_ + 1) % io_.size();
-    acceptor_->async_accept(target.context, [this, &target](beast::error_code error,
-                                                            Socket socket) {
-      if (error == asio::error::operation_aborted || !acceptor_->is_open()) return;
-      if (!error) {
-        beast::error_code ignored;
-        socket.set_option(tcp::no_delay(true), ignored);
-        auto connection =
-            std::make_shared<TlsConnection>(std::move(socket), *tls_, core_, target.watches);
-        // Start on the connection's own thread.
-        asio::post(target.context, [connection] { connection->Start(); });
-      } else {
-        LOG_WARN("accept failed: {}", error.message());
-      }
-      Accept();
-    });
+    acceptor_->async_accept(
+        target.context, [this, &target](beast::error_code error, Socket socket) {
+          if (error == asio::error::operation_aborted || !acceptor_->is_open()) return;
+          if (!error) {
+            beast::error_code ignored;
+            socket.set_option(tcp::no_delay(true), ignored);
+            auto connection =
+                std::make_shared<TlsConnection>(std::move(socket), *tls_, core_, target.watches);
+            // Start on the connection's own thread.
+            asio::post(target.context, [connection] { connection->Start(); });
+          } else {
+            LOG_WARN("accept failed: {}", error.message());
+          }
+          Accept();
+        });
   }
 
   HttpCore& core_;

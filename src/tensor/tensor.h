@@ -79,8 +79,7 @@ template <typename... Args>
 Status ValidateByteSize(DataType type, const Shape& shape, std::string_view data,
                         fmt::format_string<Args...> what_format, Args&&... args) {
   if (HasExpectedByteSize(type, shape, data)) return Status::Ok();
-  return ValidateByteSize(fmt::format(what_format, std::forward<Args>(args)...), type, shape,
-                          data);
+  return ValidateByteSize(fmt::format(what_format, std::forward<Args>(args)...), type, shape, data);
 }
 
 }  // namespace rampart::tensor

@@ -65,10 +65,10 @@ TEST(DecodeInferRequest, ConvertsEveryFixedSizeDatatype) {
 TEST(DecodeInferRequest, RefusesDataNestedTooDeeply) {
   const std::string deep = std::string(40, '[') + "1" + std::string(40, ']');
   for (const char* datatype : {"INT32", "BYTES"}) {
-    auto decoded = DecodeInferRequest(std::string(R"({"inputs":[{"name":"a","shape":[1],)") +
-                                          R"("datatype":")" + datatype + R"(","data":)" + deep +
-                                          "}]}",
-                                      std::nullopt);
+    auto decoded =
+        DecodeInferRequest(std::string(R"({"inputs":[{"name":"a","shape":[1],)") +
+                               R"("datatype":")" + datatype + R"(","data":)" + deep + "}]}",
+                           std::nullopt);
     ASSERT_FALSE(decoded.ok()) << datatype;
     EXPECT_NE(decoded.status().message().find("nested too deeply"), std::string::npos)
         << decoded.status().message();

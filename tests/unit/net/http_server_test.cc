@@ -316,11 +316,11 @@ void Echo(HttpRequest&& request, Responder responder) {
 TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
   Start(Echo);
   // Three requests in one write; the handler answers each before returning.
-  const std::string received =
-      Exchange(server_->port(),
-               "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none"
-               "GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
-               "POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nthree");
+  const std::string received = Exchange(
+      server_->port(),
+      "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none"
+      "GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+      "POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nthree");
   EXPECT_EQ(Count(received, "HTTP/1.1 200 OK\r\n"), 3u) << received;
   const size_t a = received.find("POST /a one");
   const size_t b = received.find("GET /b ");
@@ -404,8 +404,9 @@ TEST_F(HttpServerTest, ExpectContinueGetsAnInterimAnswerFirst) {
   asio::io_context context;
   asio::ip::tcp::socket socket(context);
   socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
-  asio::write(socket, asio::buffer(std::string("POST /wait HTTP/1.1\r\nHost: x\r\n"
-                                               "Content-Length: 4\r\nExpect: 100-continue\r\n\r\n")));
+  asio::write(socket,
+              asio::buffer(std::string("POST /wait HTTP/1.1\r\nHost: x\r\n"
+                                       "Content-Length: 4\r\nExpect: 100-continue\r\n\r\n")));
   std::string interim(25, '\0');
   asio::read(socket, asio::buffer(interim));
   EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
@@ -419,8 +420,9 @@ TEST_F(HttpServerTest, ExpectContinueGetsAnInterimAnswerFirst) {
 
 TEST_F(HttpServerTest, OversizedHeaderGets400) {
   Start(Echo);
-  const std::string received = Exchange(
-      server_->port(), "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(70000, 'a') + "\r\n\r\n");
+  const std::string received =
+      Exchange(server_->port(),
+               "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(70000, 'a') + "\r\n\r\n");
   EXPECT_EQ(received.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << received.substr(0, 200);
   EXPECT_NE(received.find("header limit"), std::string::npos) << received.substr(0, 300);
 }
