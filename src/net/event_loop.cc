@@ -49,11 +49,6 @@ Status EventLoop::Add(int fd, uint32_t events, Watcher* watcher) {
   return Status::Ok();
 }
 
-Status EventLoop::Remove(int fd) {
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr) != 0) return OsError("epoll_ctl del");
-  return Status::Ok();
-}
-
 void EventLoop::Post(UniqueFunction<void()> task) {
   bool wake = false;
   {

@@ -54,7 +54,6 @@ class EventLoop {
   // ends it). An event already collected for a descriptor closed while the same batch of events
   // is being handled still reaches its watcher: keep the watcher alive with KeepUntilIdle.
   Status Add(int fd, uint32_t events, Watcher* watcher);
-  Status Remove(int fd);
 
   // Runs `task` on the loop thread, after the events and tasks already pending.
   void Post(UniqueFunction<void()> task);
