@@ -208,6 +208,32 @@ TEST_F(HttpServerTest, IdleConnectionIsClosedAfterTheTimeout) {
   EXPECT_LT(elapsed, std::chrono::seconds(10));  // closed by the server, not the receive timeout
 }
 
+// An answer the client does not take (it stops reading) is given up after the idle timeout:
+// the connection is closed and the request stops counting as in flight, so a shutdown does not
+// wait for it.
+TEST_F(HttpServerTest, AnswerTheClientDoesNotTakeIsGivenUpAfterTheTimeout) {
+  std::promise<void> answered;
+  Start(
+      [&](HttpRequest&&, Responder responder) {
+        HttpResponse response;
+        response.body.assign(32 << 20, 'x');  // far more than the socket buffers hold
+        responder.Send(std::move(response));
+        answered.set_value();
+      },
+      1 << 20, /*idle_timeout=*/std::chrono::seconds(1));
+  asio::io_context context;
+  asio::ip::tcp::socket socket(context);
+  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+  asio::write(socket, asio::buffer(std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n")));
+  answered.get_future().wait();  // and never read
+  const auto started = std::chrono::steady_clock::now();
+  server_->Shutdown(std::chrono::seconds(20));
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(elapsed, std::chrono::milliseconds(900));
+  EXPECT_LT(elapsed, std::chrono::seconds(10));  // not the shutdown's own timeout
+  EXPECT_EQ(server_->stats().requests, 0u);      // never written in full
+}
+
 // The handler keeps each request unanswered until the test lets it go.
 struct HeldRequests {
   std::mutex mutex;
