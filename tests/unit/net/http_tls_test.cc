@@ -68,7 +68,7 @@ class HttpTlsTest : public ::testing::Test {
     options.tls = std::move(tls);
     auto started = HttpServer::Start(options, [](HttpRequest&& request, Responder responder) {
       HttpResponse response;
-      response.body = "hello " + std::string(request.path());
+      response.body = "hello " + std::string(request.path()) + " " + request.body;
       responder.Send(std::move(response));
     });
     if (!started.ok()) return started.status();
@@ -76,7 +76,7 @@ class HttpTlsTest : public ::testing::Test {
     return Status::Ok();
   }
 
-  // GETs /a then /b on one TLS connection that trusts `ca_pem`, presenting `identity` when given.
+  // POSTs /a then /b on one TLS connection that trusts `ca_pem`, presenting `identity` when given.
   // Returns the second status, or kConnectionFailed when the handshake, a write or a read fails.
   int Get(const std::string& ca_pem, const KeyAndCert* identity) {
     asio::io_context io;
@@ -99,13 +99,15 @@ class HttpTlsTest : public ::testing::Test {
     beast::flat_buffer buffer;
     for (const char* target : {"/a", "/b"}) {
       if (error) return kConnectionFailed;
-      http::request<http::empty_body> request(http::verb::get, target, 11);
+      http::request<http::string_body> request(http::verb::post, target, 11);
       request.set(http::field::host, "localhost");
+      request.body() = std::string("body of ") + target;
+      request.prepare_payload();
       http::write(stream, request, error);
       http::response<http::string_body> response;
       if (!error) http::read(stream, buffer, response, error);
       if (error) return kConnectionFailed;
-      EXPECT_EQ(response.body(), std::string("hello ") + target);
+      EXPECT_EQ(response.body(), std::string("hello ") + target + " body of " + target);
       status = response.result_int();
     }
     stream.shutdown(error);
