@@ -360,8 +360,12 @@ class PlainEngine final : public HttpEngine, private EventLoop::Watcher {
 
   Status Listen(int listener) override {
     listener_ = listener;
-    // Level-triggered: what one round of accepts leaves is reported again.
-    return io_[0]->loop->Add(listener_, EPOLLIN, this);
+    // Out of descriptors, accept fails while connections wait: rather than spin on a
+    // level-triggered listener, wait for the next connection's edge or the next tick to retry.
+    io_[0]->loop->Every(std::chrono::seconds(1), [this] {
+      if (stalled_) OnEvents(EPOLLIN);
+    });
+    return io_[0]->loop->Add(listener_, EPOLLIN | EPOLLET, this);
   }
 
   void Run(size_t index) override { io_[index]->loop->Run(); }
@@ -381,15 +385,22 @@ class PlainEngine final : public HttpEngine, private EventLoop::Watcher {
   }
 
  private:
+  // Edge-triggered: accepts until none is left.
   void OnEvents(uint32_t) override {
-    for (int round = 0; round < 64 && listener_ >= 0; ++round) {
+    while (listener_ >= 0) {
       const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-          LOG_WARN("accept failed: {}", std::strerror(errno));
+        const bool drained = errno == EAGAIN || errno == EWOULDBLOCK;
+        if (!drained && !stalled_) {
+          LOG_WARN("accept failed: {}; connections wait until it succeeds", std::strerror(errno));
         }
+        stalled_ = !drained;
         return;
+      }
+      if (stalled_) {
+        LOG_INFO("accepting connections again");
+        stalled_ = false;
       }
       const int on = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
@@ -404,7 +415,8 @@ class PlainEngine final : public HttpEngine, private EventLoop::Watcher {
   HttpCore& core_;
   std::vector<std::unique_ptr<PlainIo>> io_;
   int listener_ = -1;
-  size_t next_io_ = 0;  // only touched on the first loop
+  size_t next_io_ = 0;    // only touched on the first loop
+  bool stalled_ = false;  // accept failed with connections waiting (out of descriptors)
 };
 
 }  // namespace

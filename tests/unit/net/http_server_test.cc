@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -497,6 +499,47 @@ TEST_F(HttpServerTest, ManyConnectionsAtOnce) {
   EXPECT_EQ(answered.load(), kClients * kRequests);
   server_->Shutdown(std::chrono::seconds(5));
   EXPECT_EQ(server_->stats().requests, static_cast<uint64_t>(kClients * kRequests));
+}
+
+// Out of descriptors, a connection waits in the listen backlog (no busy retrying); once
+// descriptors are free again it is accepted and answered without another connection arriving.
+TEST_F(HttpServerTest, ConnectionsWaitOutAShortageOfDescriptors) {
+  Start(Echo);
+  Client first(server_->port());  // the first connection: on the thread that accepts
+  ASSERT_EQ(first.Send(http::verb::get, "/first").result_int(), 200);
+  asio::io_context context;
+  asio::ip::tcp::socket socket(context);
+  socket.open(asio::ip::tcp::v4());  // its descriptor exists before the shortage
+  const timeval timeout{10, 0};
+  setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  const int lowest_free = dup(0);
+  ASSERT_GE(lowest_free, 0);
+  close(lowest_free);
+  rlimit scarce = saved;
+  scarce.rlim_cur = static_cast<rlim_t>(lowest_free);  // no new descriptor in this process
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &scarce), 0);
+  // On loopback the connection is queued for accept before connect returns; the accepting
+  // thread sees it no later than the request that follows on `first`, so once that is
+  // answered, accepting it has failed.
+  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+  const std::string request = "GET /waited HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  const ssize_t sent = ::send(socket.native_handle(), request.data(), request.size(), 0);
+  const int status = first.Send(http::verb::get, "/meanwhile").result_int();
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  ASSERT_EQ(sent, static_cast<ssize_t>(request.size()));
+  EXPECT_EQ(status, 200);
+
+  std::string received;
+  char chunk[4096];
+  ssize_t n = 0;
+  while ((n = ::recv(socket.native_handle(), chunk, sizeof(chunk), 0)) > 0) {
+    received.append(chunk, static_cast<size_t>(n));
+  }
+  EXPECT_EQ(n, 0) << "no answer within the receive timeout";
+  EXPECT_NE(received.find("GET /waited "), std::string::npos) << received;
 }
 
 TEST(HttpServer, BindFailureIsUnavailable) {
