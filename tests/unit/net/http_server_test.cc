@@ -157,23 +157,34 @@ TEST_F(HttpServerTest, MalformedRequestGets400) {
   EXPECT_EQ(response.result_int(), 400);
 }
 
-// Writes `request` on a fresh connection and reads until the server closes it (bounded by a
-// 10 s receive timeout, so a server that never closes fails the test instead of hanging it).
+// Reads `fd` until the server ends the connection, which `ended` reports (false: the receive
+// timeout or an error came first).
+std::string ReadToEnd(int fd, bool* ended = nullptr) {
+  std::string received;
+  char chunk[4096];
+  ssize_t n = 0;
+  while ((n = ::recv(fd, chunk, sizeof(chunk), 0)) > 0) {
+    received.append(chunk, static_cast<size_t>(n));
+  }
+  if (ended != nullptr) *ended = n == 0;
+  return received;
+}
+
+// Gives `socket` a 10 s receive timeout, so a server that never answers or never closes fails
+// the test instead of hanging it.
+void BoundReceives(asio::ip::tcp::socket& socket) {
+  const timeval timeout{10, 0};
+  setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+}
+
+// Writes `request` on a fresh connection and reads until the server closes it (or 10 s pass).
 std::string Exchange(uint16_t port, const std::string& request) {
   asio::io_context context;
   asio::ip::tcp::socket socket(context);
   socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  const timeval timeout{10, 0};
-  setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  BoundReceives(socket);
   asio::write(socket, asio::buffer(request));
-  std::string received;
-  char chunk[4096];
-  while (true) {
-    const ssize_t n = ::recv(socket.native_handle(), chunk, sizeof(chunk), 0);
-    if (n <= 0) break;
-    received.append(chunk, static_cast<size_t>(n));
-  }
-  return received;
+  return ReadToEnd(socket.native_handle());
 }
 
 TEST_F(HttpServerTest, ResponseHeadFollowsTheRequestsVersionAndKeepAlive) {
@@ -380,8 +391,7 @@ TEST_F(HttpServerTest, HalfClosedClientIsAnsweredAndTheConnectionEnds) {
     asio::io_context context;
     asio::ip::tcp::socket socket(context);  // the first connection
     socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
-    const timeval timeout{10, 0};
-    setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    BoundReceives(socket);
     const std::string request = "POST /half HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi";
     {  // one whole exchange first: the connection is open and idle on its thread
       asio::write(socket, asio::buffer(request));
@@ -399,13 +409,9 @@ TEST_F(HttpServerTest, HalfClosedClientIsAnsweredAndTheConnectionEnds) {
     release.set_value();
     held.join();
 
-    std::string received;
-    char chunk[4096];
-    ssize_t n = 0;
-    while ((n = ::recv(socket.native_handle(), chunk, sizeof(chunk), 0)) > 0) {
-      received.append(chunk, static_cast<size_t>(n));
-    }
-    EXPECT_EQ(n, 0) << "the server did not end the connection";  // not the receive timeout
+    bool ended = false;
+    const std::string received = ReadToEnd(socket.native_handle(), &ended);
+    EXPECT_TRUE(ended) << "the server did not end the connection";  // not the receive timeout
     if (whole) {
       EXPECT_EQ(received.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << received;
       EXPECT_NE(received.find("POST /half hi"), std::string::npos) << received;
@@ -510,8 +516,7 @@ TEST_F(HttpServerTest, ConnectionsWaitOutAShortageOfDescriptors) {
   asio::io_context context;
   asio::ip::tcp::socket socket(context);
   socket.open(asio::ip::tcp::v4());  // its descriptor exists before the shortage
-  const timeval timeout{10, 0};
-  setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  BoundReceives(socket);
 
   rlimit saved{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
@@ -532,13 +537,9 @@ TEST_F(HttpServerTest, ConnectionsWaitOutAShortageOfDescriptors) {
   ASSERT_EQ(sent, static_cast<ssize_t>(request.size()));
   EXPECT_EQ(status, 200);
 
-  std::string received;
-  char chunk[4096];
-  ssize_t n = 0;
-  while ((n = ::recv(socket.native_handle(), chunk, sizeof(chunk), 0)) > 0) {
-    received.append(chunk, static_cast<size_t>(n));
-  }
-  EXPECT_EQ(n, 0) << "no answer within the receive timeout";
+  bool ended = false;
+  const std::string received = ReadToEnd(socket.native_handle(), &ended);
+  EXPECT_TRUE(ended) << "no answer within the receive timeout";
   EXPECT_NE(received.find("GET /waited "), std::string::npos) << received;
 }
 
