@@ -14,7 +14,7 @@
 // eventfd only when it sleeps, so a burst of posts (a batch's answers) costs one wake-up.
 //
 // Thread safety: Post, Dispatch (from other threads), Stop and InThisThread from any thread;
-// everything else on the loop thread only (Add before Run is allowed too).
+// everything else on the loop thread only (Add and Every also before Run).
 
 #include <sys/epoll.h>
 
