@@ -95,7 +95,9 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
     kReading,  // reading and parsing the next request
     kWorking,  // dispatched, waiting for the answer
     kWriting,  // the answer is partly written; waiting for EPOLLOUT
-    kWritten,  // the answer was written during Dispatch; Serve goes on
+    // The answer was written during Dispatch; Serve goes on once the handler has returned
+    // (the handler's HttpRequest&& names request_, so it is not reset under the handler).
+    kWritten,
     kClosed,
   };
 
