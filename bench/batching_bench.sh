@@ -205,6 +205,11 @@ start_rampart "$binary" "$bench_repository" "$start_timeout"
 server_threads="$(sed -n -E \
   "s/.*model '$batched_model' version [0-9]+: loaded .* with ([0-9]+) intra-op thread.*/\1/p" \
   "$rampart_stderr" | head -n 1)"
+# The instance thread's nice value when the config asks for a priority (optimization.priority):
+# "-10", or "0 (not permitted)" when the process may not raise it.
+nice_line="s/.*model '$batched_model' version [0-9]+: instance threads"
+instance_nice="$(sed -n -E -e "$nice_line at nice (-?[0-9]+).*/\1/p" \
+  -e "$nice_line stay at nice (-?[0-9]+).*/\1 (not permitted)/p" "$rampart_stderr" | head -n 1)"
 base_url="http://127.0.0.1:$rampart_port/v2/models"
 
 # One row of 256 fixed values, as JSON.
@@ -416,6 +421,7 @@ report() {
     "max_queue_delay_microseconds $queue_delay_us, max_batch_size $max_batch_size;" \
     "$unbatched_model: the same without dynamic_batching;" \
     "intra-op threads: server ${server_threads:-?}, offline ${result[offline.threads]}" \
+    "${instance_nice:+; $batched_model instance thread at nice $instance_nice}" \
     "${serve_args:+; serve flags: $serve_args}"
   echo
   echo "Offline (bench/torch_offline, no server, ${offline_seconds}s each):" \

@@ -1,6 +1,8 @@
 #include "core/cpu_affinity.h"
 
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -84,6 +86,24 @@ Status UseBatchScheduling() {
     return Internal("cannot move a thread to SCHED_BATCH: {}", std::strerror(errno));
   }
   return Status::Ok();
+}
+
+int ThisThreadNice() {
+  errno = 0;  // -1 is a valid nice value; only errno tells an error apart
+  const int nice = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+  return errno == 0 ? nice : 0;
+}
+
+Status SetThisThreadNice(int nice) {
+  nice = std::clamp(nice, -20, 19);
+  if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice) == 0) return Status::Ok();
+  if (errno == EACCES || errno == EPERM) {
+    return PermissionDenied(
+        "cannot set a thread's nice value to {} (from {}): {}; a higher priority needs root, "
+        "CAP_SYS_NICE or a RLIMIT_NICE that allows it (systemd: LimitNICE={})",
+        nice, ThisThreadNice(), std::strerror(errno), nice);
+  }
+  return Internal("cannot set a thread's nice value to {}: {}", nice, std::strerror(errno));
 }
 
 }  // namespace rampart

@@ -3,7 +3,8 @@
 // CPU placement for Rampart's threads (--instance-cpus, --http-cpus), in the spirit of Triton's
 // host policy `cpu-cores`: model instance threads and HTTP I/O threads can be kept on separate
 // CPUs, so network work (and the interrupts and softirqs it brings) does not land on the CPUs
-// that compute. And the scheduling class of I/O threads (--http-sched-batch).
+// that compute. And the scheduling class of I/O threads (--http-sched-batch), and the nice value
+// of a model's instance threads (its config's optimization.priority).
 
 #include <string_view>
 #include <vector>
@@ -32,5 +33,14 @@ Status PinThisThread(const std::vector<int>& cpus);
 // (a model instance mid-batch, say); it runs on an idle CPU, or when that thread's slice ends.
 // Its share of the CPU is unchanged. Errors: Internal with the system's reason.
 Status UseBatchScheduling();
+
+// The calling thread's nice value (-20, most favoured, to 19). On Linux the nice value belongs to
+// a thread, not to the process; a new thread starts with its creator's.
+int ThisThreadNice();
+
+// Sets the calling thread's nice value, clamped to [-20, 19]. Lowering it below its current value
+// needs root, CAP_SYS_NICE or a RLIMIT_NICE that allows it (systemd: LimitNICE=); raising it
+// does not. Errors: PermissionDenied saying so; Internal with the system's reason otherwise.
+Status SetThisThreadNice(int nice);
 
 }  // namespace rampart

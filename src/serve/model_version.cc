@@ -35,6 +35,20 @@ std::string ExpectedShape(const google::protobuf::RepeatedField<int64_t>& dims, 
   return tensor::ShapeToString(shape);
 }
 
+// The instance threads' nice offset for the config's optimization.priority. Triton defines the
+// field ("a model will be given scheduling and execution preference over models with lower
+// priority") and applies it to CUDA streams; on CPU the lever is the threads' nice value. Ten
+// steps make a nice-0 thread weigh about a tenth of an instance thread in the kernel's fair
+// scheduler, so a batch that its requests all wait on is rarely preempted midway.
+int InstanceNiceOffset(const model::ModelConfig& config) {
+  constexpr int kSteps = 10;
+  switch (config.optimization().priority()) {
+    case inference::ModelOptimizationPolicy::PRIORITY_MAX: return -kSteps;
+    case inference::ModelOptimizationPolicy::PRIORITY_MIN: return kSteps;
+    default: return 0;
+  }
+}
+
 }  // namespace
 
 ModelVersion::ModelVersion(model::ModelConfig config, int64_t version,
@@ -88,7 +102,9 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSourc
   }
   loaded->scheduler_ = std::make_unique<Scheduler>(
       loaded->config_.name(), version, std::move(policy), std::move(instances), loaded->statistics_,
-      Clock::Real(), options.direct_execution_limit, options.cpus);
+      Clock::Real(), options.direct_execution_limit,
+      InstanceThreadOptions{.cpus = options.cpus,
+                            .nice_offset = InstanceNiceOffset(loaded->config_)});
   if (VersionObserver* watching = loaded->statistics_.observer()) {
     watching->OnLoaded(static_cast<double>(NanosBetween(started, Clock::Real().Now())) / 1e9);
   }

@@ -81,7 +81,7 @@ bool NeedsTimer(const BatchPolicy& policy) {
 Scheduler::Scheduler(std::string model_name, int64_t version, BatchPolicy policy,
                      std::vector<std::unique_ptr<backend::ModelInstance>> instances,
                      Statistics& statistics, const Clock& clock,
-                     std::chrono::nanoseconds direct_limit, std::vector<int> cpus)
+                     std::chrono::nanoseconds direct_limit, InstanceThreadOptions threads)
     : model_name_(std::move(model_name)),
       version_(version),
       clock_(clock),
@@ -90,11 +90,23 @@ Scheduler::Scheduler(std::string model_name, int64_t version, BatchPolicy policy
       queue_(std::move(policy)) {
   instances_.reserve(instances.size());
   for (auto& instance : instances) instances_.push_back({std::move(instance)});
-  for (Instance& instance : instances_) {
-    threads_.emplace_back([this, &instance, cpus] {
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    threads_.emplace_back([this, &instance = instances_[i], threads, first = i == 0] {
       NameThisThread("inst-" + model_name_);
-      if (Status pinned = PinThisThread(cpus); !pinned.ok()) {
+      if (Status pinned = PinThisThread(threads.cpus); !pinned.ok()) {
         LOG_WARN("model '{}' version {}: {}", model_name_, version_, pinned.message());
+      }
+      if (threads.nice_offset != 0) {
+        // Every instance thread gets the same answer; the first one reports it.
+        const int started = ThisThreadNice();
+        const Status set = SetThisThreadNice(started + threads.nice_offset);
+        if (first && set.ok()) {
+          LOG_INFO("model '{}' version {}: instance threads at nice {} (process: {})", model_name_,
+                   version_, ThisThreadNice(), started);
+        } else if (first) {
+          LOG_WARN("model '{}' version {}: instance threads stay at nice {}: {}", model_name_,
+                   version_, started, set.message());
+        }
       }
       RunInstance(instance);
     });

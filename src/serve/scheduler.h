@@ -37,6 +37,16 @@
 
 namespace rampart::serve {
 
+// Where and how a Scheduler's instance threads run.
+struct InstanceThreadOptions {
+  std::vector<int> cpus;  // CPUs they may run on; empty = any
+  // Added to the nice value they start with (the process's): negative for a model whose
+  // batches many requests wait on (config optimization.priority PRIORITY_MAX), so that other
+  // threads and processes on its cores do not preempt a batch midway. When the process may not
+  // raise a priority, the threads run at the nice value they started with (a warning says so).
+  int nice_offset = 0;
+};
+
 class Scheduler {
  public:
   // Executions one direct call may run on its caller's thread: its own request, then requests
@@ -44,12 +54,12 @@ class Scheduler {
   static constexpr int kMaxDirectExecutions = 16;
 
   // Starts one thread per instance (and the timer thread if needed). `model_name`/`version`
-  // label responses and messages. Instance threads run on `cpus` when it is not empty.
+  // label responses and messages.
   Scheduler(std::string model_name, int64_t version, BatchPolicy policy,
             std::vector<std::unique_ptr<backend::ModelInstance>> instances, Statistics& statistics,
             const Clock& clock = Clock::Real(),
             std::chrono::nanoseconds direct_limit = std::chrono::nanoseconds::zero(),
-            std::vector<int> cpus = {});
+            InstanceThreadOptions threads = {});
   // Stop()s.
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;

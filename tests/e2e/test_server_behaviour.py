@@ -543,6 +543,18 @@ def test_sigterm_drains_in_flight(fixture: Fixture) -> str:
         server.cleanup()
 
 
+def thread_nice(pid: int, name: str) -> int:
+    """The nice value of the thread of process `pid` whose name (comm) is `name`."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/comm") as comm:
+            if comm.read().rstrip("\n") != name:
+                continue
+        with open(f"/proc/{pid}/task/{tid}/stat") as stat:
+            # Fields after "pid (comm) ": nice is the 19th field of the line, the 17th here.
+            return int(stat.read().rsplit(")", 1)[1].split()[16])
+    raise E2eError(f"process {pid} has no thread named {name!r}")
+
+
 def test_dynamic_batching_under_load(fixture: Fixture) -> str:
     """mlp_classifier batches (preferred 16/32, 2 ms delay): concurrent clients must share
     executions, every answer must still be its own row's, and the counts must be exact."""
@@ -589,8 +601,21 @@ def test_dynamic_batching_under_load(fixture: Fixture) -> str:
         check(sum(size * count for size, count in sizes.items()) == requests,
               f"batch_stats {sizes} do not add up to {requests} items")
         check(max(sizes) > 1, f"no batch larger than 1 formed: batch_stats {sizes}")
+        # The example config asks for optimization.priority PRIORITY_MAX: the instance thread
+        # runs 10 below the process's nice value where the process may raise a priority, and
+        # the log says why not where it may not.
+        process_nice = os.getpriority(os.PRIO_PROCESS, server.process.pid)
+        instance_nice = thread_nice(server.process.pid, "inst-mlp_classi")
+        if instance_nice == max(process_nice - 10, -20):
+            priority = f"instance thread at nice {instance_nice}"
+        else:
+            check(instance_nice == process_nice,
+                  f"instance thread at nice {instance_nice}, process at {process_nice}")
+            check("instance threads stay at nice" in server.stderr_text(),
+                  "the instance thread kept the process's nice value and no warning says why")
+            priority = f"instance thread at nice {instance_nice} (not permitted, warned)"
         return (f"{requests} requests in {stats['execution_count']} executions, "
-                f"largest batch {max(sizes)}")
+                f"largest batch {max(sizes)}; {priority}")
     finally:
         server.stop()
         server.cleanup()

@@ -66,5 +66,35 @@ TEST(CpuAffinity, BatchSchedulingIsForTheCallingThreadOnly) {
   EXPECT_FALSE(UsesBatchScheduling());  // this thread is untouched
 }
 
+TEST(CpuAffinity, NiceIsForTheCallingThreadOnly) {
+  const int own = ThisThreadNice();
+  int lowered = 0;
+  std::thread lower([&] {
+    ASSERT_TRUE(SetThisThreadNice(own + 2).ok());  // a lower priority needs no privilege
+    lowered = ThisThreadNice();
+  });
+  lower.join();
+  EXPECT_EQ(lowered, std::min(own + 2, 19));
+  EXPECT_EQ(ThisThreadNice(), own);  // this thread is untouched
+}
+
+TEST(CpuAffinity, AHigherPriorityIsGrantedOrRefusedWithTheReason) {
+  const int own = ThisThreadNice();
+  Status raised;
+  int after = 0;
+  std::thread raise([&] {
+    raised = SetThisThreadNice(own - 1);
+    after = ThisThreadNice();
+  });
+  raise.join();
+  if (raised.ok()) {
+    EXPECT_EQ(after, std::max(own - 1, -20));
+  } else {
+    EXPECT_EQ(raised.code(), StatusCode::kPermissionDenied);
+    EXPECT_NE(raised.message().find("CAP_SYS_NICE"), std::string::npos) << raised.message();
+    EXPECT_EQ(after, own);
+  }
+}
+
 }  // namespace
 }  // namespace rampart

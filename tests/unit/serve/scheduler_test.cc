@@ -25,6 +25,7 @@ struct Recorder {
   std::vector<float> executed_values;    // first value of each batch
   std::vector<std::thread::id> threads;  // the thread of each execution
   std::vector<int> cpus;                 // the CPU each execution started on
+  std::vector<int> nices;                // the nice value of each execution's thread
   int active = 0;
   int max_active = 0;
   bool released = false;
@@ -57,6 +58,7 @@ class RecordingInstance final : public backend::ModelInstance {
       recorder_.executed_values.push_back(first);
       recorder_.threads.push_back(std::this_thread::get_id());
       recorder_.cpus.push_back(sched_getcpu());
+      recorder_.nices.push_back(ThisThreadNice());
       ++recorder_.active;
       recorder_.max_active = std::max(recorder_.max_active, recorder_.active);
       recorder_.changed.notify_all();
@@ -96,12 +98,12 @@ class SchedulerTest : public ::testing::Test {
  protected:
   void Start(BatchPolicy policy, int instances,
              std::chrono::nanoseconds direct_limit = std::chrono::nanoseconds::zero(),
-             std::vector<int> cpus = {}) {
+             InstanceThreadOptions threads = {}) {
     std::vector<std::unique_ptr<backend::ModelInstance>> list;
     for (int i = 0; i < instances; ++i)
       list.push_back(std::make_unique<RecordingInstance>(recorder_));
     scheduler_ = std::make_unique<Scheduler>("m", 1, std::move(policy), std::move(list), stats_,
-                                             Clock::Real(), direct_limit, std::move(cpus));
+                                             Clock::Real(), direct_limit, std::move(threads));
   }
 
   // Sends requests one after another (each answered before the next) until one runs on this
@@ -229,11 +231,36 @@ TEST_F(SchedulerTest, StopRunsWhatIsQueuedThenRefuses) {
 
 TEST_F(SchedulerTest, InstanceThreadsRunOnTheirCpus) {
   const int target = AllowedCpus().back();
-  Start(Policy(0), 2, std::chrono::nanoseconds::zero(), {target});
+  Start(Policy(0), 2, std::chrono::nanoseconds::zero(), {.cpus = {target}});
   for (int i = 0; i < 6; ++i) ASSERT_TRUE(Send(static_cast<float>(i)).get().ok());
   std::lock_guard lock(recorder_.mutex);
   ASSERT_EQ(recorder_.cpus.size(), 6u);
   for (int cpu : recorder_.cpus) EXPECT_EQ(cpu, target);
+}
+
+// Lowering a priority (a higher nice value) is always allowed.
+TEST_F(SchedulerTest, InstanceThreadsRunAtTheirNiceOffset) {
+  const int own = ThisThreadNice();  // the instance threads start with their creator's
+  Start(Policy(0), 2, std::chrono::nanoseconds::zero(), {.nice_offset = 3});
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Send(static_cast<float>(i)).get().ok());
+  std::lock_guard lock(recorder_.mutex);
+  ASSERT_EQ(recorder_.nices.size(), 4u);
+  for (int nice : recorder_.nices) EXPECT_EQ(nice, std::min(own + 3, 19));
+  EXPECT_EQ(ThisThreadNice(), own);
+}
+
+// Raising one needs privilege; without it the instance threads still serve, at the nice value
+// they started with.
+TEST_F(SchedulerTest, InstanceThreadsServeWhetherOrNotAHigherPriorityIsGranted) {
+  const int own = ThisThreadNice();
+  bool granted = false;
+  std::thread probe([&] { granted = SetThisThreadNice(own - 1).ok(); });
+  probe.join();
+  Start(Policy(0), 1, std::chrono::nanoseconds::zero(), {.nice_offset = -1});
+  ASSERT_TRUE(Send(1).get().ok());
+  std::lock_guard lock(recorder_.mutex);
+  ASSERT_EQ(recorder_.nices.size(), 1u);
+  EXPECT_EQ(recorder_.nices[0], granted ? std::max(own - 1, -20) : own);
 }
 
 TEST_F(SchedulerTest, FastModelRunsOnTheCallersThreadOnceMeasured) {
