@@ -206,10 +206,11 @@ server_threads="$(sed -n -E \
   "s/.*model '$batched_model' version [0-9]+: loaded .* with ([0-9]+) intra-op thread.*/\1/p" \
   "$rampart_stderr" | head -n 1)"
 # The instance thread's nice value when the config asks for a priority (optimization.priority):
-# "-10", or "0 (not permitted)" when the process may not raise it.
+# "-10", or "0 (not applied)" when the process may not raise it or the instance computes on more
+# than one thread (the server's log says which).
 nice_line="s/.*model '$batched_model' version [0-9]+: instance threads"
 instance_nice="$(sed -n -E -e "$nice_line at nice (-?[0-9]+).*/\1/p" \
-  -e "$nice_line stay at nice (-?[0-9]+).*/\1 (not permitted)/p" "$rampart_stderr" | head -n 1)"
+  -e "$nice_line stay at nice (-?[0-9]+).*/\1 (not applied)/p" "$rampart_stderr" | head -n 1)"
 base_url="http://127.0.0.1:$rampart_port/v2/models"
 
 # One row of 256 fixed values, as JSON.

@@ -45,6 +45,10 @@ class ModelInstance {
   // cheap when nothing needs to change.
   virtual void OnThreadStart() {}
 
+  // Threads one execution computes on, the calling thread included (intra-op threads, or a
+  // library's pool). Only the calling thread's scheduling can be set per instance.
+  virtual int ComputeThreads() const { return 1; }
+
   // Runs the model. `inputs` holds one tensor per config input the request supplied, in config
   // order, already checked against the config (names, types, shapes, byte sizes); when the model
   // batches, dim 0 is the batch. The instance may consume (move from) the inputs.

@@ -96,18 +96,7 @@ Scheduler::Scheduler(std::string model_name, int64_t version, BatchPolicy policy
       if (Status pinned = PinThisThread(threads.cpus); !pinned.ok()) {
         LOG_WARN("model '{}' version {}: {}", model_name_, version_, pinned.message());
       }
-      if (threads.nice_offset != 0) {
-        // Every instance thread gets the same answer; the first one reports it.
-        const int started = ThisThreadNice();
-        const Status set = SetThisThreadNice(started + threads.nice_offset);
-        if (first && set.ok()) {
-          LOG_INFO("model '{}' version {}: instance threads at nice {} (process: {})", model_name_,
-                   version_, ThisThreadNice(), started);
-        } else if (first) {
-          LOG_WARN("model '{}' version {}: instance threads stay at nice {}: {}", model_name_,
-                   version_, started, set.message());
-        }
-      }
+      if (threads.nice_offset != 0) SetPriority(*instance.backend, threads.nice_offset, first);
       RunInstance(instance);
     });
   }
@@ -116,6 +105,31 @@ Scheduler::Scheduler(std::string model_name, int64_t version, BatchPolicy policy
       NameThisThread("timer-" + model_name_);
       RunTimer();
     });
+  }
+}
+
+void Scheduler::SetPriority(const backend::ModelInstance& instance, int nice_offset, bool report) {
+  const int started = ThisThreadNice();
+  // A product split over several threads waits for its slowest part, and the others (OpenBLAS's
+  // process-wide pool) are out of this thread's reach: favouring this one alone made batches on
+  // two intra-op threads slower, not faster (docs/architecture.md).
+  if (const int compute = instance.ComputeThreads(); compute > 1) {
+    if (report) {
+      LOG_WARN(
+          "model '{}' version {}: instance threads stay at nice {}: optimization.priority "
+          "applies to instances computing on one thread, and this one computes on {} "
+          "(set INTRA_OP_THREAD_COUNT or --threads-per-instance to 1 to use it)",
+          model_name_, version_, started, compute);
+    }
+    return;
+  }
+  const Status set = SetThisThreadNice(started + nice_offset);
+  if (report && set.ok()) {
+    LOG_INFO("model '{}' version {}: instance threads at nice {} (process: {})", model_name_,
+             version_, ThisThreadNice(), started);
+  } else if (report) {
+    LOG_WARN("model '{}' version {}: instance threads stay at nice {}: {}", model_name_, version_,
+             started, set.message());
   }
 }
 

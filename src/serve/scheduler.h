@@ -42,8 +42,10 @@ struct InstanceThreadOptions {
   std::vector<int> cpus;  // CPUs they may run on; empty = any
   // Added to the nice value they start with (the process's): negative for a model whose
   // batches many requests wait on (config optimization.priority PRIORITY_MAX), so that other
-  // threads and processes on its cores do not preempt a batch midway. When the process may not
-  // raise a priority, the threads run at the nice value they started with (a warning says so).
+  // threads and processes on its cores do not preempt a batch midway. Applied only to instances
+  // that compute on their own thread alone (ModelInstance::ComputeThreads() == 1), and only where
+  // the process may raise a priority; otherwise the threads keep the nice value they started
+  // with and a warning says why.
   int nice_offset = 0;
 };
 
@@ -93,6 +95,9 @@ class Scheduler {
   bool FastEnoughForDirectExecution() const;
   bool AnyIdle() const;  // with mutex_ held
   void ExecuteDirectly(Instance& instance, std::unique_ptr<PendingRequest> pending);
+  // Moves the calling instance thread `nice_offset` from its nice value where it computes alone;
+  // `report` logs the outcome (once per scheduler, from the first instance thread).
+  void SetPriority(const backend::ModelInstance& instance, int nice_offset, bool report);
   void RunInstance(Instance& instance);
   void RecordExecutionTime(int64_t ns);
   void RunTimer();

@@ -556,9 +556,12 @@ def thread_nice(pid: int, name: str) -> int:
 
 
 def test_dynamic_batching_under_load(fixture: Fixture) -> str:
-    """mlp_classifier batches (preferred 16/32, 2 ms delay): concurrent clients must share
+    """mlp_classifier batches (preferred 32, 2 ms delay): concurrent clients must share
     executions, every answer must still be its own row's, and the counts must be exact."""
-    server = e2e.Server(fixture.binary, fixture.repository)
+    # One intra-op thread, so that the config's optimization.priority applies (it does only to
+    # instances computing on their own thread).
+    server = e2e.Server(fixture.binary, fixture.repository,
+                        extra_args=["--threads-per-instance", "1"])
     clients, rounds = 32, 6
     try:
         server.start()

@@ -55,6 +55,9 @@ Status FromTorchError(std::string_view what, const std::exception& error) {
   return Internal("{}: {}", what, error.what());
 }
 
+std::mutex blas_mutex;
+int blas_pool_size = 0;  // guarded by blas_mutex; 0 until the first instance sets it
+
 // Debian's LibTorch multiplies matrices in OpenBLAS, whose worker pool is process-wide and
 // ignores at::set_num_threads: left alone it runs every product on all cores, whatever an
 // instance's intra-op budget says, and its idle workers yield-spin against the I/O threads.
@@ -65,15 +68,19 @@ int RaiseBlasThreads(int threads) {
   using SetThreads = void (*)(int);
   static const auto set =
       reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  static std::mutex mutex;
-  static int current = 0;  // guarded by mutex; 0 until the first instance sets it
   if (set == nullptr) return 0;
-  std::lock_guard lock(mutex);
-  if (threads > current) {
+  std::lock_guard lock(blas_mutex);
+  if (threads > blas_pool_size) {
     set(threads);
-    current = threads;
+    blas_pool_size = threads;
   }
-  return current;
+  return blas_pool_size;
+}
+
+// The OpenBLAS pool's size now (0 without OpenBLAS).
+int BlasThreads() {
+  std::lock_guard lock(blas_mutex);
+  return blas_pool_size;
 }
 
 struct InputBinding {
@@ -112,6 +119,9 @@ class TorchInstance final : public ModelInstance {
       applied = threads_;
     }
   }
+
+  // A matrix product runs on the OpenBLAS pool, as wide as the widest loaded instance.
+  int ComputeThreads() const override { return std::max(threads_, BlasThreads()); }
 
   Result<ExecutionResult> Execute(std::vector<tensor::Tensor>& inputs) override {
     try {

@@ -162,6 +162,8 @@ TEST_F(TorchBackendTest, OpenBlasPoolFollowsTheIntraOpBudget) {
   auto instance = Load("scale.pt", IdentityConfig("FP32"));
   ASSERT_TRUE(instance.ok()) << instance.status().ToString();
   EXPECT_EQ(get(), 1);
+  // So an execution computes on the calling thread alone (what optimization.priority needs).
+  EXPECT_EQ((*instance)->ComputeThreads(), 1);
 }
 
 TEST_F(TorchBackendTest, ModelExceptionsBecomeStatus) {

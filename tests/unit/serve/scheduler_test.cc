@@ -30,6 +30,7 @@ struct Recorder {
   int max_active = 0;
   bool released = false;
   int wait_for_active = 0;  // when > 0, each execution waits until this many run at once
+  int compute_threads = 1;  // what the instances report as ComputeThreads()
 
   void Release() {
     std::lock_guard lock(mutex);
@@ -47,6 +48,8 @@ struct Recorder {
 class RecordingInstance final : public backend::ModelInstance {
  public:
   explicit RecordingInstance(Recorder& recorder) : recorder_(recorder) {}
+
+  int ComputeThreads() const override { return recorder_.compute_threads; }
 
   Result<backend::ExecutionResult> Execute(std::vector<tensor::Tensor>& inputs) override {
     const tensor::Tensor& x = inputs.at(0);
@@ -247,6 +250,17 @@ TEST_F(SchedulerTest, InstanceThreadsRunAtTheirNiceOffset) {
   ASSERT_EQ(recorder_.nices.size(), 4u);
   for (int nice : recorder_.nices) EXPECT_EQ(nice, std::min(own + 3, 19));
   EXPECT_EQ(ThisThreadNice(), own);
+}
+
+// A product split over several threads would wait for the ones a priority cannot reach.
+TEST_F(SchedulerTest, InstancesComputingOnSeveralThreadsKeepTheirNiceValue) {
+  const int own = ThisThreadNice();
+  recorder_.compute_threads = 2;
+  Start(Policy(0), 1, std::chrono::nanoseconds::zero(), {.nice_offset = 3});
+  ASSERT_TRUE(Send(1).get().ok());
+  std::lock_guard lock(recorder_.mutex);
+  ASSERT_EQ(recorder_.nices.size(), 1u);
+  EXPECT_EQ(recorder_.nices[0], own);
 }
 
 // Raising one needs privilege; without it the instance threads still serve, at the nice value
