@@ -45,7 +45,7 @@ struct InstanceThreadOptions {
   // threads and processes on its cores do not preempt a batch midway. Applied only to instances
   // that compute on their own thread alone (ModelInstance::ComputeThreads() == 1), and only where
   // the process may raise a priority; otherwise the threads keep the nice value they started
-  // with and a warning says why.
+  // with and the log says why.
   int nice_offset = 0;
 };
 
