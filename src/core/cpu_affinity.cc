@@ -97,13 +97,14 @@ int ThisThreadNice() {
 Status SetThisThreadNice(int nice) {
   nice = std::clamp(nice, -20, 19);
   if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice) == 0) return Status::Ok();
-  if (errno == EACCES || errno == EPERM) {
+  const int error = errno;  // ThisThreadNice() below resets errno
+  if (error == EACCES || error == EPERM) {
     return PermissionDenied(
         "cannot set a thread's nice value to {} (from {}): {}; a higher priority needs root, "
         "CAP_SYS_NICE or a RLIMIT_NICE that allows it (systemd: LimitNICE={})",
-        nice, ThisThreadNice(), std::strerror(errno), nice);
+        nice, ThisThreadNice(), std::strerror(error), nice);
   }
-  return Internal("cannot set a thread's nice value to {}: {}", nice, std::strerror(errno));
+  return Internal("cannot set a thread's nice value to {}: {}", nice, std::strerror(error));
 }
 
 }  // namespace rampart

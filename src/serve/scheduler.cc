@@ -112,9 +112,9 @@ void Scheduler::SetPriority(const backend::ModelInstance& instance, int nice_off
   const int started = ThisThreadNice();
   // A product split over several threads waits for its slowest part, and the others (OpenBLAS's
   // process-wide pool) are out of this thread's reach: favouring this one alone made batches on
-  // two intra-op threads slower, not faster (docs/architecture.md).
-  // A rule of the setting, not a fault (the shipped mlp_classifier meets it on any machine with
-  // more than one core), so it is said at info level.
+  // two intra-op threads slower, not faster (docs/architecture.md). That is a rule of the
+  // setting, not a fault (the shipped mlp_classifier meets it on any machine with more than one
+  // core), so it is said at info level.
   if (const int compute = instance.ComputeThreads(); compute > 1) {
     if (report) {
       LOG_INFO(

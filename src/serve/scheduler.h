@@ -42,10 +42,11 @@ struct InstanceThreadOptions {
   std::vector<int> cpus;  // CPUs they may run on; empty = any
   // Added to the nice value they start with (the process's): negative for a model whose
   // batches many requests wait on (config optimization.priority PRIORITY_MAX), so that other
-  // threads and processes on its cores do not preempt a batch midway. Applied only to instances
-  // that compute on their own thread alone (ModelInstance::ComputeThreads() == 1), and only where
-  // the process may raise a priority; otherwise the threads keep the nice value they started
-  // with and the log says why.
+  // threads and processes on its cores do not preempt a batch midway. Applied when each thread
+  // starts, only to instances that compute on their own thread alone (ComputeThreads() == 1;
+  // not revisited if a model loaded later widens a library's pool), and only where the process
+  // may raise a priority; otherwise the threads keep the nice value they started with and the
+  // log says why.
   int nice_offset = 0;
 };
 
