@@ -1,6 +1,7 @@
 #include "serve/scheduler.h"
 
 #include <algorithm>
+#include <latch>
 
 #include "core/cpu_affinity.h"
 #include "core/logging.h"
@@ -90,16 +91,24 @@ Scheduler::Scheduler(std::string model_name, int64_t version, BatchPolicy policy
       queue_(std::move(policy)) {
   instances_.reserve(instances.size());
   for (auto& instance : instances) instances_.push_back({std::move(instance)});
+  // The threads settle their placement and priority before the constructor returns, so that
+  // FavouredInstances() is final once the model is loaded.
+  std::latch settled(static_cast<std::ptrdiff_t>(instances_.size()));
   for (size_t i = 0; i < instances_.size(); ++i) {
-    threads_.emplace_back([this, &instance = instances_[i], threads, first = i == 0] {
+    threads_.emplace_back([this, &instance = instances_[i], threads, first = i == 0, &settled] {
       NameThisThread("inst-" + model_name_);
       if (Status pinned = PinThisThread(threads.cpus); !pinned.ok()) {
         LOG_WARN("model '{}' version {}: {}", model_name_, version_, pinned.message());
       }
-      if (threads.nice_offset != 0) SetPriority(*instance.backend, threads.nice_offset, first);
+      if (threads.nice_offset != 0 && SetPriority(*instance.backend, threads.nice_offset, first) &&
+          threads.nice_offset < 0) {
+        favoured_instances_.fetch_add(1, std::memory_order_relaxed);
+      }
+      settled.count_down();  // the last use of `settled`, which the constructor waits for
       RunInstance(instance);
     });
   }
+  settled.wait();
   if (NeedsTimer(queue_.policy())) {
     timer_ = std::thread([this] {
       NameThisThread("timer-" + model_name_);
@@ -108,7 +117,7 @@ Scheduler::Scheduler(std::string model_name, int64_t version, BatchPolicy policy
   }
 }
 
-void Scheduler::SetPriority(const backend::ModelInstance& instance, int nice_offset, bool report) {
+bool Scheduler::SetPriority(const backend::ModelInstance& instance, int nice_offset, bool report) {
   const int started = ThisThreadNice();
   // A product split over several threads waits for its slowest part, and the others (OpenBLAS's
   // process-wide pool) are out of this thread's reach: favouring this one alone made batches on
@@ -123,7 +132,7 @@ void Scheduler::SetPriority(const backend::ModelInstance& instance, int nice_off
           "(set INTRA_OP_THREAD_COUNT or --threads-per-instance to 1 to use it)",
           model_name_, version_, started, compute);
     }
-    return;
+    return false;
   }
   const Status set = SetThisThreadNice(started + nice_offset);
   if (report && set.ok()) {
@@ -133,6 +142,7 @@ void Scheduler::SetPriority(const backend::ModelInstance& instance, int nice_off
     LOG_WARN("model '{}' version {}: instance threads stay at nice {}: {}", model_name_, version_,
              started, set.message());
   }
+  return set.ok();
 }
 
 Scheduler::~Scheduler() { Stop(); }

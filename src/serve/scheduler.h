@@ -83,6 +83,10 @@ class Scheduler {
   // Executions that ran on the caller's thread (direct execution).
   uint64_t DirectExecutions() const { return direct_executions_.load(std::memory_order_relaxed); }
 
+  // Instance threads running at a raised priority (a negative nice_offset that was applied):
+  // each holds a core whenever it has work. Final once the constructor has returned.
+  int FavouredInstances() const { return favoured_instances_.load(std::memory_order_relaxed); }
+
  private:
   struct Instance {
     std::unique_ptr<backend::ModelInstance> backend;
@@ -97,8 +101,9 @@ class Scheduler {
   bool AnyIdle() const;  // with mutex_ held
   void ExecuteDirectly(Instance& instance, std::unique_ptr<PendingRequest> pending);
   // Moves the calling instance thread `nice_offset` from its nice value where it computes alone;
-  // `report` logs the outcome (once per scheduler, from the first instance thread).
-  void SetPriority(const backend::ModelInstance& instance, int nice_offset, bool report);
+  // `report` logs the outcome (once per scheduler, from the first instance thread). True when
+  // the thread's nice value changed.
+  bool SetPriority(const backend::ModelInstance& instance, int nice_offset, bool report);
   void RunInstance(Instance& instance);
   void RecordExecutionTime(int64_t ns);
   void RunTimer();
@@ -121,6 +126,7 @@ class Scheduler {
   // instance threads until it has been measured.
   std::atomic<int64_t> recent_execution_ns_{std::numeric_limits<int64_t>::max()};
   std::atomic<uint64_t> direct_executions_{0};
+  std::atomic<int> favoured_instances_{0};
 
   mutable std::mutex mutex_;
   std::condition_variable work_changed_;  // arrivals, instances freed, stop

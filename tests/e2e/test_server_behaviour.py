@@ -555,6 +555,15 @@ def thread_nice(pid: int, name: str) -> int:
     raise E2eError(f"process {pid} has no thread named {name!r}")
 
 
+def count_threads(pid: int, prefix: str) -> int:
+    """How many threads of process `pid` have a name (comm) starting with `prefix`."""
+    count = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/comm") as comm:
+            count += comm.read().startswith(prefix)
+    return count
+
+
 def test_dynamic_batching_under_load(fixture: Fixture) -> str:
     """mlp_classifier batches (preferred 32, 2 ms delay): concurrent clients must share
     executions, every answer must still be its own row's, and the counts must be exact."""
@@ -617,6 +626,14 @@ def test_dynamic_batching_under_load(fixture: Fixture) -> str:
             check("instance threads stay at nice" in server.stderr_text(),
                   "the instance thread kept the process's nice value and no warning says why")
             priority = f"instance thread at nice {instance_nice} (not permitted, warned)"
+        # With no --http-thread-count, one HTTP I/O thread per core, less one per instance
+        # thread at a raised priority.
+        favoured = 1 if instance_nice < process_nice else 0
+        io_threads = count_threads(server.process.pid, "http-io-")
+        want = max(1, (os.cpu_count() or 1) - favoured)
+        check(io_threads == want, f"{io_threads} HTTP I/O threads, expected {want} "
+                                  f"({os.cpu_count()} cores, {favoured} favoured instance)")
+        priority += f", {io_threads} HTTP I/O thread(s)"
         return (f"{requests} requests in {stats['execution_count']} executions, "
                 f"largest batch {max(sizes)}; {priority}")
     finally:

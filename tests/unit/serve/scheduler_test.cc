@@ -250,6 +250,7 @@ TEST_F(SchedulerTest, InstanceThreadsRunAtTheirNiceOffset) {
   ASSERT_EQ(recorder_.nices.size(), 4u);
   for (int nice : recorder_.nices) EXPECT_EQ(nice, std::min(own + 3, 19));
   EXPECT_EQ(ThisThreadNice(), own);
+  EXPECT_EQ(scheduler_->FavouredInstances(), 0);  // a lower priority holds no core
 }
 
 // A product split over several threads would wait for the ones a priority cannot reach.
@@ -261,6 +262,7 @@ TEST_F(SchedulerTest, InstancesComputingOnSeveralThreadsKeepTheirNiceValue) {
   std::lock_guard lock(recorder_.mutex);
   ASSERT_EQ(recorder_.nices.size(), 1u);
   EXPECT_EQ(recorder_.nices[0], own);
+  EXPECT_EQ(scheduler_->FavouredInstances(), 0);
 }
 
 // Raising one needs privilege; without it the instance threads still serve, at the nice value
@@ -270,11 +272,13 @@ TEST_F(SchedulerTest, InstanceThreadsServeWhetherOrNotAHigherPriorityIsGranted) 
   bool granted = false;
   std::thread probe([&] { granted = SetThisThreadNice(own - 1).ok(); });
   probe.join();
-  Start(Policy(0), 1, std::chrono::nanoseconds::zero(), {.nice_offset = -1});
-  ASSERT_TRUE(Send(1).get().ok());
+  Start(Policy(0), 2, std::chrono::nanoseconds::zero(), {.nice_offset = -1});
+  // Counted before the constructor returns, not once the threads get round to it.
+  EXPECT_EQ(scheduler_->FavouredInstances(), granted ? 2 : 0);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Send(static_cast<float>(i)).get().ok());
   std::lock_guard lock(recorder_.mutex);
-  ASSERT_EQ(recorder_.nices.size(), 1u);
-  EXPECT_EQ(recorder_.nices[0], granted ? std::max(own - 1, -20) : own);
+  ASSERT_EQ(recorder_.nices.size(), 4u);
+  for (int nice : recorder_.nices) EXPECT_EQ(nice, granted ? std::max(own - 1, -20) : own);
 }
 
 TEST_F(SchedulerTest, FastModelRunsOnTheCallersThreadOnceMeasured) {
