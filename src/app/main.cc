@@ -134,9 +134,9 @@ api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings) {
 // thread running at a raised priority (optimization.priority PRIORITY_MAX, applied): such a
 // thread takes its core whenever it has a batch, and I/O threads beyond the remaining cores only
 // take turns with each other there. Measured on 2 cores (mlp_classifier, one intra-op thread, 64
-// clients, alternating batching_bench runs): one I/O thread served 0.88 x offline in four runs
-// of four, two served 0.71-0.78. Counted from the models loaded at start; with --http-cpus, one
-// per core as before (the operator placed the threads).
+// clients, alternating batching_bench runs): one I/O thread served a median 0.87 x offline over
+// eight runs, two 0.78 over four (docs/benchmarks.md). Counted from the models loaded at start;
+// with --http-cpus, one per core as before (the operator placed the threads).
 int DefaultHttpThreads(const ServeSettings& settings, const serve::InferenceServer& server) {
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   if (!settings.http_cpus.empty()) return cores;
