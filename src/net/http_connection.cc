@@ -13,23 +13,10 @@ void HttpCore::Finished(SteadyTime received) {
   handle_ns_.fetch_add(static_cast<uint64_t>(NanosBetween(received, Clock::Real().Now())),
                        std::memory_order_relaxed);
   requests_.fetch_add(1, std::memory_order_relaxed);
-  Left();
+  in_flight_.Leave();
 }
 
-void HttpCore::Abandoned() { Left(); }
-
-void HttpCore::Left() {
-  if (in_flight_.fetch_sub(1) == 1 && draining_.load()) {
-    std::lock_guard lock(drain_mutex_);
-    drained_.notify_all();
-  }
-}
-
-void HttpCore::Drain(std::chrono::milliseconds timeout) {
-  draining_.store(true);
-  std::unique_lock lock(drain_mutex_);
-  drained_.wait_for(lock, timeout, [this] { return in_flight_.load() == 0; });
-}
+void HttpCore::Abandoned() { in_flight_.Leave(); }
 
 void FormatHead(const HttpResponse& response, unsigned version, bool keep_alive, std::string& out) {
   namespace http = boost::beast::http;

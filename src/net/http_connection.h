@@ -6,11 +6,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +17,7 @@
 #include <boost/beast/http/basic_parser.hpp>
 
 #include "core/clock.h"
+#include "core/in_flight.h"
 #include "core/status.h"
 #include "core/unique_function.h"
 #include "net/http.h"
@@ -37,7 +36,7 @@ class HttpCore {
 
   // A whole request was read: counts it in flight and hands it to the handler.
   void Dispatch(HttpRequest&& request, Responder responder) {
-    in_flight_.fetch_add(1);
+    in_flight_.Enter();
     handler_(std::move(request), std::move(responder));
   }
   // Its answer was written (`received`: when the request had been read).
@@ -46,22 +45,17 @@ class HttpCore {
   void Abandoned();
 
   // Waits up to `timeout` until no request is in flight.
-  void Drain(std::chrono::milliseconds timeout);
+  void Drain(std::chrono::milliseconds timeout) { in_flight_.Drain(timeout); }
   HttpServer::Stats stats() const {
     return {requests_.load(std::memory_order_relaxed), handle_ns_.load(std::memory_order_relaxed)};
   }
 
  private:
-  void Left();
-
   const HttpServerOptions options_;
   HttpHandler handler_;
-  std::atomic<int64_t> in_flight_{0};
-  std::atomic<bool> draining_{false};
+  InFlight in_flight_;
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> handle_ns_{0};
-  std::mutex drain_mutex_;
-  std::condition_variable drained_;
 };
 
 // One client connection: read a request, hand it to the handler, write the answer, repeat. It

@@ -47,7 +47,7 @@ std::vector<std::shared_ptr<ModelVersion>> InferenceServer::AllModels() const {
 }
 
 bool InferenceServer::IsReady() const {
-  if (shutting_down_.load()) return false;
+  if (in_flight_.draining()) return false;
   if (!options_.strict_readiness) return true;
   std::lock_guard lock(models_mutex_);
   // As Triton: every version of every model READY, except models unloaded on request. A failed
@@ -80,7 +80,7 @@ std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex() const {
 }
 
 void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback done) {
-  if (shutting_down_.load()) {
+  if (in_flight_.draining()) {
     done(Unavailable("the server is shutting down"));
     return;
   }
@@ -101,7 +101,7 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
     done(std::move(valid));
     return;
   }
-  in_flight_.fetch_add(1);
+  in_flight_.Enter();
   InferCallback finish =
       [this, done = std::move(done), canary = std::move(canary), version = request->model_version,
        arrival = request->arrival](Result<std::unique_ptr<InferResponse>> result) mutable {
@@ -109,7 +109,7 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
           canary->Record(version, result.ok(), NanosBetween(arrival, Clock::Real().Now()));
         }
         done(std::move(result));
-        FinishRequest();
+        in_flight_.Leave();
       };
   if ((*model)->IsEnsemble()) {
     RunEnsemble(*this, std::move(model).value(), std::move(request), std::move(finish));
@@ -160,19 +160,8 @@ std::vector<std::pair<std::string, CanaryStatus>> InferenceServer::Canaries() co
   return statuses;
 }
 
-void InferenceServer::FinishRequest() {
-  // Only a shutdown waits for the count, so the common path takes no lock.
-  if (in_flight_.fetch_sub(1) == 1 && shutting_down_.load()) {
-    std::lock_guard lock(in_flight_mutex_);
-    drained_.notify_all();
-  }
-}
-
 int64_t InferenceServer::Shutdown(std::chrono::milliseconds timeout) {
-  shutting_down_.store(true);
-  std::unique_lock lock(in_flight_mutex_);
-  drained_.wait_for(lock, timeout, [this] { return in_flight_.load() == 0; });
-  return in_flight_.load();
+  return in_flight_.Drain(timeout);
 }
 
 }  // namespace rampart::serve

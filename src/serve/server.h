@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/in_flight.h"
 #include "serve/canary.h"
 #include "serve/model_version.h"
 #include "serve/request.h"
@@ -105,7 +106,7 @@ class InferenceServer {
   // Whether a model version (kLatestVersion: the highest) is loaded and takes requests; strict
   // readiness does not change it.
   bool IsModelReady(std::string_view name, int64_t version) const {
-    return !shutting_down_.load() && GetModel(name, version).ok();
+    return !in_flight_.draining() && GetModel(name, version).ok();
   }
 
   // Validates and queues a request; `done` is called exactly once, possibly before Infer returns
@@ -159,7 +160,6 @@ class InferenceServer {
   Status Unload(const std::string& name);
   void Retire(std::vector<std::shared_ptr<ModelVersion>> versions);
   void RunLifecycleThread();
-  void FinishRequest();
   int DefaultThreads(const model::ModelConfig& config) const;
 
   const ServerOptions options_;
@@ -182,10 +182,7 @@ class InferenceServer {
   bool stopping_ = false;           // guarded by retire_mutex_
   std::thread lifecycle_thread_;
 
-  std::atomic<bool> shutting_down_{false};
-  std::atomic<int64_t> in_flight_{0};
-  std::mutex in_flight_mutex_;  // only for drained_
-  std::condition_variable drained_;
+  InFlight in_flight_;  // Infer calls not yet answered; draining once Shutdown is called
 };
 
 }  // namespace rampart::serve
