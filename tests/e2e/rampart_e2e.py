@@ -39,6 +39,32 @@ class E2eError(AssertionError):
     """A check against the server failed; the message says what was expected and what came."""
 
 
+def check(condition: bool, message: str) -> None:
+    if not condition:
+        raise E2eError(message)
+
+
+def thread_nice(pid: int, name: str) -> int:
+    """The nice value of the thread of process `pid` whose name (comm) is `name`."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/comm") as comm:
+            if comm.read().rstrip("\n") != name:
+                continue
+        with open(f"/proc/{pid}/task/{tid}/stat") as stat:
+            # Fields after "pid (comm) ": nice is the 19th field of the line, the 17th here.
+            return int(stat.read().rsplit(")", 1)[1].split()[16])
+    raise E2eError(f"process {pid} has no thread named {name!r}")
+
+
+def count_threads(pid: int, prefix: str) -> int:
+    """How many threads of process `pid` have a name (comm) starting with `prefix`."""
+    count = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/comm") as comm:
+            count += comm.read().startswith(prefix)
+    return count
+
+
 # --------------------------------------------------------------------------------------------
 # Server process
 

@@ -18,15 +18,10 @@ from typing import Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rampart_e2e as e2e  # noqa: E402
-from rampart_e2e import E2eError  # noqa: E402
+from rampart_e2e import E2eError, check  # noqa: E402
 
 BENCH_LINE = re.compile(r"^rps=([0-9.]+) p50_us=([0-9.]+) p99_us=([0-9.]+) "
                         r"requests=(\d+) errors=(\d+)$", re.MULTILINE)
-
-
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        raise E2eError(message)
 
 
 def run_bench(grpc_bench: str, server: e2e.Server, model: str, *extra: str) -> Dict[str, float]:

@@ -18,18 +18,13 @@ from typing import Callable, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rampart_e2e as e2e  # noqa: E402
-from rampart_e2e import E2eError  # noqa: E402
+from rampart_e2e import E2eError, check  # noqa: E402
 
 SIMPLE = e2e.InferRequest([
     {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
     {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}])
 MLP = e2e.InferRequest([{"name": "INPUT__0", "datatype": "FP32", "shape": [1, 256],
                          "data": [0.01] * 256}])
-
-
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        raise E2eError(message)
 
 
 def wait_for(predicate: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rampart_e2e as e2e  # noqa: E402
-from rampart_e2e import E2eError  # noqa: E402
+from rampart_e2e import E2eError, check  # noqa: E402
 
 SIMPLE = e2e.InferRequest([
     {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
@@ -29,11 +29,6 @@ SIMPLE_BATCH4 = e2e.InferRequest([
     {"name": "INPUT0", "datatype": "INT32", "shape": [4, 16], "data": list(range(64))},
     {"name": "INPUT1", "datatype": "INT32", "shape": [4, 16], "data": [1] * 64}])
 TRITON_NAMES = re.compile(r"^nv_")
-
-
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        raise E2eError(message)
 
 
 Sample = Tuple[str, Dict[str, str], float]

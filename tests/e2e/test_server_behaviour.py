@@ -18,20 +18,17 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rampart_e2e as e2e  # noqa: E402
-from rampart_e2e import E2eError  # noqa: E402
+from rampart_e2e import E2eError, check  # noqa: E402
+from known_answers import (check_mlp_row_response, check_simple_response,  # noqa: E402
+                           infer_headers, mlp_row_request, simple_request)
 
 CONCURRENT_CONNECTIONS = 64
 INFERS_PER_CONNECTION = 4
 SLOW_REQUEST_TARGET_S = 0.7
-
-
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        raise E2eError(message)
 
 
 class Fixture:
@@ -72,65 +69,6 @@ class Fixture:
                 self._server.stop()
             finally:
                 self._server.cleanup()
-
-
-# --------------------------------------------------------------------------------------------
-# Request helpers with known answers
-
-
-def infer_headers(header_length: Optional[int]) -> Dict[str, str]:
-    if header_length is None:
-        return {"Content-Type": "application/json"}
-    return {"Content-Type": "application/octet-stream",
-            "Inference-Header-Content-Length": str(header_length)}
-
-
-def simple_request(seed: int, batch: int = 1) -> e2e.InferRequest:
-    a = [(seed * 31 + i) % 1000 - 500 for i in range(16 * batch)]
-    b = [(seed * 17 + 3 * i) % 700 - 350 for i in range(16 * batch)]
-    return e2e.InferRequest([
-        {"name": "INPUT0", "datatype": "INT32", "shape": [batch, 16], "data": a},
-        {"name": "INPUT1", "datatype": "INT32", "shape": [batch, 16], "data": b,
-         "binary": seed % 2 == 1},
-    ], request_id=f"seed-{seed}")
-
-
-def check_simple_response(seed: int, response: e2e.Response, batch: int = 1) -> None:
-    check(response.status == 200, f"simple seed {seed}: status {response.status} "
-                                  f"{response.body[:200]!r}")
-    header, outputs = e2e.decode_infer_response(response)
-    check(header.get("id") == f"seed-{seed}", f"simple seed {seed}: id {header.get('id')!r}")
-    request = simple_request(seed, batch)
-    a, b = request.inputs[0]["data"], request.inputs[1]["data"]
-    want = {"OUTPUT0": [x + y for x, y in zip(a, b)], "OUTPUT1": [x - y for x, y in zip(a, b)]}
-    for name, values in want.items():
-        check(name in outputs, f"simple seed {seed}: no {name} in {sorted(outputs)}")
-        check(outputs[name]["shape"] == [batch, 16],
-              f"simple seed {seed}: {name} shape {outputs[name]['shape']}")
-        check(outputs[name]["data"] == values, f"simple seed {seed}: {name} data differs "
-                                               f"(got {outputs[name]['data'][:4]}...)")
-
-
-def mlp_row_request(fixture: Fixture, row: int) -> e2e.InferRequest:
-    sample = fixture.mlp["samples"][1]["inputs"]["INPUT__0"]
-    width = sample["shape"][1]
-    data = sample["data"][row * width:(row + 1) * width]
-    return e2e.InferRequest([{"name": "INPUT__0", "datatype": "FP32", "shape": [1, width],
-                              "data": data, "binary": row % 2 == 0}])
-
-
-def check_mlp_row_response(fixture: Fixture, row: int, response: e2e.Response) -> None:
-    check(response.status == 200, f"mlp row {row}: status {response.status} "
-                                  f"{response.body[:200]!r}")
-    reference = fixture.mlp["samples"][1]["outputs"]["OUTPUT__0"]
-    width = reference["shape"][1]
-    want = reference["data"][row * width:(row + 1) * width]
-    _, outputs = e2e.decode_infer_response(response)
-    got = outputs.get("OUTPUT__0")
-    check(got is not None, f"mlp row {row}: no OUTPUT__0")
-    check(got["shape"] == [1, width], f"mlp row {row}: shape {got['shape']}")
-    difference = e2e.values_close(want, got["data"], "FP32", 1e-4, 1e-6)
-    check(difference is None, f"mlp row {row}: {difference}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,9 +174,9 @@ def test_concurrent_connections(fixture: Fixture) -> str:
                     check_simple_response(seed, client.infer("simple", simple_request(seed)))
                 else:
                     row = (index + round_) % 4
-                    check_mlp_row_response(fixture, row,
+                    check_mlp_row_response(fixture.mlp, row,
                                            client.infer("mlp_classifier",
-                                                        mlp_row_request(fixture, row)))
+                                                        mlp_row_request(fixture.mlp, row)))
         except (E2eError, OSError, threading.BrokenBarrierError) as error:
             with lock:
                 errors.append(f"connection {index}: {error!r}")
@@ -309,7 +247,7 @@ def test_client_disconnects(fixture: Fixture) -> str:
         sock.close()
     # 4. A slower model's request (mlp_classifier, batched) abandoned the same way.
     for row in range(4):
-        request_body, length = mlp_row_request(fixture, row).encode()
+        request_body, length = mlp_row_request(fixture.mlp, row).encode()
         sock = socket.create_connection(address, timeout=10)
         sock.sendall(e2e.raw_request("POST", "/v2/models/mlp_classifier/infer", request_body,
                                      infer_headers(length)))
@@ -392,7 +330,7 @@ def test_broken_models(fixture: Fixture) -> str:
             response = client.get(f"/v2/models/{name}/ready")
             check(response.status == 400, f"broken {name} ready: {response.status}, expected "
                                           f"400")
-            body, length = mlp_row_request(fixture, 0).encode()
+            body, length = mlp_row_request(fixture.mlp, 0).encode()
             response = client.request("POST", f"/v2/models/{name}/infer", body,
                                       infer_headers(length))
             check(response.status in (404, 503),
@@ -543,27 +481,6 @@ def test_sigterm_drains_in_flight(fixture: Fixture) -> str:
         server.cleanup()
 
 
-def thread_nice(pid: int, name: str) -> int:
-    """The nice value of the thread of process `pid` whose name (comm) is `name`."""
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{tid}/comm") as comm:
-            if comm.read().rstrip("\n") != name:
-                continue
-        with open(f"/proc/{pid}/task/{tid}/stat") as stat:
-            # Fields after "pid (comm) ": nice is the 19th field of the line, the 17th here.
-            return int(stat.read().rsplit(")", 1)[1].split()[16])
-    raise E2eError(f"process {pid} has no thread named {name!r}")
-
-
-def count_threads(pid: int, prefix: str) -> int:
-    """How many threads of process `pid` have a name (comm) starting with `prefix`."""
-    count = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{tid}/comm") as comm:
-            count += comm.read().startswith(prefix)
-    return count
-
-
 def test_dynamic_batching_under_load(fixture: Fixture) -> str:
     """mlp_classifier batches (preferred 32, 2 ms delay): concurrent clients must share
     executions, every answer must still be its own row's, and the counts must be exact."""
@@ -585,8 +502,8 @@ def test_dynamic_batching_under_load(fixture: Fixture) -> str:
                 barrier.wait(timeout=30)
                 for round_ in range(rounds):
                     row = (index + round_) % 4
-                    check_mlp_row_response(fixture, row, client.infer(
-                        "mlp_classifier", mlp_row_request(fixture, row)))
+                    check_mlp_row_response(fixture.mlp, row, client.infer(
+                        "mlp_classifier", mlp_row_request(fixture.mlp, row)))
             except (E2eError, OSError, threading.BrokenBarrierError) as error:
                 with lock:
                     errors.append(f"client {index}: {error!r}")
@@ -617,7 +534,7 @@ def test_dynamic_batching_under_load(fixture: Fixture) -> str:
         # runs 10 below the process's nice value where the process may raise a priority, and
         # the log says why not where it may not.
         process_nice = os.getpriority(os.PRIO_PROCESS, server.process.pid)
-        instance_nice = thread_nice(server.process.pid, "inst-mlp_classi")
+        instance_nice = e2e.thread_nice(server.process.pid, "inst-mlp_classi")
         if instance_nice == max(process_nice - 10, -20):
             priority = f"instance thread at nice {instance_nice}"
         else:
@@ -629,7 +546,7 @@ def test_dynamic_batching_under_load(fixture: Fixture) -> str:
         # With no --http-thread-count, one HTTP I/O thread per core, less one per instance
         # thread at a raised priority.
         favoured = 1 if instance_nice < process_nice else 0
-        io_threads = count_threads(server.process.pid, "http-io-")
+        io_threads = e2e.count_threads(server.process.pid, "http-io-")
         want = max(1, (os.cpu_count() or 1) - favoured)
         check(io_threads == want, f"{io_threads} HTTP I/O threads, expected {want} "
                                   f"({os.cpu_count()} cores, {favoured} favoured instance)")
