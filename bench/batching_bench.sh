@@ -4,21 +4,24 @@
 # with no server, all measured in the same run.
 #
 # 1. Offline baseline: bench/torch_offline runs the model through Rampart's Torch backend at
-#    batch 32 (the ceiling the batcher aims for) and at batch 1 (for reference). Batch 32 runs
-#    again after the served runs; served / offline uses the faster of the two.
+#    batch 32 (the ceiling the batcher aims for) and at batch 1 (for reference), before the
+#    server starts.
 # 2. One Rampart serves a temp repository with `mlp_classifier` (the example's config and
 #    model.pt) and `mlp_unbatched` (the same model.pt and config, minus dynamic_batching).
 # 3. wrk POSTs one row (KServe v2 JSON, INPUT__0 FP32 [1,256]) to each model at 1, 8 and 64
 #    connections; /v2/models/<model>/stats snapshots around each measured run give the run's
 #    average batch size and mean batch compute time.
+# 4. Goal rounds at 64 connections: offline batch 32 (server idle), then the batched model
+#    served, back to back, --rounds times; served / offline is the median of the rounds' paired
+#    ratios, so the machine's drift over minutes weighs on both sides alike.
 # Reports throughput (samples/s = req/s, one row per request), p50/p99 latency, served/offline
 # and batched/unbatched ratios, and p99 against queue delay + 2 x batch compute time. It reports;
 # it does not assert.
 #
 # Usage: bench/batching_bench.sh --binary build/rampart --offline build/bench/torch_offline
 #                                --repository examples/models [--duration 10] [--warmup 2]
-#                                [--offline-seconds 5] [--threads N] [--serve-args "FLAGS"]
-#                                [--out FILE]
+#                                [--offline-seconds 5] [--rounds 3] [--threads N]
+#                                [--serve-args "FLAGS"] [--out FILE]
 #                                [--start-timeout 120] [--keep-workdir]
 # See docs/benchmarks.md.
 set -euo pipefail
@@ -42,6 +45,7 @@ repository=""
 duration=10
 warmup=2
 offline_seconds=5
+rounds=3
 thread_budget=0
 serve_args=""
 out_file=""
@@ -59,6 +63,8 @@ Options:
   --duration SECONDS       measured wrk run per model and load level (default 10)
   --warmup SECONDS         unmeasured wrk run before each measured one (default 2)
   --offline-seconds SECS   measuring time of each offline run (default 5)
+  --rounds N               goal rounds at 64 connections, each an offline batch-32 run and a
+                           served run back to back (default 3)
   --threads N              intra-op thread budget of the served instance (--threads-per-instance)
                            and of the offline baseline alike (default 0: each one's default,
                            the machine's cores for this one-instance model)
@@ -78,6 +84,7 @@ while [ $# -gt 0 ]; do
     --duration) duration="${2:?--duration needs a value}"; shift 2 ;;
     --warmup) warmup="${2:?--warmup needs a value}"; shift 2 ;;
     --offline-seconds) offline_seconds="${2:?--offline-seconds needs a value}"; shift 2 ;;
+    --rounds) rounds="${2:?--rounds needs a value}"; shift 2 ;;
     --threads) thread_budget="${2:?--threads needs a value}"; shift 2 ;;
     --serve-args) serve_args="${2?--serve-args needs a value}"; shift 2 ;;
     --out) out_file="${2:?--out needs a value}"; shift 2 ;;
@@ -91,6 +98,7 @@ done
 [[ "$duration" =~ ^[1-9][0-9]*$ ]] || die "--duration must be a positive integer, got '$duration'"
 [[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, got '$warmup'"
 [[ "$offline_seconds" =~ ^[1-9][0-9]*$ ]] || die "--offline-seconds must be a positive integer"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, got '$rounds'"
 [[ "$thread_budget" =~ ^[0-9]+$ ]] || die "--threads must be a non-negative integer"
 offline_thread_args=()
 if [ "$thread_budget" -gt 0 ]; then
@@ -325,75 +333,119 @@ cpu_figures() {
 # later; a pause before each snapshot keeps them in the run they belong to.
 readonly settle_seconds=1
 
+# measure KIND LEVEL KEY: one warmed-up, measured wrk run against KIND's model (batched or
+# unbatched) at LEVEL ("name threads connections"), its results stored as result[KEY.*]: rps,
+# p50, p99, errors, server_cores, cpu_us, busy_cores and the /stats figures of stats_delta.
+measure() {
+  local kind="$1" level="$2" key="$3" name threads connections model url cpu_before cpu_after
+  local server_cores cpu_us busy_cores got_stats failures stat value
+  read -r name threads connections <<<"$level"
+  if [ "$kind" = batched ]; then model="$batched_model"; else model="$unbatched_model"; fi
+  url="$base_url/$model/infer"
+  if [ "$warmup" -gt 0 ]; then
+    log "$kind $name: warm-up ${warmup}s"
+    run_wrk "$key.warmup" "$threads" "$connections" "$warmup" "$url" "$request_file"
+  fi
+  sleep "$settle_seconds"
+  is_running "$rampart_pid" || die "Rampart exited during the warm-up (see $rampart_stderr)"
+  fetch_stats "$model" "$workdir/stats.$key.before.json"
+  log "$kind $name: measuring ${duration}s (wrk -t$threads -c$connections)"
+  cpu_before="$(cpu_sample)"
+  run_wrk "$key" "$threads" "$connections" "$duration" "$url" "$request_file"
+  cpu_after="$(cpu_sample)"
+  read -r server_cores cpu_us busy_cores \
+    <<<"$(cpu_figures "$cpu_before" "$cpu_after" "$wrk_requests")"
+  result[$key.server_cores]="$server_cores"
+  result[$key.cpu_us]="$cpu_us"
+  result[$key.busy_cores]="$busy_cores"
+  sleep "$settle_seconds"
+  fetch_stats "$model" "$workdir/stats.$key.after.json"
+  is_running "$rampart_pid" || die "Rampart exited during the measured run (see $rampart_stderr)"
+  result[$key.rps]="$wrk_rps"
+  result[$key.p50]="$wrk_p50_us"
+  result[$key.p99]="$wrk_p99_us"
+  result[$key.errors]="$wrk_errors"
+  for stat in executions inferences avg_batch batch_compute_us queue_us failures sizes; do
+    result[$key.$stat]="nan"
+  done
+  got_stats=0
+  while read -r stat value; do
+    [ -n "$stat" ] || continue
+    result[$key.$stat]="$value"
+    got_stats=1
+  done <<<"$(stats_delta "$workdir/stats.$key.before.json" "$workdir/stats.$key.after.json")"
+  [ "$got_stats" -eq 1 ] ||
+    log "WARNING: no usable statistics from GET /v2/models/$model/stats around the $name run"
+  # Up to one failure per connection is expected: the requests wrk abandons when it stops,
+  # which the server drops as cancelled (the client hung up) and counts under `fail`.
+  failures="${result[$key.failures]}"
+  if [ "$failures" != nan ] && [ "$failures" -gt "$connections" ]; then
+    log "WARNING: $kind $name: /stats counts $failures failed requests in the run, more than" \
+      "the $connections that wrk abandons when it stops"
+  elif [ "$failures" != nan ] && [ "$failures" -gt 0 ]; then
+    log "$kind $name: $failures requests abandoned by wrk at the end, counted as failed by /stats"
+  fi
+}
+
+# p99_bound KEY: sets result[KEY.bound] and result[KEY.bound_ok] from result[KEY.p99] and
+# result[KEY.batch_compute_us]. A request waits at most the queue delay for its batch to fill,
+# then at worst for the batch ahead of it and its own batch to execute.
+p99_bound() {
+  local key="$1" compute_us="${result[$1.batch_compute_us]}"
+  if [ "$compute_us" = nan ]; then
+    result[$key.bound]="nan"
+    result[$key.bound_ok]="nan"
+    return
+  fi
+  result[$key.bound]="$(calc "$queue_delay_us + 2 * $compute_us" 0)"
+  result[$key.bound_ok]="$(awk -v p="${result[$key.p99]}" -v b="${result[$key.bound]}" \
+    'BEGIN { print (p == "nan") ? "nan" : (p + 0 <= b + 0) ? "yes" : "no" }')"
+}
+
 # ---------------------------------------------------------------------------------------------
-# Measurement: per level, the batched model, then the unbatched one, on the same server.
+# Measurement, 1: per level, the batched model, then the unbatched one, on the same server.
 
 for level in "${levels[@]}"; do
-  read -r name threads connections <<<"$level"
+  name="${level%% *}"
   for kind in batched unbatched; do
-    if [ "$kind" = batched ]; then model="$batched_model"; else model="$unbatched_model"; fi
-    url="$base_url/$model/infer"
-    if [ "$warmup" -gt 0 ]; then
-      log "$kind $name: warm-up ${warmup}s"
-      run_wrk "$kind.$name.warmup" "$threads" "$connections" "$warmup" "$url" "$request_file"
-    fi
-    sleep "$settle_seconds"
-    is_running "$rampart_pid" || die "Rampart exited during the warm-up (see $rampart_stderr)"
-    fetch_stats "$model" "$workdir/stats.$kind.$name.before.json"
-    log "$kind $name: measuring ${duration}s (wrk -t$threads -c$connections)"
-    cpu_before="$(cpu_sample)"
-    run_wrk "$kind.$name" "$threads" "$connections" "$duration" "$url" "$request_file"
-    cpu_after="$(cpu_sample)"
-    read -r server_cores cpu_us busy_cores \
-      <<<"$(cpu_figures "$cpu_before" "$cpu_after" "$wrk_requests")"
-    result[$kind.$name.server_cores]="$server_cores"
-    result[$kind.$name.cpu_us]="$cpu_us"
-    result[$kind.$name.busy_cores]="$busy_cores"
-    sleep "$settle_seconds"
-    fetch_stats "$model" "$workdir/stats.$kind.$name.after.json"
-    is_running "$rampart_pid" || die "Rampart exited during the measured run (see $rampart_stderr)"
-    result[$kind.$name.rps]="$wrk_rps"
-    result[$kind.$name.p50]="$wrk_p50_us"
-    result[$kind.$name.p99]="$wrk_p99_us"
-    result[$kind.$name.errors]="$wrk_errors"
-    for key in executions inferences avg_batch batch_compute_us queue_us failures sizes; do
-      result[$kind.$name.$key]="nan"
-    done
-    got_stats=0
-    while read -r key value; do
-      [ -n "$key" ] || continue
-      result[$kind.$name.$key]="$value"
-      got_stats=1
-    done <<<"$(stats_delta "$workdir/stats.$kind.$name.before.json" \
-      "$workdir/stats.$kind.$name.after.json")"
-    [ "$got_stats" -eq 1 ] ||
-      log "WARNING: no usable statistics from GET /v2/models/$model/stats around the $name run"
-    # Up to one failure per connection is expected: the requests wrk abandons when it stops,
-    # which the server drops as cancelled (the client hung up) and counts under `fail`.
-    failures="${result[$kind.$name.failures]}"
-    if [ "$failures" != nan ] && [ "$failures" -gt "$connections" ]; then
-      log "WARNING: $kind $name: /stats counts $failures failed requests in the run, more than" \
-        "the $connections that wrk abandons when it stops"
-    elif [ "$failures" != nan ] && [ "$failures" -gt 0 ]; then
-      log "$kind $name: $failures requests abandoned by wrk at the end, counted as failed by /stats"
-    fi
+    measure "$kind" "$level" "$kind.$name"
   done
-
-  # Derived figures. The bound: a request waits at most the queue delay for its batch to fill,
-  # then at worst for the batch ahead of it and its own batch to execute.
   result[$name.ratio_unbatched]="$(ratio "${result[batched.$name.rps]}" \
     "${result[unbatched.$name.rps]}")"
-  compute_us="${result[batched.$name.batch_compute_us]}"
-  if [ "$compute_us" != nan ]; then
-    result[$name.bound]="$(calc "$queue_delay_us + 2 * $compute_us" 0)"
-    result[$name.bound_ok]="$(awk -v p="${result[batched.$name.p99]}" \
-      -v b="${result[$name.bound]}" \
-      'BEGIN { print (p == "nan") ? "nan" : (p + 0 <= b + 0) ? "yes" : "no" }')"
-  else
-    result[$name.bound]="nan"
-    result[$name.bound_ok]="nan"
-  fi
+  result[$name.ratio_offline]="$(ratio "${result[batched.$name.rps]}" \
+    "${result[offline.b$offline_batch.rate]}")"
+  p99_bound "batched.$name"
 done
+
+# ---------------------------------------------------------------------------------------------
+# Measurement, 2: the goal rounds. The machine's speed drifts over minutes (by 10-20 % on a
+# shared VM), so a served run and an offline run minutes apart can differ by that much for no
+# reason of their own. Each round measures the batch-32 baseline and then the batched model at
+# the goal level back to back, with the server idle during the former; the goals use the median
+# of the rounds' paired ratios, and the p99 of each round against that round's bound.
+
+readonly goal_level_spec="${levels[-1]}"
+round_ratios=()
+round_p99s=()
+round_bounds=()
+rounds_within=0
+for round in $(seq "$rounds"); do
+  run_offline "$offline_batch"
+  result[round$round.offline]="$offline_rate"
+  measure batched "$goal_level_spec" "round$round"
+  p99_bound "round$round"
+  result[round$round.ratio]="$(ratio "${result[round$round.rps]}" "$offline_rate")"
+  round_ratios+=("${result[round$round.ratio]}")
+  round_p99s+=("${result[round$round.p99]}")
+  round_bounds+=("${result[round$round.bound]}")
+  [ "${result[round$round.bound_ok]}" != yes ] || rounds_within=$((rounds_within + 1))
+  log "round $round: served ${result[round$round.rps]} / offline $offline_rate samples/s =" \
+    "${result[round$round.ratio]}; p99 ${result[round$round.p99]} µs, bound" \
+    "${result[round$round.bound]} µs"
+done
+result[goal.ratio_offline]="$(calc "$(median "${round_ratios[@]}")" 2)"
+result[goal.p99]="$(calc "$(median "${round_p99s[@]}")" 0)"
+result[goal.bound]="$(calc "$(median "${round_bounds[@]}")" 0)"
 
 # ---------------------------------------------------------------------------------------------
 # Report.
@@ -427,10 +479,10 @@ report() {
   echo
   echo "Offline (bench/torch_offline, no server, ${offline_seconds}s each):" \
     "batch $offline_batch **$(calc "${result[offline.b$offline_batch.rate]}" 0) samples/s**" \
-    "(${result[offline.b$offline_batch.ms]} ms per batch; the faster of" \
-    "$(calc "${result[offline.b$offline_batch.rate_before]}" 0) before the served runs and" \
-    "$(calc "${result[offline.b$offline_batch.rate_after]}" 0) after them);" \
-    "batch 1 $(calc "${result[offline.b1.rate]}" 0) samples/s (${result[offline.b1.ms]} ms)."
+    "(${result[offline.b$offline_batch.ms]} ms per batch), batch 1" \
+    "$(calc "${result[offline.b1.rate]}" 0) samples/s (${result[offline.b1.ms]} ms), both before" \
+    "the server started; the goal rounds below measure batch $offline_batch again, each next to" \
+    "its served run."
   echo
   echo "| load | model | samples/s | p50 (µs) | p99 (µs) | avg batch | batch compute (µs) |" \
     "queue (µs) | commonest sizes |"
@@ -477,26 +529,39 @@ report() {
     name="${level%% *}"
     printf '| %s | **%s** | **%s** | %s | %s |\n' "$(describe_level "$level")" \
       "${result[$name.ratio_offline]}" "${result[$name.ratio_unbatched]}" \
-      "${result[$name.bound]}" "${result[$name.bound_ok]}"
+      "${result[batched.$name.bound]}" "${result[batched.$name.bound_ok]}"
   done
   echo
   echo "p99 bound = max_queue_delay ($queue_delay_us µs) + 2 × the run's mean batch compute."
+  echo "batched / offline here: against the batch-$offline_batch run before the server started."
   echo
-  echo "Goals at $goal_level ($(describe_level "${levels[-1]}")), reported, not asserted:"
-  goal_line "served / offline batch $offline_batch" "${result[$goal_level.ratio_offline]}" 0.8
+  echo "Goal rounds at $goal_level ($(describe_level "$goal_level_spec")), each an offline" \
+    "batch-$offline_batch run (${offline_seconds}s, server idle) and then $batched_model served" \
+    "(${warmup}s warm-up + ${duration}s):"
+  echo
+  echo "| round | offline b$offline_batch (samples/s) | served (samples/s) | served / offline |" \
+    "p50 (µs) | p99 (µs) | avg batch | batch compute (µs) | p99 bound (µs) | p99 ≤ bound |"
+  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+  for round in $(seq "$rounds"); do
+    printf '| %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s |\n' "$round" \
+      "${result[round$round.offline]}" "${result[round$round.rps]}" \
+      "${result[round$round.ratio]}" "${result[round$round.p50]}" "${result[round$round.p99]}" \
+      "${result[round$round.avg_batch]}" "${result[round$round.batch_compute_us]}" \
+      "${result[round$round.bound]}" "${result[round$round.bound_ok]}"
+  done
+  echo
+  echo "Goals at $goal_level, reported, not asserted (served / offline: the median of the" \
+    "rounds' ratios; batched / unbatched: the run above):"
+  goal_line "served / offline batch $offline_batch" "${result[goal.ratio_offline]}" 0.8
   goal_line "batched / unbatched" "${result[$goal_level.ratio_unbatched]}" 5
-  echo "- p99 ${result[batched.$goal_level.p99]} µs ≤ bound ${result[$goal_level.bound]} µs:" \
-    "${result[$goal_level.bound_ok]}"
+  echo "- p99 ≤ queue delay + 2 × batch compute: within its round's bound in $rounds_within of" \
+    "$rounds rounds (median p99 ${result[goal.p99]} µs, median bound ${result[goal.bound]} µs)"
 }
 
 summary() {
   local level name
   echo "offline_samples_per_s_b$offline_batch=$(calc "${result[offline.b$offline_batch.rate]}" 0)"
   echo "offline_batch_ms_b$offline_batch=${result[offline.b$offline_batch.ms]}"
-  echo "offline_samples_per_s_b${offline_batch}_before=$(calc \
-    "${result[offline.b$offline_batch.rate_before]}" 0)"
-  echo "offline_samples_per_s_b${offline_batch}_after=$(calc \
-    "${result[offline.b$offline_batch.rate_after]}" 0)"
   echo "offline_samples_per_s_b1=$(calc "${result[offline.b1.rate]}" 0)"
   echo "offline_batch_ms_b1=${result[offline.b1.ms]}"
   echo "queue_delay_us=$queue_delay_us"
@@ -516,33 +581,25 @@ summary() {
     echo "unbatched_server_cpu_us_per_request_$name=${result[unbatched.$name.cpu_us]}"
     echo "ratio_served_offline_$name=${result[$name.ratio_offline]}"
     echo "ratio_batched_unbatched_$name=${result[$name.ratio_unbatched]}"
-    echo "p99_bound_us_$name=${result[$name.bound]}"
-    echo "p99_bound_ok_$name=${result[$name.bound_ok]}"
+    echo "p99_bound_us_$name=${result[batched.$name.bound]}"
+    echo "p99_bound_ok_$name=${result[batched.$name.bound_ok]}"
     echo "errors_$name=$((${result[batched.$name.errors]} + ${result[unbatched.$name.errors]}))"
   done
+  for round in $(seq "$rounds"); do
+    echo "round${round}_offline_samples_per_s=$(calc "${result[round$round.offline]}" 0)"
+    echo "round${round}_served_samples_per_s=$(calc "${result[round$round.rps]}" 0)"
+    echo "round${round}_ratio_served_offline=${result[round$round.ratio]}"
+    echo "round${round}_p99_us=${result[round$round.p99]}"
+    echo "round${round}_p99_bound_us=${result[round$round.bound]}"
+  done
+  echo "goal_ratio_served_offline_$goal_level=${result[goal.ratio_offline]}"
+  echo "goal_rounds_p99_within_bound_$goal_level=$rounds_within/$rounds"
+  echo "goal_median_p99_us_$goal_level=${result[goal.p99]}"
+  echo "goal_median_p99_bound_us_$goal_level=${result[goal.bound]}"
 }
 
 stop_process "$rampart_pid" 30
 rampart_pid=""
-
-# The machine's speed drifts over minutes, so the batch-32 baseline is measured again now that
-# the served runs are over; the ratios use the faster of the two measurements (the stricter
-# baseline), and the report shows both.
-run_offline "$offline_batch"
-result[offline.b$offline_batch.rate_before]="${result[offline.b$offline_batch.rate]}"
-result[offline.b$offline_batch.ms_before]="${result[offline.b$offline_batch.ms]}"
-result[offline.b$offline_batch.rate_after]="$offline_rate"
-result[offline.b$offline_batch.ms_after]="$offline_ms"
-if awk -v a="$offline_rate" -v b="${result[offline.b$offline_batch.rate]}" \
-  'BEGIN { exit !(a + 0 > b + 0) }'; then
-  result[offline.b$offline_batch.rate]="$offline_rate"
-  result[offline.b$offline_batch.ms]="$offline_ms"
-fi
-for level in "${levels[@]}"; do
-  name="${level%% *}"
-  result[$name.ratio_offline]="$(ratio "${result[batched.$name.rps]}" \
-    "${result[offline.b$offline_batch.rate]}")"
-done
 
 echo
 report
