@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <set>
 
 #include <google/protobuf/io/tokenizer.h>
@@ -65,7 +66,75 @@ Status CheckTensors(std::string_view file, std::string_view kind, const Tensors&
   return Status::Ok();
 }
 
+// allow_ragged_batch and batch_input (Triton's ragged batching): both describe batches, so they
+// need max_batch_size > 0; each batch input derives from one config input and feeds inputs of
+// its own names, as INT32 or FP32. batch_output is refused: Rampart does not scatter outputs.
+Status CheckRaggedBatching(const ModelConfig& config, std::string_view file) {
+  for (const auto& input : config.input()) {
+    if (input.allow_ragged_batch() && config.max_batch_size() == 0) {
+      return InvalidArgument("{}: input '{}': allow_ragged_batch needs max_batch_size > 0", file,
+                             input.name());
+    }
+  }
+  std::set<std::string> names;
+  for (const auto& input : config.input()) names.insert(input.name());
+  for (int i = 0; i < config.batch_input_size(); ++i) {
+    const inference::BatchInput& batch_input = config.batch_input(i);
+    const std::string what = fmt::format("batch_input[{}]", i);
+    if (config.max_batch_size() == 0) {
+      return InvalidArgument("{}: {}: needs max_batch_size > 0 (this model does not batch)", file,
+                             what);
+    }
+    if (batch_input.target_name().empty()) {
+      return InvalidArgument("{}: {}: 'target_name' is required", file, what);
+    }
+    for (const std::string& target : batch_input.target_name()) {
+      if (target.empty() || !names.insert(target).second) {
+        return InvalidArgument(
+            "{}: {}: target_name '{}' must be non-empty and differ from every input and other "
+            "batch input",
+            file, what, target);
+      }
+    }
+    if (batch_input.source_input_size() != 1) {
+      return InvalidArgument("{}: {}: needs exactly one 'source_input', got {}", file, what,
+                             batch_input.source_input_size());
+    }
+    const std::string& source = batch_input.source_input(0);
+    if (std::none_of(config.input().begin(), config.input().end(),
+                     [&](const auto& input) { return input.name() == source; })) {
+      return InvalidArgument("{}: {}: source_input '{}' is not an input of the model", file, what,
+                             source);
+    }
+    if (batch_input.data_type() != inference::TYPE_INT32 &&
+        batch_input.data_type() != inference::TYPE_FP32) {
+      return InvalidArgument("{}: {}: data_type must be TYPE_INT32 or TYPE_FP32, got {}", file,
+                             what, inference::DataType_Name(batch_input.data_type()));
+    }
+  }
+  if (config.batch_output_size() > 0) {
+    return Unimplemented(
+        "{}: batch_output: scattering outputs by the batch's requests is not supported by Rampart "
+        "yet",
+        file);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+std::vector<BackendInput> BackendInputs(const ModelConfig& config) {
+  std::vector<BackendInput> inputs;
+  for (const auto& input : config.input()) {
+    inputs.push_back({input.name(), ToTensorType(input.data_type())});
+  }
+  for (const auto& batch_input : config.batch_input()) {
+    for (const std::string& target : batch_input.target_name()) {
+      inputs.push_back({target, ToTensorType(batch_input.data_type())});
+    }
+  }
+  return inputs;
+}
 
 Result<ParsedConfig> ParseConfigText(std::string_view text, std::string_view file) {
   ErrorCollector errors(file);
@@ -173,6 +242,7 @@ Status CompleteAndValidate(ModelConfig& config, std::string_view folder_name,
     return Unimplemented("{}: sequence_batching: sequence batching is not supported by Rampart yet",
                          file);
   }
+  RETURN_IF_ERROR(CheckRaggedBatching(config, file));
 
   if (config.instance_group_size() == 0) {
     auto* group = config.add_instance_group();

@@ -37,6 +37,16 @@ Result<ModelConfig> ParseConfigJson(std::string_view json, std::string_view what
 Status CompleteAndValidate(ModelConfig& config, std::string_view folder_name,
                            std::string_view file);
 
+// What a backend's Execute receives, in order: the config's inputs (each batch's requests
+// concatenated along dim 0, or flattened into one dimension where allow_ragged_batch is set),
+// then one tensor per batch_input target name, which the server makes for each batch
+// (serve/batch_assembly.h).
+struct BackendInput {
+  std::string name;
+  tensor::DataType datatype;
+};
+std::vector<BackendInput> BackendInputs(const ModelConfig& config);
+
 // The config in protobuf's JSON mapping with Triton's field names (int64 as strings).
 std::string ConfigToJson(const ModelConfig& config);
 

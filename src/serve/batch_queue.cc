@@ -18,6 +18,7 @@ QueuePolicy ToQueuePolicy(const inference::ModelQueuePolicy& policy) {
 
 Result<BatchPolicy> BatchPolicy::FromConfig(const model::ModelConfig& config) {
   BatchPolicy policy;
+  policy.assembly = BatchAssembly::FromConfig(config);
   if (!config.has_dynamic_batching() || config.max_batch_size() == 0) {
     QueuePolicy unbatched;
     unbatched.max_queue_size = kUnbatchedQueueLimit;
@@ -121,10 +122,9 @@ bool BatchQueue::Compatible(const InferRequest& first, const InferRequest& other
   for (size_t i = 0; i < first.inputs.size(); ++i) {
     const tensor::Shape& a = first.inputs[i].shape;
     const tensor::Shape& b = other.inputs[i].shape;
-    if (first.inputs[i].name != other.inputs[i].name || a.size() != b.size() ||
-        !std::equal(a.begin() + 1, a.end(), b.begin() + 1)) {
-      return false;
-    }
+    if (first.inputs[i].name != other.inputs[i].name) return false;
+    if (policy_.assembly.IsRagged(first.inputs[i].name)) continue;  // flattened: any shape
+    if (a.size() != b.size() || !std::equal(a.begin() + 1, a.end(), b.begin() + 1)) return false;
   }
   return true;
 }

@@ -7,7 +7,8 @@
 //  2. Requests wait in one FIFO per priority level (1 = highest). A batch takes requests in
 //     order: level 1's queue, then its delayed requests, then level 2, ... A request is never
 //     split, and the batch stops at the first request that would exceed max_batch_size or whose
-//     variable dimensions differ from the batch's first request.
+//     variable dimensions differ from the batch's first request (inputs with
+//     allow_ragged_batch excepted: BatchAssembly flattens them).
 //  3. A batch that reaches max_batch_size goes at once.
 //  4. Otherwise, if a preferred batch size can be reached, the largest reachable one goes at once.
 //  5. Otherwise the batch goes at once when max_queue_delay is 0, or when more requests wait
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "serve/batch_assembly.h"
 #include "serve/request.h"
 
 namespace rampart::serve {
@@ -48,6 +50,8 @@ struct BatchPolicy {
   uint64_t priority_levels = 1;
   uint64_t default_priority_level = 1;
   std::vector<QueuePolicy> queue_policies;  // one per level, index = level - 1
+  // What the backend receives for a batch; its ragged inputs need not share shapes.
+  BatchAssembly assembly;
 
   // Reads dynamic_batching (or its absence) from a validated config. A model without
   // dynamic_batching gets one level whose queue holds at most kUnbatchedQueueLimit requests, so

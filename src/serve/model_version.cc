@@ -92,14 +92,6 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSourc
       instances.push_back(std::move(instance));
     }
   }
-  for (const auto& input : loaded->config_.input()) {
-    if (input.allow_ragged_batch()) {
-      LOG_WARN(
-          "model '{}': input '{}': allow_ragged_batch is not supported; requests whose "
-          "shapes differ run in separate batches",
-          source.name, input.name());
-    }
-  }
   loaded->scheduler_ = std::make_unique<Scheduler>(
       loaded->config_.name(), version, std::move(policy), std::move(instances), loaded->statistics_,
       Clock::Real(), options.direct_execution_limit,

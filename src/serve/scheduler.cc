@@ -10,66 +10,6 @@
 namespace rampart::serve {
 namespace {
 
-// Concatenates each input of the batch's requests along dim 0. Compatibility (same names and
-// non-batch dims) was established by the BatchQueue.
-std::vector<tensor::Tensor> Concatenate(std::vector<std::unique_ptr<PendingRequest>>& batch,
-                                        int64_t total_items) {
-  std::vector<tensor::Tensor>& first = batch.front()->request->inputs;
-  std::vector<tensor::Tensor> inputs(first.size());
-  for (size_t i = 0; i < first.size(); ++i) {
-    inputs[i].name = first[i].name;
-    inputs[i].datatype = first[i].datatype;
-    inputs[i].shape = first[i].shape;
-    inputs[i].shape[0] = total_items;
-    size_t bytes = 0;
-    for (const auto& pending : batch) bytes += pending->request->inputs[i].data.size();
-    inputs[i].data.reserve(bytes);
-    for (const auto& pending : batch) inputs[i].data += pending->request->inputs[i].data;
-  }
-  return inputs;
-}
-
-// Splits one batched output into one tensor per request, by each request's batch items.
-Result<std::vector<tensor::Tensor>> Split(const tensor::Tensor& output,
-                                          const std::vector<int64_t>& items, int64_t total) {
-  if (output.shape.empty() || output.shape[0] != total) {
-    return Internal("output '{}' has shape {} but the batch holds {} items", output.name,
-                    tensor::ShapeToString(output.shape), total);
-  }
-  std::vector<tensor::Tensor> parts;
-  parts.reserve(items.size());
-  if (output.datatype == tensor::DataType::kBytes) {
-    ASSIGN_OR_RETURN(std::vector<std::string_view> elements,
-                     tensor::SplitBytesElements(output.data));
-    if (total == 0 || elements.size() % static_cast<size_t>(total) != 0) {
-      return Internal("output '{}' has {} BYTES elements for {} items", output.name,
-                      elements.size(), total);
-    }
-    const size_t per_item = elements.size() / static_cast<size_t>(total);
-    size_t element = 0;
-    for (int64_t count : items) {
-      tensor::Tensor part{output.name, output.datatype, output.shape, {}};
-      part.shape[0] = count;
-      for (size_t e = 0; e < per_item * static_cast<size_t>(count); ++e) {
-        tensor::AppendBytesElement(elements[element++], part.data);
-      }
-      parts.push_back(std::move(part));
-    }
-    return parts;
-  }
-  const size_t per_item = output.data.size() / static_cast<size_t>(total);
-  size_t offset = 0;
-  for (int64_t count : items) {
-    tensor::Tensor part{output.name, output.datatype, output.shape, {}};
-    part.shape[0] = count;
-    const size_t bytes = per_item * static_cast<size_t>(count);
-    part.data.assign(output.data, offset, bytes);
-    offset += bytes;
-    parts.push_back(std::move(part));
-  }
-  return parts;
-}
-
 bool NeedsTimer(const BatchPolicy& policy) {
   return std::any_of(policy.queue_policies.begin(), policy.queue_policies.end(),
                      [](const QueuePolicy& queue) {
@@ -375,8 +315,16 @@ void Scheduler::Execute(backend::ModelInstance& instance,
     total_items += pending->batch_items;
     items.push_back(pending->batch_items);
   }
-  std::vector<tensor::Tensor> inputs = batch.size() == 1 ? std::move(batch.front()->request->inputs)
-                                                         : Concatenate(batch, total_items);
+  const BatchAssembly& assembly = queue_.policy().assembly;
+  std::vector<tensor::Tensor> inputs;
+  if (batch.size() == 1 && assembly.PassThrough()) {
+    inputs = std::move(batch.front()->request->inputs);
+  } else {
+    std::vector<std::vector<tensor::Tensor>*> requests;
+    requests.reserve(batch.size());
+    for (const auto& pending : batch) requests.push_back(&pending->request->inputs);
+    inputs = assembly.Assemble(requests, items);
+  }
   Result<backend::ExecutionResult> result = instance.Execute(inputs);
   RecordExecutionTime(NanosBetween(started, clock_.Now()));
   if (!result.ok()) {
@@ -394,7 +342,7 @@ void Scheduler::Execute(backend::ModelInstance& instance,
     outputs_per_request[0] = std::move(result->outputs);
   } else {
     for (const tensor::Tensor& output : result->outputs) {
-      Result<std::vector<tensor::Tensor>> parts = Split(output, items, total_items);
+      Result<std::vector<tensor::Tensor>> parts = SplitOutput(output, items, total_items);
       if (!parts.ok()) {
         const Status status =
             parts.status().WithContext(fmt::format("model '{}' version {}", model_name_, version_));

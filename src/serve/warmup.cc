@@ -4,6 +4,8 @@
 #include <random>
 #include <sstream>
 
+#include "serve/batch_assembly.h"
+
 namespace rampart::serve {
 namespace {
 
@@ -64,6 +66,7 @@ Result<tensor::Tensor> SampleInput(const model::ModelConfig& config,
 
 Status WarmUp(backend::ModelInstance& instance, const model::ModelConfig& config,
               const std::filesystem::path& version_directory) {
+  const BatchAssembly assembly = BatchAssembly::FromConfig(config);
   for (const inference::ModelWarmup& sample : config.model_warmup()) {
     std::vector<tensor::Tensor> inputs;
     for (const auto& input : config.input()) {
@@ -71,6 +74,12 @@ Status WarmUp(backend::ModelInstance& instance, const model::ModelConfig& config
       ASSIGN_OR_RETURN(tensor::Tensor tensor,
                        SampleInput(config, sample, input, version_directory));
       inputs.push_back(std::move(tensor));
+    }
+    // What the backend would get for this sample as a batch of one (ragged inputs, batch inputs).
+    if (!assembly.PassThrough()) {
+      const int64_t items =
+          config.max_batch_size() > 0 ? std::max<uint32_t>(1, sample.batch_size()) : 1;
+      inputs = assembly.Assemble({&inputs}, {items});
     }
     for (uint32_t run = 0; run < std::max<uint32_t>(1, sample.count()); ++run) {
       std::vector<tensor::Tensor> copy = inputs;

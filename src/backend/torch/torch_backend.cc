@@ -300,28 +300,29 @@ class TorchBackend final : public Backend {
 
     std::vector<InputBinding> inputs;
     std::vector<bool> bound(argument_names.size(), false);
-    for (const auto& input : config.input()) {
+    // The config's inputs, then the batch inputs the server makes (ragged batching).
+    for (const model::BackendInput& input : model::BackendInputs(config)) {
       InputBinding binding;
-      binding.datatype = model::ToTensorType(input.data_type());
+      binding.datatype = input.datatype;
       binding.scalar_type = ToScalarType(binding.datatype);
       if (binding.datatype != DataType::kBytes && !binding.scalar_type) {
-        return InvalidArgument("{}: input '{}': LibTorch has no {} type", where, input.name(),
+        return InvalidArgument("{}: input '{}': LibTorch has no {} type", where, input.name,
                                tensor::DataTypeName(binding.datatype));
       }
-      const auto by_name = std::find(argument_names.begin(), argument_names.end(), input.name());
+      const auto by_name = std::find(argument_names.begin(), argument_names.end(), input.name);
       if (by_name != argument_names.end()) {
         binding.argument = static_cast<size_t>(by_name - argument_names.begin());
-      } else if (auto index = ConventionIndex(input.name())) {
+      } else if (auto index = ConventionIndex(input.name)) {
         binding.argument = *index;
       } else {
         return InvalidArgument(
             "{}: input '{}' matches no forward() argument (forward takes ({})); name it after "
             "an argument or use the INPUT__<index> convention",
-            where, input.name(), fmt::join(argument_names, ", "));
+            where, input.name, fmt::join(argument_names, ", "));
       }
       if (binding.argument >= argument_names.size()) {
         return InvalidArgument("{}: input '{}' refers to argument {} but forward() takes {}", where,
-                               input.name(), binding.argument, argument_names.size());
+                               input.name, binding.argument, argument_names.size());
       }
       if (bound[binding.argument]) {
         return InvalidArgument("{}: two inputs feed forward() argument '{}'", where,

@@ -161,7 +161,74 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"backend: \"pytorch\" version_policy { specific { } } input [ { name: \"x\" "
                   "data_type: TYPE_FP32 dims: [1] } ] output [ { name: \"y\" data_type: TYPE_FP32 "
                   "dims: [1] } ]",
-                  "list at least one version"}));
+                  "list at least one version"},
+        // Ragged batching: batch inputs describe batches, from an input, under names of their own.
+        BadConfig{"backend: \"pytorch\" input [ { name: \"x\" data_type: TYPE_FP32 dims: [-1] "
+                  "allow_ragged_batch: true } ] output [ { name: \"y\" data_type: TYPE_FP32 "
+                  "dims: [1] } ]",
+                  "input 'x': allow_ragged_batch needs max_batch_size > 0"},
+        BadConfig{"backend: \"pytorch\" max_batch_size: 4 input [ { name: \"x\" data_type: "
+                  "TYPE_FP32 dims: [-1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] "
+                  "} ] batch_input [ { target_name: \"n\" data_type: TYPE_INT32 source_input: "
+                  "\"z\" } ]",
+                  "batch_input[0]: source_input 'z' is not an input of the model"},
+        BadConfig{"backend: \"pytorch\" max_batch_size: 4 input [ { name: \"x\" data_type: "
+                  "TYPE_FP32 dims: [-1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] "
+                  "} ] batch_input [ { target_name: \"x\" data_type: TYPE_INT32 source_input: "
+                  "\"x\" } ]",
+                  "target_name 'x' must be non-empty and differ from every input"},
+        BadConfig{"backend: \"pytorch\" max_batch_size: 4 input [ { name: \"x\" data_type: "
+                  "TYPE_FP32 dims: [-1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] "
+                  "} ] batch_input [ { source_input: \"x\" data_type: TYPE_INT32 } ]",
+                  "batch_input[0]: 'target_name' is required"},
+        BadConfig{"backend: \"pytorch\" max_batch_size: 4 input [ { name: \"x\" data_type: "
+                  "TYPE_FP32 dims: [-1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] "
+                  "} ] batch_input [ { target_name: \"n\" data_type: TYPE_INT64 source_input: "
+                  "\"x\" } ]",
+                  "data_type must be TYPE_INT32 or TYPE_FP32, got TYPE_INT64"},
+        BadConfig{"backend: \"pytorch\" max_batch_size: 4 input [ { name: \"x\" data_type: "
+                  "TYPE_FP32 dims: [-1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] "
+                  "} ] batch_input [ { target_name: \"n\" data_type: TYPE_INT32 source_input: "
+                  "\"x\" source_input: \"x\" } ]",
+                  "needs exactly one 'source_input', got 2"},
+        BadConfig{"backend: \"pytorch\" batch_input [ { target_name: \"n\" data_type: TYPE_INT32 "
+                  "source_input: \"x\" } ] input [ { name: \"x\" data_type: TYPE_FP32 dims: [-1] "
+                  "} ] output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] } ]",
+                  "batch_input[0]: needs max_batch_size > 0"},
+        BadConfig{"backend: \"pytorch\" max_batch_size: 4 input [ { name: \"x\" data_type: "
+                  "TYPE_FP32 dims: [-1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] "
+                  "} ] batch_output [ { target_name: \"y\" source_input: \"x\" } ]",
+                  "batch_output: scattering outputs"}));
+
+TEST(CompleteAndValidate, AcceptsTritonsRaggedBatchingExample) {
+  ModelConfig config = ParseOrDie(R"pb(
+    backend: "pytorch"
+    max_batch_size: 16 input
+    [ {
+      name: "INPUT"
+      data_type: TYPE_FP32
+      dims: [ -1 ]
+      allow_ragged_batch: true
+    }] output
+    [ {
+      name: "OUTPUT"
+      data_type: TYPE_FP32
+      dims: [ 1 ]
+    }] batch_input
+    [ {
+      kind: BATCH_ACCUMULATED_ELEMENT_COUNT
+      target_name: "INDEX"
+      data_type: TYPE_FP32
+      source_input: "INPUT"
+    }]
+  )pb");
+  ASSERT_TRUE(CompleteAndValidate(config, "m", "f").ok());
+  const std::vector<BackendInput> inputs = BackendInputs(config);
+  ASSERT_EQ(inputs.size(), 2u);
+  EXPECT_EQ(inputs[0].name, "INPUT");
+  EXPECT_EQ(inputs[1].name, "INDEX");
+  EXPECT_EQ(inputs[1].datatype, tensor::DataType::kFp32);
+}
 
 TEST(ConfigToJson, UsesTritonNamesAndInt64AsStrings) {
   ModelConfig config = ParseOrDie(kTritonConfig);

@@ -10,12 +10,12 @@ using std::chrono::microseconds;
 // The batcher's rules, driven with explicit times: no threads, no sleeps.
 class BatchQueueTest : public ::testing::Test {
  protected:
-  void Configure(std::string_view dynamic_batching, int max_batch_size = 8) {
+  void Configure(std::string_view dynamic_batching, int max_batch_size = 8, bool ragged = false) {
     auto parsed = model::ParseConfigText(
         fmt::format("name: \"m\" backend: \"pytorch\" max_batch_size: {} dynamic_batching {{ {} }} "
-                    "input [ {{ name: \"x\" data_type: TYPE_FP32 dims: [ -1 ] }} ] "
+                    "input [ {{ name: \"x\" data_type: TYPE_FP32 dims: [ -1 ] {} }} ] "
                     "output [ {{ name: \"y\" data_type: TYPE_FP32 dims: [ -1 ] }} ]",
-                    max_batch_size, dynamic_batching),
+                    max_batch_size, dynamic_batching, ragged ? "allow_ragged_batch: true" : ""),
         "config.pbtxt");
     ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
     model::ModelConfig config = parsed->config;
@@ -145,6 +145,14 @@ TEST_F(BatchQueueTest, ShapesNeverMix) {
   EXPECT_EQ(Ids(queue_->Next(At(0))), (std::vector<std::string>{"0", "1"}));
   EXPECT_EQ(Ids(queue_->Next(At(0))), (std::vector<std::string>{"2"}));
   EXPECT_EQ(Ids(queue_->Next(At(2000000))), (std::vector<std::string>{"3"}));
+}
+
+TEST_F(BatchQueueTest, RaggedInputsShareABatchWhateverTheirShapes) {
+  Configure("max_queue_delay_microseconds: 1000000", 8, /*ragged=*/true);
+  ASSERT_TRUE(Add(0, 1, 0, 0, 0, /*width=*/4).ok());
+  ASSERT_TRUE(Add(1, 1, 0, 0, 0, /*width=*/5).ok());
+  ASSERT_TRUE(Add(2, 2, 0, 0, 0, /*width=*/3).ok());
+  EXPECT_EQ(Ids(queue_->Next(At(1000000))), (std::vector<std::string>{"0", "1", "2"}));
 }
 
 TEST_F(BatchQueueTest, HigherPriorityFirstAndFifoWithinALevel) {

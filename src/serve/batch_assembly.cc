@@ -1,0 +1,185 @@
+#include "serve/batch_assembly.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rampart::serve {
+namespace {
+
+int64_t Elements(const tensor::Tensor& tensor) {
+  return tensor::ElementCount(tensor.shape).value_or(0);
+}
+
+// Appends `values` to `out` as INT32 or FP32.
+void AppendValues(const std::vector<int64_t>& values, tensor::DataType datatype, std::string& out) {
+  for (int64_t value : values) {
+    if (datatype == tensor::DataType::kFp32) {
+      const auto element = static_cast<float>(value);
+      out.append(reinterpret_cast<const char*>(&element), sizeof(element));
+    } else {
+      const auto element = static_cast<int32_t>(value);
+      out.append(reinterpret_cast<const char*>(&element), sizeof(element));
+    }
+  }
+}
+
+}  // namespace
+
+BatchAssembly BatchAssembly::FromConfig(const model::ModelConfig& config) {
+  BatchAssembly assembly;
+  for (const auto& input : config.input()) {
+    if (input.allow_ragged_batch()) assembly.ragged_.push_back(input.name());
+  }
+  for (const auto& batch_input : config.batch_input()) {
+    assembly.batch_inputs_.push_back(
+        {batch_input.kind(),
+         {batch_input.target_name().begin(), batch_input.target_name().end()},
+         model::ToTensorType(batch_input.data_type()),
+         batch_input.source_input(0)});
+  }
+  return assembly;
+}
+
+bool BatchAssembly::IsRagged(std::string_view input) const {
+  return std::find(ragged_.begin(), ragged_.end(), input) != ragged_.end();
+}
+
+tensor::Tensor BatchAssembly::Make(const BatchInput& spec, const std::string& target,
+                                   const std::vector<const tensor::Tensor*>& sources) {
+  tensor::Tensor out{target, spec.datatype, {}, {}};
+  std::vector<int64_t> values;
+  switch (spec.kind) {
+    case inference::BatchInput::BATCH_ELEMENT_COUNT:
+      for (const tensor::Tensor* source : sources) values.push_back(Elements(*source));
+      out.shape = {static_cast<int64_t>(values.size())};
+      break;
+    case inference::BatchInput::BATCH_ACCUMULATED_ELEMENT_COUNT:
+    case inference::BatchInput::BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO: {
+      if (spec.kind == inference::BatchInput::BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO) {
+        values.push_back(0);
+      }
+      int64_t sum = 0;
+      for (const tensor::Tensor* source : sources) values.push_back(sum += Elements(*source));
+      out.shape = {static_cast<int64_t>(values.size())};
+      break;
+    }
+    case inference::BatchInput::BATCH_MAX_ELEMENT_COUNT_AS_SHAPE: {
+      int64_t most = 0;
+      for (const tensor::Tensor* source : sources) most = std::max(most, Elements(*source));
+      values.assign(static_cast<size_t>(most), 0);
+      out.shape = {most};
+      break;
+    }
+    case inference::BatchInput::BATCH_ITEM_SHAPE:
+    case inference::BatchInput::BATCH_ITEM_SHAPE_FLATTEN: {
+      int64_t items = 0;
+      const size_t rank = sources.front()->shape.empty() ? 0 : sources.front()->shape.size() - 1;
+      for (const tensor::Tensor* source : sources) {
+        if (source->shape.empty()) continue;  // batched models' inputs have dim 0 (validated)
+        for (int64_t item = 0; item < source->shape[0]; ++item) {
+          values.insert(values.end(), source->shape.begin() + 1, source->shape.end());
+        }
+        items += source->shape[0];
+      }
+      out.shape = spec.kind == inference::BatchInput::BATCH_ITEM_SHAPE
+                      ? tensor::Shape{items, static_cast<int64_t>(rank)}
+                      : tensor::Shape{static_cast<int64_t>(values.size())};
+      break;
+    }
+    default: break;  // validated: no other kinds
+  }
+  out.data.reserve(values.size() * sizeof(int32_t));
+  AppendValues(values, spec.datatype, out.data);
+  return out;
+}
+
+std::vector<tensor::Tensor> BatchAssembly::Assemble(
+    const std::vector<std::vector<tensor::Tensor>*>& requests,
+    const std::vector<int64_t>& items) const {
+  std::vector<tensor::Tensor>& first = *requests.front();
+  // Batch inputs first: they read the requests' shapes, which the inputs below may take.
+  std::vector<tensor::Tensor> made;
+  for (const BatchInput& spec : batch_inputs_) {
+    std::vector<const tensor::Tensor*> sources;
+    for (const std::vector<tensor::Tensor>* inputs : requests) {
+      for (const tensor::Tensor& input : *inputs) {
+        if (input.name == spec.source) sources.push_back(&input);
+      }
+    }
+    if (sources.size() != requests.size()) continue;  // an optional source input left out
+    for (const std::string& target : spec.targets) made.push_back(Make(spec, target, sources));
+  }
+
+  int64_t total_items = 0;
+  for (int64_t count : items) total_items += count;
+  std::vector<tensor::Tensor> inputs(first.size());
+  for (size_t i = 0; i < first.size(); ++i) {
+    const bool ragged = IsRagged(first[i].name);
+    inputs[i].name = first[i].name;
+    inputs[i].datatype = first[i].datatype;
+    if (ragged) {
+      int64_t elements = 0;
+      for (const std::vector<tensor::Tensor>* request : requests) {
+        elements += Elements((*request)[i]);
+      }
+      inputs[i].shape = {elements};
+    } else {
+      inputs[i].shape = first[i].shape;
+      if (!inputs[i].shape.empty()) inputs[i].shape[0] = total_items;
+    }
+    if (requests.size() == 1) {
+      inputs[i].data = std::move(first[i].data);
+      continue;
+    }
+    size_t bytes = 0;
+    for (const std::vector<tensor::Tensor>* request : requests) bytes += (*request)[i].data.size();
+    inputs[i].data.reserve(bytes);
+    for (const std::vector<tensor::Tensor>* request : requests) {
+      inputs[i].data += (*request)[i].data;
+    }
+  }
+  for (tensor::Tensor& tensor : made) inputs.push_back(std::move(tensor));
+  return inputs;
+}
+
+Result<std::vector<tensor::Tensor>> SplitOutput(const tensor::Tensor& output,
+                                                const std::vector<int64_t>& items, int64_t total) {
+  if (output.shape.empty() || output.shape[0] != total) {
+    return Internal("output '{}' has shape {} but the batch holds {} items", output.name,
+                    tensor::ShapeToString(output.shape), total);
+  }
+  std::vector<tensor::Tensor> parts;
+  parts.reserve(items.size());
+  if (output.datatype == tensor::DataType::kBytes) {
+    ASSIGN_OR_RETURN(std::vector<std::string_view> elements,
+                     tensor::SplitBytesElements(output.data));
+    if (total == 0 || elements.size() % static_cast<size_t>(total) != 0) {
+      return Internal("output '{}' has {} BYTES elements for {} items", output.name,
+                      elements.size(), total);
+    }
+    const size_t per_item = elements.size() / static_cast<size_t>(total);
+    size_t element = 0;
+    for (int64_t count : items) {
+      tensor::Tensor part{output.name, output.datatype, output.shape, {}};
+      part.shape[0] = count;
+      for (size_t e = 0; e < per_item * static_cast<size_t>(count); ++e) {
+        tensor::AppendBytesElement(elements[element++], part.data);
+      }
+      parts.push_back(std::move(part));
+    }
+    return parts;
+  }
+  const size_t per_item = output.data.size() / static_cast<size_t>(total);
+  size_t offset = 0;
+  for (int64_t count : items) {
+    tensor::Tensor part{output.name, output.datatype, output.shape, {}};
+    part.shape[0] = count;
+    const size_t bytes = per_item * static_cast<size_t>(count);
+    part.data.assign(output.data, offset, bytes);
+    offset += bytes;
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+}  // namespace rampart::serve

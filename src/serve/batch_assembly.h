@@ -1,0 +1,73 @@
+#pragma once
+
+// BatchAssembly: what a model's backend receives for a batch of requests, and how its outputs
+// go back to the requests.
+//
+// The rules (Triton's dynamic batcher, and Triton's ragged batching for the PyTorch backend):
+// 1. Each config input of the batch's requests is concatenated along dim 0; the requests share
+//    every other dim (the BatchQueue batches them together only then).
+// 2. An input with `allow_ragged_batch` is flattened instead: the requests' elements one after
+//    another in a tensor of one dimension, whatever their shapes (the BatchQueue does not
+//    compare them). The model finds each request's part through a batch input.
+// 3. Then one tensor per `batch_input` target name, in config order, made from each request's
+//    `source_input`. With R requests and n_r the element count of request r's source input (all
+//    of its dims):
+//      BATCH_ELEMENT_COUNT                        [R]      n_r
+//      BATCH_ACCUMULATED_ELEMENT_COUNT            [R]      n_0 + ... + n_r
+//      BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO  [R + 1]  0, then the same
+//      BATCH_MAX_ELEMENT_COUNT_AS_SHAPE           [max n_r]  zeros: only the shape tells
+//      BATCH_ITEM_SHAPE                           [items, rank - 1]  each batch item's dims
+//      BATCH_ITEM_SHAPE_FLATTEN                   [items * (rank - 1)]  the same, flat
+//    as INT32 or FP32, as the config says (model::BackendInputs gives the order).
+// 4. A batch of one request goes to the backend as it came when neither 2 nor 3 applies.
+// 5. Each output is split along dim 0 by the requests' batch items (SplitOutput).
+//
+// Thread safety: const after construction.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "model/config.h"
+#include "tensor/tensor.h"
+
+namespace rampart::serve {
+
+class BatchAssembly {
+ public:
+  // Plain concatenation (rules 1, 4, 5).
+  BatchAssembly() = default;
+  // From a validated config: its ragged inputs and batch inputs.
+  static BatchAssembly FromConfig(const model::ModelConfig& config);
+
+  bool IsRagged(std::string_view input) const;
+  // True when a lone request's inputs are what the backend takes (rule 4).
+  bool PassThrough() const { return ragged_.empty() && batch_inputs_.empty(); }
+
+  // The backend's inputs for a batch: `requests` holds each request's inputs (config order, the
+  // same names in each; the tensors may be moved from), `items` each request's batch items.
+  std::vector<tensor::Tensor> Assemble(const std::vector<std::vector<tensor::Tensor>*>& requests,
+                                       const std::vector<int64_t>& items) const;
+
+ private:
+  struct BatchInput {
+    inference::BatchInput::Kind kind;
+    std::vector<std::string> targets;
+    tensor::DataType datatype;  // kInt32 or kFp32
+    std::string source;
+  };
+  // Rule 3 for one batch input, from the requests' source tensors.
+  static tensor::Tensor Make(const BatchInput& spec, const std::string& target,
+                             const std::vector<const tensor::Tensor*>& sources);
+
+  std::vector<std::string> ragged_;
+  std::vector<BatchInput> batch_inputs_;
+};
+
+// Splits one batched output into one tensor per request, by each request's batch items (`total`
+// their sum). Errors: Internal when the output's dim 0 is not `total`.
+Result<std::vector<tensor::Tensor>> SplitOutput(const tensor::Tensor& output,
+                                                const std::vector<int64_t>& items, int64_t total);
+
+}  // namespace rampart::serve
