@@ -68,7 +68,8 @@ Status CheckTensors(std::string_view file, std::string_view kind, const Tensors&
 
 // allow_ragged_batch and batch_input (Triton's ragged batching): both describe batches, so they
 // need max_batch_size > 0; each batch input derives from one config input and feeds inputs of
-// its own names, as INT32 or FP32. batch_output is refused: Rampart does not scatter outputs.
+// its own names, as INT32 or FP32; each batch output scatters outputs of the model by the shape
+// of one of its inputs.
 Status CheckRaggedBatching(const ModelConfig& config, std::string_view file) {
   for (const auto& input : config.input()) {
     if (input.allow_ragged_batch() && config.max_batch_size() == 0) {
@@ -112,11 +113,45 @@ Status CheckRaggedBatching(const ModelConfig& config, std::string_view file) {
                              what, inference::DataType_Name(batch_input.data_type()));
     }
   }
-  if (config.batch_output_size() > 0) {
-    return Unimplemented(
-        "{}: batch_output: scattering outputs by the batch's requests is not supported by Rampart "
-        "yet",
-        file);
+  for (int i = 0; i < config.batch_output_size(); ++i) {
+    const inference::BatchOutput& batch_output = config.batch_output(i);
+    const std::string what = fmt::format("batch_output[{}]", i);
+    if (batch_output.source_input_size() != 1) {
+      return InvalidArgument("{}: {}: needs exactly one 'source_input', got {}", file, what,
+                             batch_output.source_input_size());
+    }
+    const auto source = std::find_if(
+        config.input().begin(), config.input().end(),
+        [&](const auto& input) { return input.name() == batch_output.source_input(0); });
+    if (source == config.input().end()) {
+      return InvalidArgument("{}: {}: source_input '{}' is not an input of the model", file, what,
+                             batch_output.source_input(0));
+    }
+    if (batch_output.target_name().empty()) {
+      return InvalidArgument("{}: {}: 'target_name' is required", file, what);
+    }
+    // Each variable dim of the output takes the same dim of the source input.
+    const int batch_dims = config.max_batch_size() > 0 ? 1 : 0;
+    for (const std::string& target : batch_output.target_name()) {
+      const auto output =
+          std::find_if(config.output().begin(), config.output().end(),
+                       [&](const auto& candidate) { return candidate.name() == target; });
+      if (output == config.output().end()) {
+        return InvalidArgument("{}: {}: target_name '{}' is not an output of the model", file, what,
+                               target);
+      }
+      if (output->data_type() == inference::TYPE_STRING) {
+        return InvalidArgument("{}: {}: output '{}' is TYPE_STRING, which cannot be scattered",
+                               file, what, target);
+      }
+      for (int dim = 0; dim < output->dims_size(); ++dim) {
+        if (output->dims(dim) == -1 && dim >= source->dims_size()) {
+          return InvalidArgument(
+              "{}: {}: output '{}' dim {} is -1 but input '{}' has no dim {} to take it from", file,
+              what, target, dim + batch_dims, source->name(), dim + batch_dims);
+        }
+      }
+    }
   }
   return Status::Ok();
 }

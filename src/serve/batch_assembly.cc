@@ -37,7 +37,26 @@ BatchAssembly BatchAssembly::FromConfig(const model::ModelConfig& config) {
          model::ToTensorType(batch_input.data_type()),
          batch_input.source_input(0)});
   }
+  for (const auto& batch_output : config.batch_output()) {
+    for (const std::string& target : batch_output.target_name()) {
+      BatchOutput scattered{target, batch_output.source_input(0), {}};
+      if (config.max_batch_size() > 0) scattered.shape.push_back(-1);
+      for (const auto& output : config.output()) {
+        if (output.name() == target) {
+          scattered.shape.insert(scattered.shape.end(), output.dims().begin(), output.dims().end());
+        }
+      }
+      assembly.batch_outputs_.push_back(std::move(scattered));
+    }
+  }
   return assembly;
+}
+
+const BatchAssembly::BatchOutput* BatchAssembly::FindBatchOutput(std::string_view output) const {
+  for (const BatchOutput& batch_output : batch_outputs_) {
+    if (batch_output.target == output) return &batch_output;
+  }
+  return nullptr;
 }
 
 bool BatchAssembly::IsRagged(std::string_view input) const {
@@ -140,6 +159,56 @@ std::vector<tensor::Tensor> BatchAssembly::Assemble(
   }
   for (tensor::Tensor& tensor : made) inputs.push_back(std::move(tensor));
   return inputs;
+}
+
+Result<std::vector<std::vector<tensor::Tensor>>> BatchAssembly::Scatter(
+    std::vector<tensor::Tensor>& outputs, const std::vector<std::vector<tensor::Tensor>*>& requests,
+    const std::vector<int64_t>& items) const {
+  std::vector<std::vector<tensor::Tensor>> parts(requests.size());
+  if (requests.size() == 1 && batch_outputs_.empty()) {
+    parts[0] = std::move(outputs);
+    return parts;
+  }
+  int64_t total_items = 0;
+  for (int64_t count : items) total_items += count;
+  for (const tensor::Tensor& output : outputs) {
+    const BatchOutput* scattered = FindBatchOutput(output.name);
+    if (scattered == nullptr) {
+      ASSIGN_OR_RETURN(std::vector<tensor::Tensor> split, SplitOutput(output, items, total_items));
+      for (size_t r = 0; r < requests.size(); ++r) parts[r].push_back(std::move(split[r]));
+      continue;
+    }
+    // Rule 6: the parts' shapes come from each request's source input.
+    const size_t element_size = tensor::DataTypeSize(output.datatype);
+    size_t offset = 0;
+    for (size_t r = 0; r < requests.size(); ++r) {
+      const auto source = std::find_if(
+          requests[r]->begin(), requests[r]->end(),
+          [&](const tensor::Tensor& input) { return input.name == scattered->source; });
+      tensor::Tensor part{output.name, output.datatype, scattered->shape, {}};
+      for (size_t dim = 0; dim < part.shape.size(); ++dim) {
+        if (part.shape[dim] != -1) continue;
+        if (source == requests[r]->end() || dim >= source->shape.size()) {
+          return Internal("output '{}': its dim {} follows input '{}', which the request {}",
+                          output.name, dim, scattered->source,
+                          source == requests[r]->end() ? "left out" : "has fewer dims");
+        }
+        part.shape[dim] = source->shape[dim];
+      }
+      const size_t bytes =
+          static_cast<size_t>(tensor::ElementCount(part.shape).value_or(0)) * element_size;
+      if (offset + bytes > output.data.size()) {
+        return Internal(
+            "output '{}' holds {} bytes, but its parts for the batch's requests need "
+            "more (request {} of {} ends at byte {})",
+            output.name, output.data.size(), r + 1, requests.size(), offset + bytes);
+      }
+      part.data.assign(output.data, offset, bytes);
+      offset += bytes;
+      parts[r].push_back(std::move(part));
+    }
+  }
+  return parts;
 }
 
 Result<std::vector<tensor::Tensor>> SplitOutput(const tensor::Tensor& output,

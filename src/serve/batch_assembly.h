@@ -20,7 +20,10 @@
 //      BATCH_ITEM_SHAPE_FLATTEN                   [items * (rank - 1)]  the same, flat
 //    as INT32 or FP32, as the config says (model::BackendInputs gives the order).
 // 4. A batch of one request goes to the backend as it came when neither 2 nor 3 applies.
-// 5. Each output is split along dim 0 by the requests' batch items (SplitOutput).
+// 5. Each output is split along dim 0 by the requests' batch items (SplitOutput),
+// 6. except a `batch_output` target (BATCH_SCATTER_WITH_INPUT_SHAPE): request r's part has the
+//    output's config shape (dim 0 the batch) with each -1 taken from the same dim of r's
+//    `source_input`, and the parts follow one another in the model's output, as in Triton.
 //
 // Thread safety: const after construction.
 
@@ -42,13 +45,23 @@ class BatchAssembly {
   static BatchAssembly FromConfig(const model::ModelConfig& config);
 
   bool IsRagged(std::string_view input) const;
-  // True when a lone request's inputs are what the backend takes (rule 4).
-  bool PassThrough() const { return ragged_.empty() && batch_inputs_.empty(); }
+  // True when a lone request's inputs and outputs need no change (rule 4).
+  bool PassThrough() const {
+    return ragged_.empty() && batch_inputs_.empty() && batch_outputs_.empty();
+  }
 
   // The backend's inputs for a batch: `requests` holds each request's inputs (config order, the
   // same names in each; the tensors may be moved from), `items` each request's batch items.
   std::vector<tensor::Tensor> Assemble(const std::vector<std::vector<tensor::Tensor>*>& requests,
                                        const std::vector<int64_t>& items) const;
+
+  // Each request's part of each output, parts[r][o] (rules 5 and 6). `requests` as for
+  // Assemble, afterwards (their shapes are read). Errors: Internal when an output does not hold
+  // what the requests' shapes need.
+  Result<std::vector<std::vector<tensor::Tensor>>> Scatter(
+      std::vector<tensor::Tensor>& outputs,
+      const std::vector<std::vector<tensor::Tensor>*>& requests,
+      const std::vector<int64_t>& items) const;
 
  private:
   struct BatchInput {
@@ -61,8 +74,16 @@ class BatchAssembly {
   static tensor::Tensor Make(const BatchInput& spec, const std::string& target,
                              const std::vector<const tensor::Tensor*>& sources);
 
+  struct BatchOutput {
+    std::string target;
+    std::string source;
+    tensor::Shape shape;  // the output's config dims, after -1 for the batch when it batches
+  };
+  const BatchOutput* FindBatchOutput(std::string_view output) const;
+
   std::vector<std::string> ragged_;
   std::vector<BatchInput> batch_inputs_;
+  std::vector<BatchOutput> batch_outputs_;
 };
 
 // Splits one batched output into one tensor per request, by each request's batch items (`total`

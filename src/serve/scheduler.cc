@@ -316,15 +316,12 @@ void Scheduler::Execute(backend::ModelInstance& instance,
     items.push_back(pending->batch_items);
   }
   const BatchAssembly& assembly = queue_.policy().assembly;
-  std::vector<tensor::Tensor> inputs;
-  if (batch.size() == 1 && assembly.PassThrough()) {
-    inputs = std::move(batch.front()->request->inputs);
-  } else {
-    std::vector<std::vector<tensor::Tensor>*> requests;
-    requests.reserve(batch.size());
-    for (const auto& pending : batch) requests.push_back(&pending->request->inputs);
-    inputs = assembly.Assemble(requests, items);
-  }
+  std::vector<std::vector<tensor::Tensor>*> requests;
+  requests.reserve(batch.size());
+  for (const auto& pending : batch) requests.push_back(&pending->request->inputs);
+  std::vector<tensor::Tensor> inputs = batch.size() == 1 && assembly.PassThrough()
+                                           ? std::move(batch.front()->request->inputs)
+                                           : assembly.Assemble(requests, items);
   Result<backend::ExecutionResult> result = instance.Execute(inputs);
   RecordExecutionTime(NanosBetween(started, clock_.Now()));
   if (!result.ok()) {
@@ -337,22 +334,13 @@ void Scheduler::Execute(backend::ModelInstance& instance,
                               timing.compute_infer_ns, timing.compute_output_ns);
 
   // outputs_per_request[r][o]: request r's part of output o.
-  std::vector<std::vector<tensor::Tensor>> outputs_per_request(batch.size());
-  if (batch.size() == 1) {
-    outputs_per_request[0] = std::move(result->outputs);
-  } else {
-    for (const tensor::Tensor& output : result->outputs) {
-      Result<std::vector<tensor::Tensor>> parts = SplitOutput(output, items, total_items);
-      if (!parts.ok()) {
-        const Status status =
-            parts.status().WithContext(fmt::format("model '{}' version {}", model_name_, version_));
-        for (auto& pending : batch) Fail(*pending, status, FailureReason::kBackend);
-        return;
-      }
-      for (size_t r = 0; r < batch.size(); ++r) {
-        outputs_per_request[r].push_back(std::move((*parts)[r]));
-      }
-    }
+  Result<std::vector<std::vector<tensor::Tensor>>> outputs_per_request =
+      assembly.Scatter(result->outputs, requests, items);
+  if (!outputs_per_request.ok()) {
+    const Status status = outputs_per_request.status().WithContext(
+        fmt::format("model '{}' version {}", model_name_, version_));
+    for (auto& pending : batch) Fail(*pending, status, FailureReason::kBackend);
+    return;
   }
 
   const SteadyTime finished = clock_.Now();
@@ -365,7 +353,7 @@ void Scheduler::Execute(backend::ModelInstance& instance,
     response->timing = {NanosBetween(pending.enqueued, started), timing.compute_input_ns,
                         timing.compute_infer_ns, timing.compute_output_ns};
     const auto& wanted = pending.request->requested_outputs;
-    for (tensor::Tensor& output : outputs_per_request[r]) {
+    for (tensor::Tensor& output : (*outputs_per_request)[r]) {
       if (wanted.empty() || std::find(wanted.begin(), wanted.end(), output.name) != wanted.end()) {
         response->outputs.push_back(std::move(output));
       }

@@ -2,8 +2,9 @@
 """Ragged batching on the real binary, with Triton's own example: a model whose INPUT [-1] has
 allow_ragged_batch and which finds each request's part through the batch input INDEX
 (BATCH_ACCUMULATED_ELEMENT_COUNT). Requests of 3, 4 and 5 elements must share one execution and
-each get the sum of its own elements; a lone request, a warm-up sample and a config mistake are
-checked too.
+each get the sum of its own elements, and its running sums through a batch output scattered by
+its shape (BATCH_SCATTER_WITH_INPUT_SHAPE); a lone request, a warm-up sample and a config
+mistake are checked too.
 
 Needs torch (the model is scripted here): run it with Debian's /usr/bin/python3.
 Usage: test_ragged_batching.py --binary build/rampart
@@ -16,7 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import List
+from typing import List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rampart_e2e as e2e  # noqa: E402
@@ -27,13 +28,18 @@ from torch import Tensor  # noqa: E402
 
 
 class RaggedSum(torch.nn.Module):
-    """INPUT: every request's elements, one after another; INDEX: where each request's end."""
+    """INPUT: every request's elements, one after another; INDEX: where each request's end.
+    OUTPUT: each request's sum; RUNNING: the running sum within each request, per element."""
 
-    def forward(self, INPUT: Tensor, INDEX: Tensor) -> Tensor:  # noqa: N803 (Triton's names)
+    def forward(self, INPUT: Tensor, INDEX: Tensor) -> Tuple[Tensor, Tensor]:  # noqa: N803
         totals = torch.cat([torch.zeros(1), torch.cumsum(INPUT, 0)])
         ends = INDEX.to(torch.int64)
         starts = torch.cat([torch.zeros(1, dtype=torch.int64), ends[:-1]])
-        return (totals[ends] - totals[starts]).unsqueeze(1)
+        # Each element's request: the number of ends at or before its position.
+        positions = torch.arange(INPUT.size(0))
+        owner = torch.bucketize(positions, ends, right=True)
+        running = totals[positions + 1] - totals[starts[owner]]
+        return (totals[ends] - totals[starts]).unsqueeze(1), running
 
 
 CONFIG = """
@@ -41,7 +47,9 @@ name: "ragged_sum"
 backend: "pytorch"
 max_batch_size: 16
 input [ { name: "INPUT" data_type: TYPE_FP32 dims: [ -1 ] allow_ragged_batch: true } ]
-output [ { name: "OUTPUT" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT" data_type: TYPE_FP32 dims: [ 1 ] },
+         { name: "RUNNING" data_type: TYPE_FP32 dims: [ -1 ] } ]
+batch_output [ { kind: BATCH_SCATTER_WITH_INPUT_SHAPE target_name: "RUNNING" source_input: "INPUT" } ]
 batch_input [ {
   kind: BATCH_ACCUMULATED_ELEMENT_COUNT
   target_name: "INDEX"
@@ -72,11 +80,16 @@ def request(values: List[float]) -> e2e.InferRequest:
                               "data": values}])
 
 
-def answer(response: e2e.Response) -> float:
+def answer(response: e2e.Response, values: List[float]) -> float:
+    """The request's sum, after checking its running sums (scattered back by its shape)."""
     check(response.status == 200, f"infer answered {response.status}: {response.body[:300]!r}")
-    output = response.json()["outputs"][0]
-    check(output["name"] == "OUTPUT" and output["shape"] == [1, 1], f"output {output}")
-    return output["data"][0]
+    outputs = {output["name"]: output for output in response.json()["outputs"]}
+    total, running = outputs["OUTPUT"], outputs["RUNNING"]
+    check(total["shape"] == [1, 1], f"OUTPUT {total}")
+    check(running["shape"] == [1, len(values)], f"RUNNING shape {running['shape']}")
+    expected = [sum(values[:i + 1]) for i in range(len(values))]
+    check(running["data"] == expected, f"RUNNING {running['data']}, expected {expected}")
+    return total["data"][0]
 
 
 def main(argv: List[str]) -> int:
@@ -118,7 +131,7 @@ def ragged_batch(binary: str, work: str) -> str:
             try:
                 client.get("/v2/health/live")
                 barrier.wait(timeout=30)
-                sums[index] = answer(client.infer("ragged_sum", request(rows[index])))
+                sums[index] = answer(client.infer("ragged_sum", request(rows[index])), rows[index])
             except (E2eError, OSError, threading.BrokenBarrierError) as error:
                 errors.append(f"request {index}: {error!r}")
             finally:
@@ -135,14 +148,15 @@ def ragged_batch(binary: str, work: str) -> str:
                                                   f"{[sum(row) for row in rows]}")
         client = server.client()
         # A lone request: flattened and indexed all the same (it waits out the queue delay).
-        lone = answer(client.infer("ragged_sum", request([4.0, 5.0])))
+        lone = answer(client.infer("ragged_sum", request([4.0, 5.0])), [4.0, 5.0])
         check(lone == 9.0, f"lone request: sum {lone}, expected 9")
         stats = client.get("/v2/models/ragged_sum/stats").json()["model_stats"][0]
         client.close()
         sizes = {int(batch["batch_size"]): batch["compute_infer"]["count"]
                  for batch in stats["batch_stats"]}
         check(sizes == {3: 1, 1: 1}, f"expected one batch of 3 and one of 1, batch_stats {sizes}")
-        return "3, 4 and 5 elements in one execution, each answered its own sum; a lone request too"
+        return ("3, 4 and 5 elements in one execution, each answered its own sum and running sums "
+                "(a scattered batch output); a lone request too")
     finally:
         server.stop()
         server.cleanup()

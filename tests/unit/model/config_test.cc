@@ -197,8 +197,16 @@ INSTANTIATE_TEST_SUITE_P(
                   "batch_input[0]: needs max_batch_size > 0"},
         BadConfig{"backend: \"pytorch\" max_batch_size: 4 input [ { name: \"x\" data_type: "
                   "TYPE_FP32 dims: [-1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] "
-                  "} ] batch_output [ { target_name: \"y\" source_input: \"x\" } ]",
-                  "batch_output: scattering outputs"}));
+                  "} ] batch_output [ { target_name: \"z\" source_input: \"x\" } ]",
+                  "batch_output[0]: target_name 'z' is not an output of the model"},
+        BadConfig{"backend: \"pytorch\" max_batch_size: 4 input [ { name: \"x\" data_type: "
+                  "TYPE_FP32 dims: [-1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] "
+                  "} ] batch_output [ { target_name: \"y\" source_input: \"w\" } ]",
+                  "batch_output[0]: source_input 'w' is not an input of the model"},
+        BadConfig{"backend: \"pytorch\" max_batch_size: 4 input [ { name: \"x\" data_type: "
+                  "TYPE_FP32 dims: [-1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: "
+                  "[-1, -1] } ] batch_output [ { target_name: \"y\" source_input: \"x\" } ]",
+                  "output 'y' dim 2 is -1 but input 'x' has no dim 2 to take it from"}));
 
 TEST(CompleteAndValidate, AcceptsTritonsRaggedBatchingExample) {
   ModelConfig config = ParseOrDie(R"pb(

@@ -132,6 +132,44 @@ TEST(BatchAssembly, MakesEveryKindOfBatchInput) {
   expect(7, "again", {6}, {3, 1, 3, 1, 2, 2});
 }
 
+// A per-element output of a ragged input, scattered back by each request's shape, beside a
+// per-request output split by batch items.
+TEST(BatchAssembly, ScattersBatchOutputsByTheSourceInputsShape) {
+  const BatchAssembly assembly = BatchAssembly::FromConfig(Config(R"(
+    name: "m" backend: "pytorch" max_batch_size: 8
+    input [ { name: "x" data_type: TYPE_FP32 dims: [ -1 ] allow_ragged_batch: true } ]
+    output [ { name: "doubled" data_type: TYPE_FP32 dims: [ -1 ] },
+             { name: "total" data_type: TYPE_FP32 dims: [ 1 ] } ]
+    batch_input [ { kind: BATCH_ACCUMULATED_ELEMENT_COUNT target_name: "ends"
+                    data_type: TYPE_INT32 source_input: "x" } ]
+    batch_output [ { kind: BATCH_SCATTER_WITH_INPUT_SHAPE target_name: "doubled"
+                     source_input: "x" } ]
+  )"));
+  EXPECT_FALSE(assembly.PassThrough());
+  Requests requests{{{Floats("x", {1, 2}, {1, 2})}, {Floats("x", {1, 3}, {3, 4, 5})}}};
+  const std::vector<Tensor> inputs = assembly.Assemble(requests.Pointers(), {1, 1});
+  ASSERT_EQ(inputs.size(), 2u);
+  // What the model returns: every element doubled (flat), and one total per request.
+  std::vector<Tensor> outputs{Floats("doubled", {5}, {2, 4, 6, 8, 10}),
+                              Floats("total", {2, 1}, {3, 12})};
+  auto parts = assembly.Scatter(outputs, requests.Pointers(), {1, 1});
+  ASSERT_TRUE(parts.ok()) << parts.status().ToString();
+  ASSERT_EQ(parts->size(), 2u);
+  EXPECT_EQ((*parts)[0][0].shape, (Shape{1, 2}));
+  EXPECT_EQ(Values<float>((*parts)[0][0]), (std::vector<float>{2, 4}));
+  EXPECT_EQ((*parts)[1][0].shape, (Shape{1, 3}));
+  EXPECT_EQ(Values<float>((*parts)[1][0]), (std::vector<float>{6, 8, 10}));
+  EXPECT_EQ((*parts)[0][1].shape, (Shape{1, 1}));
+  EXPECT_EQ(Values<float>((*parts)[1][1]), (std::vector<float>{12}));
+
+  std::vector<Tensor> short_output{Floats("doubled", {4}, {2, 4, 6, 8}),
+                                   Floats("total", {2, 1}, {3, 12})};
+  auto refused = assembly.Scatter(short_output, requests.Pointers(), {1, 1});
+  EXPECT_EQ(refused.status().code(), StatusCode::kInternal);
+  EXPECT_NE(refused.status().message().find("output 'doubled' holds 16 bytes"), std::string::npos)
+      << refused.status().ToString();
+}
+
 TEST(BatchAssembly, SplitsOutputsByTheRequestsItems) {
   const Tensor output = Floats("y", {3, 2}, {1, 2, 3, 4, 5, 6});
   auto parts = SplitOutput(output, {1, 2}, 3);
