@@ -1,7 +1,6 @@
 #include "serve/batch_assembly.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace rampart::serve {
 namespace {
