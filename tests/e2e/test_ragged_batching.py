@@ -99,18 +99,12 @@ def main(argv: List[str]) -> int:
     tally = e2e.Tally()
     work = tempfile.mkdtemp(prefix="rampart-ragged-")
     try:
-        started = time.monotonic()
-        try:
-            tally.record(f"ragged batch: {ragged_batch(args.binary, work)}", None,
-                         time.monotonic() - started)
-        except (E2eError, OSError) as error:
-            tally.record("ragged batch", str(error))
-        started = time.monotonic()
-        try:
-            tally.record(f"bad batch_input: {bad_config(args.binary, work)}", None,
-                         time.monotonic() - started)
-        except (E2eError, OSError) as error:
-            tally.record("bad batch_input", str(error))
+        for name, test in (("ragged batch", ragged_batch), ("bad batch_input", bad_config)):
+            started = time.monotonic()
+            try:
+                tally.record(f"{name}: {test(args.binary, work)}", None, time.monotonic() - started)
+            except (E2eError, OSError) as error:
+                tally.record(name, str(error))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return tally.finish()
