@@ -19,7 +19,8 @@
 //      BATCH_ITEM_SHAPE                           [items, rank - 1]  each batch item's dims
 //      BATCH_ITEM_SHAPE_FLATTEN                   [items * (rank - 1)]  the same, flat
 //    as INT32 or FP32, as the config says (model::BackendInputs gives the order).
-// 4. A batch of one request goes to the backend as it came when neither 2 nor 3 applies.
+// 4. A batch of one request goes to the backend, and its outputs back, as they are when none of
+//    2, 3 and 6 applies.
 // 5. Each output is split along dim 0 by the requests' batch items (SplitOutput),
 // 6. except a `batch_output` target (BATCH_SCATTER_WITH_INPUT_SHAPE): request r's part has the
 //    output's config shape (dim 0 the batch) with each -1 taken from the same dim of r's
@@ -41,7 +42,7 @@ class BatchAssembly {
  public:
   // Plain concatenation (rules 1, 4, 5).
   BatchAssembly() = default;
-  // From a validated config: its ragged inputs and batch inputs.
+  // From a validated config: its ragged inputs, batch inputs and batch outputs.
   static BatchAssembly FromConfig(const model::ModelConfig& config);
 
   bool IsRagged(std::string_view input) const;

@@ -4,8 +4,9 @@
 // BatchQueue that feeds them.
 //
 // A free instance thread asks the BatchQueue what to do (run a batch now, or wait until a time or
-// an arrival), so a batch forms only when an instance is free. It concatenates the batch's inputs
-// along dim 0, runs the backend, splits the outputs back per request, records statistics and
+// an arrival), so a batch forms only when an instance is free. It assembles the batch's inputs
+// (BatchAssembly: along dim 0, ragged ones flattened, batch inputs added), runs the backend,
+// splits the outputs back per request, records statistics and
 // completes each request's callback. When any queue policy has a timeout, a timer thread rejects
 // requests whose deadline passes while every instance is busy. With preserve_ordering,
 // completions are delivered in admission order.
