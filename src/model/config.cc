@@ -66,6 +66,21 @@ Status CheckTensors(std::string_view file, std::string_view kind, const Tensors&
   return Status::Ok();
 }
 
+// The one config input a batch input or output names as `source_input`.
+Result<const inference::ModelInput*> SourceInput(
+    const ModelConfig& config, const google::protobuf::RepeatedPtrField<std::string>& sources,
+    std::string_view file, std::string_view what) {
+  if (sources.size() != 1) {
+    return InvalidArgument("{}: {}: needs exactly one 'source_input', got {}", file, what,
+                           sources.size());
+  }
+  for (const auto& input : config.input()) {
+    if (input.name() == sources[0]) return &input;
+  }
+  return InvalidArgument("{}: {}: source_input '{}' is not an input of the model", file, what,
+                         sources[0]);
+}
+
 // allow_ragged_batch and batch_input (Triton's ragged batching): both describe batches, so they
 // need max_batch_size > 0; each batch input derives from one config input and feeds inputs of
 // its own names, as INT32 or FP32; each batch output scatters outputs of the model by the shape
@@ -97,16 +112,7 @@ Status CheckRaggedBatching(const ModelConfig& config, std::string_view file) {
             file, what, target);
       }
     }
-    if (batch_input.source_input_size() != 1) {
-      return InvalidArgument("{}: {}: needs exactly one 'source_input', got {}", file, what,
-                             batch_input.source_input_size());
-    }
-    const std::string& source = batch_input.source_input(0);
-    if (std::none_of(config.input().begin(), config.input().end(),
-                     [&](const auto& input) { return input.name() == source; })) {
-      return InvalidArgument("{}: {}: source_input '{}' is not an input of the model", file, what,
-                             source);
-    }
+    RETURN_IF_ERROR(SourceInput(config, batch_input.source_input(), file, what).status());
     if (batch_input.data_type() != inference::TYPE_INT32 &&
         batch_input.data_type() != inference::TYPE_FP32) {
       return InvalidArgument("{}: {}: data_type must be TYPE_INT32 or TYPE_FP32, got {}", file,
@@ -116,17 +122,8 @@ Status CheckRaggedBatching(const ModelConfig& config, std::string_view file) {
   for (int i = 0; i < config.batch_output_size(); ++i) {
     const inference::BatchOutput& batch_output = config.batch_output(i);
     const std::string what = fmt::format("batch_output[{}]", i);
-    if (batch_output.source_input_size() != 1) {
-      return InvalidArgument("{}: {}: needs exactly one 'source_input', got {}", file, what,
-                             batch_output.source_input_size());
-    }
-    const auto source = std::find_if(
-        config.input().begin(), config.input().end(),
-        [&](const auto& input) { return input.name() == batch_output.source_input(0); });
-    if (source == config.input().end()) {
-      return InvalidArgument("{}: {}: source_input '{}' is not an input of the model", file, what,
-                             batch_output.source_input(0));
-    }
+    ASSIGN_OR_RETURN(const inference::ModelInput* source,
+                     SourceInput(config, batch_output.source_input(), file, what));
     if (batch_output.target_name().empty()) {
       return InvalidArgument("{}: {}: 'target_name' is required", file, what);
     }

@@ -62,9 +62,9 @@ bool BatchAssembly::IsRagged(std::string_view input) const {
   return std::find(ragged_.begin(), ragged_.end(), input) != ragged_.end();
 }
 
-tensor::Tensor BatchAssembly::Make(const BatchInput& spec, const std::string& target,
+tensor::Tensor BatchAssembly::Make(const BatchInput& spec,
                                    const std::vector<const tensor::Tensor*>& sources) {
-  tensor::Tensor out{target, spec.datatype, {}, {}};
+  tensor::Tensor out{{}, spec.datatype, {}, {}};
   std::vector<int64_t> values;
   switch (spec.kind) {
     case inference::BatchInput::BATCH_ELEMENT_COUNT:
@@ -125,7 +125,11 @@ std::vector<tensor::Tensor> BatchAssembly::Assemble(
       }
     }
     if (sources.size() != requests.size()) continue;  // an optional source input left out
-    for (const std::string& target : spec.targets) made.push_back(Make(spec, target, sources));
+    const tensor::Tensor values = Make(spec, sources);
+    for (const std::string& target : spec.targets) {
+      made.push_back(values);
+      made.back().name = target;
+    }
   }
 
   int64_t total_items = 0;
@@ -164,10 +168,6 @@ Result<std::vector<std::vector<tensor::Tensor>>> BatchAssembly::Scatter(
     std::vector<tensor::Tensor>& outputs, const std::vector<std::vector<tensor::Tensor>*>& requests,
     const std::vector<int64_t>& items) const {
   std::vector<std::vector<tensor::Tensor>> parts(requests.size());
-  if (requests.size() == 1 && batch_outputs_.empty()) {
-    parts[0] = std::move(outputs);
-    return parts;
-  }
   int64_t total_items = 0;
   for (int64_t count : items) total_items += count;
   for (const tensor::Tensor& output : outputs) {

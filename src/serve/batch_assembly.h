@@ -56,7 +56,8 @@ class BatchAssembly {
   std::vector<tensor::Tensor> Assemble(const std::vector<std::vector<tensor::Tensor>*>& requests,
                                        const std::vector<int64_t>& items) const;
 
-  // Each request's part of each output, parts[r][o] (rules 5 and 6). `requests` as for
+  // Each request's part of each output, parts[r][o] (rules 5 and 6; the caller handles rule 4's
+  // lone request). `requests` as for
   // Assemble, afterwards (their shapes are read). Errors: Internal when an output does not hold
   // what the requests' shapes need.
   Result<std::vector<std::vector<tensor::Tensor>>> Scatter(
@@ -71,8 +72,9 @@ class BatchAssembly {
     tensor::DataType datatype;  // kInt32 or kFp32
     std::string source;
   };
-  // Rule 3 for one batch input, from the requests' source tensors.
-  static tensor::Tensor Make(const BatchInput& spec, const std::string& target,
+  // Rule 3 for one batch input (unnamed: each target gets a copy), from the requests' source
+  // tensors.
+  static tensor::Tensor Make(const BatchInput& spec,
                              const std::vector<const tensor::Tensor*>& sources);
 
   struct BatchOutput {

@@ -87,7 +87,7 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSourc
       ASSIGN_OR_RETURN(std::unique_ptr<backend::ModelInstance> instance,
                        backend->CreateInstance(spec));
       // Each instance has its own runtime state to warm, so each runs the samples.
-      RETURN_IF_ERROR(WarmUp(*instance, loaded->config_, spec.version_directory)
+      RETURN_IF_ERROR(WarmUp(*instance, loaded->config_, policy.assembly, spec.version_directory)
                           .WithContext(fmt::format("model '{}' version {}", source.name, version)));
       instances.push_back(std::move(instance));
     }

@@ -315,13 +315,17 @@ void Scheduler::Execute(backend::ModelInstance& instance,
     total_items += pending->batch_items;
     items.push_back(pending->batch_items);
   }
+  // A lone request of a model without ragged or batch inputs and outputs goes through as it is
+  // (rule 4 of batch_assembly.h): the common case of direct execution, kept free of copies.
   const BatchAssembly& assembly = queue_.policy().assembly;
+  const bool whole = batch.size() == 1 && assembly.PassThrough();
   std::vector<std::vector<tensor::Tensor>*> requests;
-  requests.reserve(batch.size());
-  for (const auto& pending : batch) requests.push_back(&pending->request->inputs);
-  std::vector<tensor::Tensor> inputs = batch.size() == 1 && assembly.PassThrough()
-                                           ? std::move(batch.front()->request->inputs)
-                                           : assembly.Assemble(requests, items);
+  if (!whole) {
+    requests.reserve(batch.size());
+    for (const auto& pending : batch) requests.push_back(&pending->request->inputs);
+  }
+  std::vector<tensor::Tensor> inputs =
+      whole ? std::move(batch.front()->request->inputs) : assembly.Assemble(requests, items);
   Result<backend::ExecutionResult> result = instance.Execute(inputs);
   RecordExecutionTime(NanosBetween(started, clock_.Now()));
   if (!result.ok()) {
@@ -335,7 +339,8 @@ void Scheduler::Execute(backend::ModelInstance& instance,
 
   // outputs_per_request[r][o]: request r's part of output o.
   Result<std::vector<std::vector<tensor::Tensor>>> outputs_per_request =
-      assembly.Scatter(result->outputs, requests, items);
+      whole ? std::vector<std::vector<tensor::Tensor>>{std::move(result->outputs)}
+            : assembly.Scatter(result->outputs, requests, items);
   if (!outputs_per_request.ok()) {
     const Status status = outputs_per_request.status().WithContext(
         fmt::format("model '{}' version {}", model_name_, version_));

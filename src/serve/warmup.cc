@@ -4,8 +4,6 @@
 #include <random>
 #include <sstream>
 
-#include "serve/batch_assembly.h"
-
 namespace rampart::serve {
 namespace {
 
@@ -65,8 +63,7 @@ Result<tensor::Tensor> SampleInput(const model::ModelConfig& config,
 }  // namespace
 
 Status WarmUp(backend::ModelInstance& instance, const model::ModelConfig& config,
-              const std::filesystem::path& version_directory) {
-  const BatchAssembly assembly = BatchAssembly::FromConfig(config);
+              const BatchAssembly& assembly, const std::filesystem::path& version_directory) {
   for (const inference::ModelWarmup& sample : config.model_warmup()) {
     std::vector<tensor::Tensor> inputs;
     for (const auto& input : config.input()) {
@@ -75,7 +72,6 @@ Status WarmUp(backend::ModelInstance& instance, const model::ModelConfig& config
                        SampleInput(config, sample, input, version_directory));
       inputs.push_back(std::move(tensor));
     }
-    // What the backend would get for this sample as a batch of one (ragged inputs, batch inputs).
     if (!assembly.PassThrough()) {
       const int64_t items =
           config.max_batch_size() > 0 ? std::max<uint32_t>(1, sample.batch_size()) : 1;

@@ -8,13 +8,15 @@
 
 #include "backend/backend.h"
 #include "model/config.h"
+#include "serve/batch_assembly.h"
 
 namespace rampart::serve {
 
 // Runs every model_warmup sample `count` times (at least once) on `instance`. Inputs are zeros,
-// random bytes, or the raw contents of `<version_directory>/warmup/<input_data_file>`.
+// random bytes, or the raw contents of `<version_directory>/warmup/<input_data_file>`. Each
+// sample reaches the backend as `assembly` makes a batch of one (ragged and batch inputs).
 // Errors: InvalidArgument for a sample that does not fit the config, or the backend's error.
 Status WarmUp(backend::ModelInstance& instance, const model::ModelConfig& config,
-              const std::filesystem::path& version_directory);
+              const BatchAssembly& assembly, const std::filesystem::path& version_directory);
 
 }  // namespace rampart::serve
