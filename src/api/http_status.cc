@@ -24,7 +24,7 @@ net::HttpResponse KServeError(const Status& status) {
   writer.EndObject();
   net::HttpResponse response;
   response.status = KServeHttpStatus(status);
-  response.body = writer.str();
+  response.body = writer.Take();
   return response;
 }
 

@@ -182,6 +182,7 @@ Result<tensor::Shape> ReadShape(json::Value value, std::string_view tensor) {
     return InvalidArgument("input '{}': 'shape' must be an array of integers", tensor);
   }
   tensor::Shape shape;
+  shape.reserve(value.Array().size());
   for (simdjson::dom::element element : value.Array()) {
     int64_t dim = 0;
     if (element.get_int64().get(dim) != simdjson::SUCCESS || dim < 0) {
@@ -388,6 +389,7 @@ Result<DecodedInfer> DecodeInferRequest(std::string_view body,
   auto inputs = root.Find("inputs");
   if (!inputs) return InvalidArgument("'inputs' is required");
   if (!inputs->IsArray()) return InvalidArgument("'inputs' must be an array");
+  request.inputs.reserve(inputs->Array().size());
   size_t binary_offset = 0;
   size_t position = 0;
   for (simdjson::dom::element input : inputs->Array()) {
@@ -430,6 +432,13 @@ Result<DecodedInfer> DecodeInferRequest(std::string_view body,
 Result<EncodedInfer> EncodeInferResponse(const serve::InferResponse& response,
                                          const OutputEncoding& encoding) {
   json::Writer writer;
+  // One allocation for most answers: numbers take up to about three characters of text per
+  // byte of data (an INT32 up to 11 and a comma), binary data follows the JSON as it is.
+  size_t estimate = 128 + response.model_name.size() + response.id.size();
+  for (const tensor::Tensor& output : response.outputs) {
+    estimate += 128 + (encoding.Binary(output.name) ? 1 : 3) * output.data.size();
+  }
+  writer.Reserve(estimate);
   writer.StartObject();
   writer.Key("model_name");
   writer.String(response.model_name);
@@ -469,7 +478,7 @@ Result<EncodedInfer> EncodeInferResponse(const serve::InferResponse& response,
   writer.EndObject();
 
   EncodedInfer encoded;
-  encoded.body = writer.str();
+  encoded.body = writer.Take();
   if (any_binary) {
     encoded.header_length = encoded.body.size();
     for (const tensor::Tensor& output : response.outputs) {

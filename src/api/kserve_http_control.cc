@@ -40,7 +40,7 @@ net::HttpResponse KServeHttp::RepositoryIndex(const net::HttpRequest& request) c
     writer.EndObject();
   }
   writer.EndArray();
-  return JsonResponse(writer.str());
+  return JsonResponse(writer.Take());
 }
 
 net::HttpResponse KServeHttp::RepositoryControl(bool load, const std::string& model,
@@ -110,7 +110,7 @@ net::HttpResponse KServeHttp::Canary(std::string_view model) const {
   writer.Key("last_decision");
   writer.String(status->last_decision);
   writer.EndObject();
-  return JsonResponse(writer.str());
+  return JsonResponse(writer.Take());
 }
 
 net::HttpResponse KServeHttp::StartCanary(std::string_view model, const std::string& body) const {
@@ -222,7 +222,7 @@ net::HttpResponse KServeHttp::Logging(const net::HttpRequest& request) const {
   writer.Key("log_format");
   writer.String(LogFormatName(settings.format));
   writer.EndObject();
-  return JsonResponse(writer.str());
+  return JsonResponse(writer.Take());
 }
 
 }  // namespace rampart::api

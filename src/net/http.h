@@ -34,7 +34,7 @@ struct HttpRequest {
 
 struct HttpResponse {
   int status = 200;
-  std::string content_type = "application/json";
+  std::string_view content_type = "application/json";  // static text (a literal), not copied
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
 };

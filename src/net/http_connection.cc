@@ -56,7 +56,7 @@ HttpResponse ErrorResponse(int status, std::string_view message) {
   body.Key("error");
   body.String(message);
   body.EndObject();
-  response.body = body.str();
+  response.body = body.Take();
   return response;
 }
 

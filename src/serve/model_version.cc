@@ -10,9 +10,9 @@ namespace rampart::serve {
 namespace {
 
 // Shape the model sees for an input: the config's reshape (if any) in place of its dims.
-tensor::Shape ModelShape(const inference::ModelInput& input, const tensor::Shape& request_shape,
-                         bool batched) {
-  if (!input.has_reshape()) return request_shape;
+// The shape the model sees for an input with a `reshape`.
+tensor::Shape Reshaped(const inference::ModelInput& input, const tensor::Shape& request_shape,
+                       bool batched) {
   tensor::Shape shape;
   if (batched) shape.push_back(request_shape[0]);
   shape.insert(shape.end(), input.reshape().shape().begin(), input.reshape().shape().end());
@@ -112,8 +112,8 @@ void ModelVersion::Stop() {
 Status ModelVersion::Validate(InferRequest& request) const {
   const std::string& model = config_.name();
   const bool batched = config_.max_batch_size() > 0;
-  std::vector<tensor::Tensor> ordered;
-  ordered.reserve(static_cast<size_t>(config_.input_size()));
+  // Inputs are put in the config's order in place: request.inputs[0, placed) are.
+  size_t placed = 0;
   std::vector<std::string> missing;
   int64_t batch_size = -1;
 
@@ -125,7 +125,8 @@ Status ModelVersion::Validate(InferRequest& request) const {
     }
   }
   for (const auto& input : config_.input()) {
-    auto it = std::find_if(request.inputs.begin(), request.inputs.end(),
+    auto it = std::find_if(request.inputs.begin() + static_cast<std::ptrdiff_t>(placed),
+                           request.inputs.end(),
                            [&](const tensor::Tensor& t) { return t.name == input.name(); });
     if (it == request.inputs.end()) {
       if (!input.optional()) missing.push_back(input.name());
@@ -165,8 +166,9 @@ Status ModelVersion::Validate(InferRequest& request) const {
     }
     RETURN_IF_ERROR(tensor::ValidateByteSize(it->datatype, it->shape, it->data,
                                              "input '{}' for model '{}'", input.name(), model));
-    ordered.push_back(std::move(*it));
-    ordered.back().shape = ModelShape(input, ordered.back().shape, batched);
+    tensor::Tensor& tensor = request.inputs[placed++];
+    if (&tensor != &*it) std::swap(tensor, *it);
+    if (input.has_reshape()) tensor.shape = Reshaped(input, tensor.shape, batched);
   }
   if (!missing.empty()) {
     return InvalidArgument(
@@ -180,7 +182,6 @@ Status ModelVersion::Validate(InferRequest& request) const {
       return InvalidArgument("unexpected inference output '{}' for model '{}'", name, model);
     }
   }
-  request.inputs = std::move(ordered);
   return Status::Ok();
 }
 

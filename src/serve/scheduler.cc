@@ -193,12 +193,10 @@ void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_ite
 
 void Scheduler::ExecuteDirectly(Instance& instance, std::unique_ptr<PendingRequest> pending) {
   instance.backend->OnThreadStart();  // the borrowed thread gets the instance's settings
-  std::vector<std::unique_ptr<PendingRequest>> batch;
-  batch.push_back(std::move(pending));
+  Execute(*instance.backend, std::span(&pending, 1));
+  direct_executions_.fetch_add(1, std::memory_order_relaxed);
   bool wanted = false;
   for (int executions = 1;; ++executions) {
-    Execute(*instance.backend, batch);
-    direct_executions_.fetch_add(1, std::memory_order_relaxed);
     BatchQueue::Decision next;
     {
       std::lock_guard lock(mutex_);
@@ -217,7 +215,8 @@ void Scheduler::ExecuteDirectly(Instance& instance, std::unique_ptr<PendingReque
     }
     FailRejected(next.rejected);
     if (next.batch.empty()) break;
-    batch = std::move(next.batch);
+    Execute(*instance.backend, next.batch);
+    direct_executions_.fetch_add(1, std::memory_order_relaxed);
   }
   if (wanted) work_changed_.notify_all();
 }
@@ -306,23 +305,26 @@ void Scheduler::Complete(PendingRequest& pending, Result<std::unique_ptr<InferRe
 }
 
 void Scheduler::Execute(backend::ModelInstance& instance,
-                        std::vector<std::unique_ptr<PendingRequest>>& batch) {
+                        std::span<std::unique_ptr<PendingRequest>> batch) {
   const SteadyTime started = clock_.Now();
-  int64_t total_items = 0;
-  std::vector<int64_t> items;
-  items.reserve(batch.size());
-  for (const auto& pending : batch) {
-    total_items += pending->batch_items;
-    items.push_back(pending->batch_items);
-  }
   // A lone request of a model without ragged or batch inputs and outputs goes through as it is
-  // (rule 4 of batch_assembly.h): the common case of direct execution, kept free of copies.
+  // (rule 4 of batch_assembly.h): the common case of direct execution, kept free of copies and
+  // of the bookkeeping below.
   const BatchAssembly& assembly = queue_.policy().assembly;
   const bool whole = batch.size() == 1 && assembly.PassThrough();
+  int64_t total_items = 0;
+  std::vector<int64_t> items;
   std::vector<std::vector<tensor::Tensor>*> requests;
-  if (!whole) {
+  if (whole) {
+    total_items = batch.front()->batch_items;
+  } else {
+    items.reserve(batch.size());
     requests.reserve(batch.size());
-    for (const auto& pending : batch) requests.push_back(&pending->request->inputs);
+    for (const auto& pending : batch) {
+      total_items += pending->batch_items;
+      items.push_back(pending->batch_items);
+      requests.push_back(&pending->request->inputs);
+    }
   }
   std::vector<tensor::Tensor> inputs =
       whole ? std::move(batch.front()->request->inputs) : assembly.Assemble(requests, items);
@@ -339,8 +341,13 @@ void Scheduler::Execute(backend::ModelInstance& instance,
 
   // outputs_per_request[r][o]: request r's part of output o.
   Result<std::vector<std::vector<tensor::Tensor>>> outputs_per_request =
-      whole ? std::vector<std::vector<tensor::Tensor>>{std::move(result->outputs)}
-            : assembly.Scatter(result->outputs, requests, items);
+      std::vector<std::vector<tensor::Tensor>>();
+  if (whole) {
+    // emplace_back, not an initializer list: that would copy every output.
+    outputs_per_request->emplace_back(std::move(result->outputs));
+  } else {
+    outputs_per_request = assembly.Scatter(result->outputs, requests, items);
+  }
   if (!outputs_per_request.ok()) {
     const Status status = outputs_per_request.status().WithContext(
         fmt::format("model '{}' version {}", model_name_, version_));
@@ -358,7 +365,9 @@ void Scheduler::Execute(backend::ModelInstance& instance,
     response->timing = {NanosBetween(pending.enqueued, started), timing.compute_input_ns,
                         timing.compute_infer_ns, timing.compute_output_ns};
     const auto& wanted = pending.request->requested_outputs;
-    for (tensor::Tensor& output : (*outputs_per_request)[r]) {
+    std::vector<tensor::Tensor>& outputs = (*outputs_per_request)[r];
+    response->outputs.reserve(wanted.empty() ? outputs.size() : wanted.size());
+    for (tensor::Tensor& output : outputs) {
       if (wanted.empty() || std::find(wanted.begin(), wanted.end(), output.name) != wanted.end()) {
         response->outputs.push_back(std::move(output));
       }

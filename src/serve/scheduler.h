@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -108,8 +109,7 @@ class Scheduler {
   void RunInstance(Instance& instance);
   void RecordExecutionTime(int64_t ns);
   void RunTimer();
-  void Execute(backend::ModelInstance& instance,
-               std::vector<std::unique_ptr<PendingRequest>>& batch);
+  void Execute(backend::ModelInstance& instance, std::span<std::unique_ptr<PendingRequest>> batch);
   bool AllIdle() const;  // with mutex_ held
   void Fail(PendingRequest& pending, const Status& status, FailureReason reason);
   // Fails what the queue turned away: cancelled requests as CANCELED, timed out ones REJECTED.

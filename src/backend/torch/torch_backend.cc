@@ -151,15 +151,16 @@ class TorchInstance final : public ModelInstance {
     c10::IValue returned = forward_(std::move(arguments));
     const SteadyTime inferred = clock.Now();
 
-    std::vector<c10::IValue> elements;
+    // The returned values, read in place unless forward() returned a List[Tensor].
+    std::vector<c10::IValue> list;
+    c10::ArrayRef<c10::IValue> elements(returned);
     if (returned.isTuple()) {
-      elements = returned.toTupleRef().elements().vec();
+      elements = returned.toTupleRef().elements().asArrayRef();
     } else if (returned.isTensorList()) {
-      for (const at::Tensor& t : returned.toTensorVector()) elements.emplace_back(t);
+      for (const at::Tensor& t : returned.toTensorVector()) list.emplace_back(t);
+      elements = list;
     } else if (returned.isList() && outputs_.size() > 1) {
-      elements = returned.toListRef().vec();
-    } else {
-      elements.push_back(std::move(returned));
+      elements = returned.toListRef();
     }
     result.outputs.reserve(outputs_.size());
     for (const OutputBinding& binding : outputs_) {
@@ -187,8 +188,9 @@ class TorchInstance final : public ModelInstance {
       return c10::IValue(std::move(strings));
     }
     // The tensor's bytes stay owned by `input` until Execute returns; from_blob borrows them.
-    at::Tensor borrowed = torch::from_blob(input.data.data(), input.shape,
-                                           torch::TensorOptions().dtype(*binding.scalar_type));
+    // at::, not torch::from_blob: inference needs no autograd wrapper (a second TensorImpl).
+    at::Tensor borrowed = at::from_blob(input.data.data(), input.shape,
+                                        at::TensorOptions().dtype(*binding.scalar_type));
     if (device_.is_cuda()) return c10::IValue(borrowed.to(device_));
     return c10::IValue(std::move(borrowed));
   }
@@ -223,7 +225,8 @@ class TorchInstance final : public ModelInstance {
                       binding.name, c10::toString(result.scalar_type()),
                       tensor::DataTypeName(binding.datatype));
     }
-    result = result.to(torch::kCPU).contiguous();
+    if (!result.is_cpu()) result = result.cpu();
+    if (!result.is_contiguous()) result = result.contiguous();
     out.shape.assign(result.sizes().begin(), result.sizes().end());
     out.data.assign(static_cast<const char*>(result.data_ptr()), result.nbytes());
     return out;

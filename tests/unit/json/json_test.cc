@@ -45,5 +45,25 @@ TEST(Writer, WritesFloatsInShortestForm) {
   EXPECT_EQ(writer.view(), R"([0.1,-2.5,1e-07,-3,"q\"uote"])");
 }
 
+TEST(Writer, NestsPastItsInlineStackAndHandsOverTheText) {
+  // 40 levels: past the 16 the writer keeps inline, so its stack moves to the heap midway.
+  constexpr int kDepth = 40;
+  Writer writer;
+  writer.Reserve(4);  // a hint only: the text grows past it
+  for (int i = 0; i < kDepth; ++i) {
+    writer.StartObject();
+    writer.Key("k");
+  }
+  writer.String(std::string(300, 'x'));
+  for (int i = 0; i < kDepth; ++i) writer.EndObject();
+  std::string expected;
+  for (int i = 0; i < kDepth; ++i) expected += R"({"k":)";
+  expected += '"' + std::string(300, 'x') + '"' + std::string(kDepth, '}');
+  EXPECT_EQ(writer.view(), expected);
+  const std::string text = writer.Take();
+  EXPECT_EQ(text, expected);
+  ASSERT_TRUE(Parser().Parse(text).ok());
+}
+
 }  // namespace
 }  // namespace rampart::json

@@ -241,6 +241,30 @@ TEST_F(BatchQueueTest, CancelledRequestsNeverReachABatch) {
   EXPECT_EQ(decision.rejected[0].status.code(), StatusCode::kCancelled);
 }
 
+TEST_F(BatchQueueTest, RequestsLeavingFromTheMiddleKeepTheOthersInOrder) {
+  Configure("default_queue_policy { allow_timeout_override: true }");
+  for (int id : {0, 1, 2, 3, 4, 5}) {
+    const uint64_t timeout_us = id == 1 || id == 4 ? 10 : 0;  // 1 and 4 time out
+    ASSERT_TRUE(Add(id, 1, 0, 0, timeout_us).ok());
+  }
+  auto request = std::make_unique<InferRequest>();  // 6: its client has gone away
+  request->id = "6";
+  request->cancelled = std::make_shared<std::atomic<bool>>(true);
+  request->inputs.push_back({"x", tensor::DataType::kFp32, {1, 4}, {}});
+  auto pending = std::make_unique<PendingRequest>();
+  pending->request = std::move(request);
+  pending->batch_items = 1;
+  queue_->Push(std::move(pending));
+  ASSERT_TRUE(Add(7, 1, 0).ok());
+
+  const BatchQueue::Decision decision = queue_->Next(At(10));
+  EXPECT_EQ(Ids(decision), (std::vector<std::string>{"0", "2", "3", "5", "7"}));
+  std::vector<std::string> rejected;
+  for (const auto& each : decision.rejected) rejected.push_back(each.pending->request->id);
+  EXPECT_EQ(rejected, (std::vector<std::string>{"6", "1", "4"}));  // cancelled, then expired
+  EXPECT_TRUE(queue_->empty());
+}
+
 TEST(BatchPolicy, ModelsWithoutDynamicBatchingRunOneAtATimeWithABoundedQueue) {
   auto parsed = model::ParseConfigText(
       "name: \"m\" backend: \"pytorch\" max_batch_size: 8 "
