@@ -1,7 +1,7 @@
 #include "json/writer.h"
 
+#include <algorithm>
 #include <cmath>
-#include <string_view>
 
 #include <fmt/format.h>
 
@@ -15,8 +15,8 @@ void Writer::Float(float value) {
   char text[32];
   auto end = fmt::format_to_n(text, sizeof(text) - 2, "{}", value).out;
   // Keep floats recognisable as floats ("2.0", not "2"), as RapidJSON does for doubles.
-  if (std::string_view(text, static_cast<size_t>(end - text)).find_first_of(".e") ==
-      std::string_view::npos) {
+  // (A plain scan: find_first_of would call memchr once per character.)
+  if (std::none_of(text, end, [](char c) { return c == '.' || c == 'e'; })) {
     *end++ = '.';
     *end++ = '0';
   }

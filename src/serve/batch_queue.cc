@@ -196,6 +196,7 @@ bool BatchQueue::WouldRunNow(SteadyTime now) const {
 
 BatchQueue::Decision BatchQueue::Next(SteadyTime now, bool flush) {
   Decision decision;
+  if (size_ == 0) return decision;  // nothing to drop, expire or run; no deadline to wake for
   DropCancelled(decision.rejected);
   std::optional<SteadyTime> next_deadline;
   for (Rejected& rejected : Expire(now, next_deadline)) {

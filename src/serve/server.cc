@@ -12,6 +12,11 @@ namespace rampart::serve {
 Result<std::shared_ptr<ModelVersion>> InferenceServer::GetModel(std::string_view name,
                                                                 int64_t version) const {
   std::lock_guard lock(models_mutex_);
+  return GetModelLocked(name, version);
+}
+
+Result<std::shared_ptr<ModelVersion>> InferenceServer::GetModelLocked(std::string_view name,
+                                                                      int64_t version) const {
   auto it = models_.find(name);
   if (it == models_.end() || it->second.versions.empty()) {
     return NotFound("Request for unknown model: '{}' is not found", name);
@@ -85,14 +90,18 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
     return;
   }
   std::shared_ptr<CanaryController> canary;
-  if (request->model_version == kLatestVersion) {
-    std::lock_guard lock(models_mutex_);
-    auto it = canaries_.find(request->model_name);
-    if (it != canaries_.end()) canary = it->second;
+  Result<std::shared_ptr<ModelVersion>> model = std::shared_ptr<ModelVersion>();
+  {
+    std::lock_guard lock(models_mutex_);  // once per request: the two I/O threads meet here
+    if (request->model_version == kLatestVersion) {
+      auto it = canaries_.find(request->model_name);
+      if (it != canaries_.end()) {
+        canary = it->second;
+        request->model_version = canary->Route();
+      }
+    }
+    model = GetModelLocked(request->model_name, request->model_version);
   }
-  if (canary) request->model_version = canary->Route();
-  Result<std::shared_ptr<ModelVersion>> model =
-      GetModel(request->model_name, request->model_version);
   if (!model.ok()) {
     done(model.status());
     return;

@@ -139,6 +139,10 @@ class InferenceServer {
   // wording).
   static constexpr std::string_view kUnloadedReason = "unloaded";
 
+  // GetModel with models_mutex_ held.
+  Result<std::shared_ptr<ModelVersion>> GetModelLocked(std::string_view name,
+                                                       int64_t version) const;
+
   struct ModelEntry {
     std::map<int64_t, std::shared_ptr<ModelVersion>> versions;  // serving
     std::map<int64_t, std::string> failures;                    // version -> reason
