@@ -15,22 +15,35 @@
 
 namespace rampart::json {
 
-// RapidJSON's output stream concept over a std::string.
-struct StringOutput {
+// RapidJSON's output stream concept over a std::string. The string is sized ahead of the
+// writing (RapidJSON reserves before each value) and `size_` counts what is written, so a
+// character is one store, not a push_back that also moves the terminator.
+class StringOutput {
+ public:
   using Ch = char;
-  std::string* out;
-  void Put(char c) { out->push_back(c); }
-  void Flush() {}
-};
-// Found by argument-dependent lookup from RapidJSON's Writer, ahead of its generic versions:
-// a reservation grows the string geometrically, and unchecked puts follow it.
-inline void PutReserve(StringOutput& stream, size_t count) {
-  std::string& out = *stream.out;
-  if (out.capacity() - out.size() < count) {
-    out.reserve(std::max(out.size() + count, 2 * out.size()));
+  void Put(char c) {
+    Reserve(1);
+    text_[size_++] = c;
   }
-}
-inline void PutUnsafe(StringOutput& stream, char c) { stream.out->push_back(c); }
+  void PutUnchecked(char c) { text_[size_++] = c; }  // REQUIRES: room from Reserve
+  void Flush() {}
+  void Reserve(size_t count) {
+    if (text_.size() - size_ < count) text_.resize(std::max(size_ + count, 2 * text_.size()));
+  }
+  std::string_view view() const { return {text_.data(), size_}; }
+  std::string Take() {
+    text_.resize(size_);
+    size_ = 0;
+    return std::move(text_);
+  }
+
+ private:
+  std::string text_;
+  size_t size_ = 0;
+};
+// Found by argument-dependent lookup from RapidJSON's Writer, ahead of its generic versions.
+inline void PutReserve(StringOutput& stream, size_t count) { stream.Reserve(count); }
+inline void PutUnsafe(StringOutput& stream, char c) { stream.PutUnchecked(c); }
 
 class Writer {
  public:
@@ -41,7 +54,7 @@ class Writer {
   Writer& operator=(const Writer&) = delete;
 
   // Sizes the text buffer for a document of about `bytes` (a hint; it grows as needed).
-  void Reserve(size_t bytes) { text_.reserve(bytes); }
+  void Reserve(size_t bytes) { output_.Reserve(bytes); }
 
   void StartObject() { writer_.StartObject(); }
   void EndObject() { writer_.EndObject(); }
@@ -65,9 +78,9 @@ class Writer {
     writer_.RawValue(json.data(), json.size(), rapidjson::kObjectType);
   }
 
-  std::string_view view() const { return text_; }
+  std::string_view view() const { return output_.view(); }
   // The text written so far; the Writer is done with afterwards.
-  std::string Take() { return std::move(text_); }
+  std::string Take() { return output_.Take(); }
 
  private:
   // RapidJSON keeps a stack of open objects and arrays; it starts in stack_buffer_ (16 levels
@@ -76,8 +89,7 @@ class Writer {
   using StackAllocator = rapidjson::MemoryPoolAllocator<rapidjson::CrtAllocator>;
   static constexpr size_t kLevels = 16;
 
-  std::string text_;
-  StringOutput output_{&text_};
+  StringOutput output_;
   alignas(std::max_align_t) char stack_buffer_[kLevels * 16 + 64];
   StackAllocator stack_;
   rapidjson::Writer<StringOutput, rapidjson::UTF8<>, rapidjson::UTF8<>, StackAllocator,

@@ -31,6 +31,10 @@ void TakeOut(std::deque<std::unique_ptr<PendingRequest>>& queue, Leave leave, Ta
   queue.erase(kept_end, queue.end());
 }
 
+BatchQueue::Rejected Cancel(std::unique_ptr<PendingRequest> pending) {
+  return {std::move(pending), Cancelled("the client went away before the request ran")};
+}
+
 }  // namespace
 
 Result<BatchPolicy> BatchPolicy::FromConfig(const model::ModelConfig& config) {
@@ -100,6 +104,7 @@ Result<BatchQueue::Admission> BatchQueue::Admit(const InferRequest& request, Ste
 }
 
 void BatchQueue::Push(std::unique_ptr<PendingRequest> pending) {
+  if (pending->deadline) ++timed_;
   levels_[pending->level - 1].queue.push_back(std::move(pending));
   ++size_;
 }
@@ -110,12 +115,16 @@ void BatchQueue::DropCancelled(std::vector<Rejected>& rejected) {
       TakeOut(
           *queue, [](const PendingRequest& pending) { return pending.request->IsCancelled(); },
           [&](std::unique_ptr<PendingRequest> pending) {
-            rejected.push_back(
-                {std::move(pending), Cancelled("the client went away before the request ran")});
-            --size_;
+            Forget(*pending);
+            rejected.push_back(Cancel(std::move(pending)));
           });
     }
   }
+}
+
+void BatchQueue::Forget(const PendingRequest& removed) {
+  if (removed.deadline) --timed_;
+  --size_;
 }
 
 std::unique_ptr<PendingRequest> BatchQueue::PopFront() {
@@ -124,7 +133,7 @@ std::unique_ptr<PendingRequest> BatchQueue::PopFront() {
       if (!queue->empty()) {
         std::unique_ptr<PendingRequest> front = std::move(queue->front());
         queue->pop_front();
-        --size_;
+        Forget(*front);
         return front;
       }
     }
@@ -197,17 +206,25 @@ bool BatchQueue::WouldRunNow(SteadyTime now) const {
 BatchQueue::Decision BatchQueue::Next(SteadyTime now, bool flush) {
   Decision decision;
   if (size_ == 0) return decision;  // nothing to drop, expire or run; no deadline to wake for
-  DropCancelled(decision.rejected);
+  const bool one_at_a_time = policy_.max_batch_size == 0;  // rule 6
+  if (!one_at_a_time) DropCancelled(decision.rejected);
   std::optional<SteadyTime> next_deadline;
   for (Rejected& rejected : Expire(now, next_deadline)) {
     decision.rejected.push_back(std::move(rejected));
   }
+  if (one_at_a_time) {
+    // Rule 1 at the front only: each execution takes the first request still wanted.
+    while (size_ > 0) {
+      std::unique_ptr<PendingRequest> front = PopFront();
+      if (!front->request->IsCancelled()) {
+        decision.batch.push_back(std::move(front));
+        return decision;
+      }
+      decision.rejected.push_back(Cancel(std::move(front)));
+    }
+  }
   if (size_ == 0) {
     decision.wake_at = next_deadline;
-    return decision;
-  }
-  if (policy_.max_batch_size == 0) {
-    decision.batch.push_back(PopFront());
     return decision;
   }
   const Plan plan = PlanBatch(now, flush);
@@ -224,6 +241,7 @@ std::vector<BatchQueue::Rejected> BatchQueue::Expire(SteadyTime now,
                                                      std::optional<SteadyTime>& next_deadline) {
   std::vector<Rejected> rejected;
   next_deadline.reset();
+  if (timed_ == 0) return rejected;
   for (size_t index = 0; index < levels_.size(); ++index) {
     Level& level = levels_[index];
     const bool delay = policy_.queue_policies[index].delay_on_timeout;
@@ -236,6 +254,7 @@ std::vector<BatchQueue::Rejected> BatchQueue::Expire(SteadyTime now,
       return true;
     };
     TakeOut(level.queue, expired, [&](std::unique_ptr<PendingRequest> pending) {
+      --timed_;
       if (delay) {
         pending->deadline.reset();
         pending->delayed = true;

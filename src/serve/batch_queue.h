@@ -3,7 +3,9 @@
 // BatchQueue: the dynamic batcher's state machine (Triton semantics, PROTOCOLS.md §5).
 //
 // The rules, in the order Next() applies them:
-//  1. Requests whose client has gone away are dropped (Cancelled) before anything else.
+//  1. Requests whose client has gone away are dropped (Cancelled) before anything else (for a
+//     model that runs one request per execution, rule 6, when they reach the front: the queue
+//     is then not scanned for every execution).
 //  2. Requests wait in one FIFO per priority level (1 = highest). A batch takes requests in
 //     order: level 1's queue, then its delayed requests, then level 2, ... A request is never
 //     split, and the batch stops at the first request that would exceed max_batch_size or whose
@@ -129,12 +131,14 @@ class BatchQueue {
   // Rules 2-5 over the queues as they are.
   Plan PlanBatch(SteadyTime now, bool flush) const;
   void DropCancelled(std::vector<Rejected>& rejected);
+  void Forget(const PendingRequest& removed);  // counts out a request taken from a queue
   std::unique_ptr<PendingRequest> PopFront();
   bool Compatible(const InferRequest& first, const InferRequest& other) const;
 
   const BatchPolicy policy_;
   std::vector<Level> levels_;
   size_t size_ = 0;
+  size_t timed_ = 0;  // requests with a deadline (none in `delayed`): Expire scans only if any
 };
 
 }  // namespace rampart::serve

@@ -139,7 +139,7 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
     if (!outcome.ok()) {
       stats.RecordFailure(FailureReason::kOther, total_ns);
     } else {
-      stats.RecordSuccess(total_ns, (*outcome)->timing, 1);
+      stats.RecordSuccess({total_ns, (*outcome)->timing, 1});
       if (VersionObserver* observer = stats.observer()) {
         observer->OnEnsembleAlignment((*outcome)->alignment_ns);
       }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <latch>
 
+#include <boost/container/small_vector.hpp>
+
 #include "core/cpu_affinity.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
@@ -336,8 +338,6 @@ void Scheduler::Execute(backend::ModelInstance& instance,
     return;
   }
   const backend::ExecutionTiming& timing = result->timing;
-  statistics_.RecordExecution(static_cast<uint64_t>(total_items), timing.compute_input_ns,
-                              timing.compute_infer_ns, timing.compute_output_ns);
 
   // outputs_per_request[r][o]: request r's part of output o.
   Result<std::vector<std::vector<tensor::Tensor>>> outputs_per_request =
@@ -349,21 +349,33 @@ void Scheduler::Execute(backend::ModelInstance& instance,
     outputs_per_request = assembly.Scatter(result->outputs, requests, items);
   }
   if (!outputs_per_request.ok()) {
+    statistics_.RecordExecution(static_cast<uint64_t>(total_items), timing, {});
     const Status status = outputs_per_request.status().WithContext(
         fmt::format("model '{}' version {}", model_name_, version_));
     for (auto& pending : batch) Fail(*pending, status, FailureReason::kBackend);
     return;
   }
 
+  // The statistics first, the execution and its requests under one lock, then the answers: a
+  // client that reads the statistics after its answer finds its request counted.
   const SteadyTime finished = clock_.Now();
+  boost::container::small_vector<Statistics::Success, 1> answered;
+  answered.reserve(batch.size());
+  for (const auto& pending : batch) {
+    answered.push_back({NanosBetween(pending->request->arrival, finished),
+                        {NanosBetween(pending->enqueued, started), timing.compute_input_ns,
+                         timing.compute_infer_ns, timing.compute_output_ns},
+                        static_cast<uint64_t>(pending->batch_items)});
+  }
+  statistics_.RecordExecution(static_cast<uint64_t>(total_items), timing,
+                              std::span(answered.data(), answered.size()));
   for (size_t r = 0; r < batch.size(); ++r) {
     PendingRequest& pending = *batch[r];
     auto response = std::make_unique<InferResponse>();
     response->model_name = model_name_;
     response->model_version = version_;
     response->id = std::move(pending.request->id);
-    response->timing = {NanosBetween(pending.enqueued, started), timing.compute_input_ns,
-                        timing.compute_infer_ns, timing.compute_output_ns};
+    response->timing = answered[r].timing;
     const auto& wanted = pending.request->requested_outputs;
     std::vector<tensor::Tensor>& outputs = (*outputs_per_request)[r];
     response->outputs.reserve(wanted.empty() ? outputs.size() : wanted.size());
@@ -372,8 +384,6 @@ void Scheduler::Execute(backend::ModelInstance& instance,
         response->outputs.push_back(std::move(output));
       }
     }
-    statistics_.RecordSuccess(NanosBetween(pending.request->arrival, finished), response->timing,
-                              static_cast<uint64_t>(pending.batch_items));
     Complete(pending, std::move(response));
   }
 }

@@ -12,29 +12,40 @@ Statistics::Statistics(std::unique_ptr<VersionObserver> observer)
 
 Statistics::~Statistics() = default;
 
-void Statistics::RecordExecution(uint64_t batch_size, int64_t input_ns, int64_t infer_ns,
-                                 int64_t output_ns) {
-  if (observer_) observer_->OnExecution(batch_size);
+void Statistics::RecordExecution(uint64_t batch_size, const backend::ExecutionTiming& timing,
+                                 std::span<const Success> answered) {
+  if (observer_) {
+    observer_->OnExecution(batch_size);
+    for (const Success& each : answered) {
+      observer_->OnSuccess(each.timing, each.total_ns, each.batch_items);
+    }
+  }
+  const uint64_t now_ms = static_cast<uint64_t>(UnixNanosNow() / 1'000'000);
   std::lock_guard lock(mutex_);
   ++stats_.execution_count;
   BatchStats& batch = stats_.batch_stats[batch_size];
-  batch.compute_input.Add(input_ns);
-  batch.compute_infer.Add(infer_ns);
-  batch.compute_output.Add(output_ns);
+  batch.compute_input.Add(timing.compute_input_ns);
+  batch.compute_infer.Add(timing.compute_infer_ns);
+  batch.compute_output.Add(timing.compute_output_ns);
+  if (!answered.empty()) stats_.last_inference_ms = now_ms;
+  for (const Success& each : answered) AddSuccess(each);
 }
 
-void Statistics::RecordSuccess(int64_t total_ns, const RequestTiming& timing,
-                               uint64_t batch_items) {
-  if (observer_) observer_->OnSuccess(timing, total_ns, batch_items);
+void Statistics::RecordSuccess(const Success& success) {
+  if (observer_) observer_->OnSuccess(success.timing, success.total_ns, success.batch_items);
   const uint64_t now_ms = static_cast<uint64_t>(UnixNanosNow() / 1'000'000);
   std::lock_guard lock(mutex_);
   stats_.last_inference_ms = now_ms;
-  stats_.inference_count += batch_items;
-  stats_.success.Add(total_ns);
-  stats_.queue.Add(timing.queue_ns);
-  stats_.compute_input.Add(timing.compute_input_ns);
-  stats_.compute_infer.Add(timing.compute_infer_ns);
-  stats_.compute_output.Add(timing.compute_output_ns);
+  AddSuccess(success);
+}
+
+void Statistics::AddSuccess(const Success& success) {
+  stats_.inference_count += success.batch_items;
+  stats_.success.Add(success.total_ns);
+  stats_.queue.Add(success.timing.queue_ns);
+  stats_.compute_input.Add(success.timing.compute_input_ns);
+  stats_.compute_infer.Add(success.timing.compute_infer_ns);
+  stats_.compute_output.Add(success.timing.compute_output_ns);
 }
 
 void Statistics::RecordFailure(FailureReason reason, int64_t total_ns) {

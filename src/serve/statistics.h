@@ -8,7 +8,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 
+#include "backend/backend.h"
 #include "serve/request.h"
 
 namespace rampart::serve {
@@ -56,16 +58,24 @@ class Statistics {
   explicit Statistics(std::unique_ptr<VersionObserver> observer);
   ~Statistics();
 
-  // One backend execution of `batch_size` items.
-  void RecordExecution(uint64_t batch_size, int64_t input_ns, int64_t infer_ns, int64_t output_ns);
-  // One request that succeeded, with its share of the stages.
-  void RecordSuccess(int64_t total_ns, const RequestTiming& timing, uint64_t batch_items);
+  // A request that succeeded, with its share of the stages.
+  struct Success {
+    int64_t total_ns = 0;
+    RequestTiming timing;
+    uint64_t batch_items = 1;
+  };
+  // One backend execution of `batch_size` items and the requests it answered, under one lock.
+  void RecordExecution(uint64_t batch_size, const backend::ExecutionTiming& timing,
+                       std::span<const Success> answered);
+  void RecordSuccess(const Success& success);  // a request answered without an execution
   void RecordFailure(FailureReason reason, int64_t total_ns);
 
   StatisticsSnapshot Snapshot() const;
   VersionObserver* observer() const { return observer_.get(); }
 
  private:
+  void AddSuccess(const Success& success);  // with mutex_ held
+
   const std::unique_ptr<VersionObserver> observer_;
   mutable std::mutex mutex_;
   StatisticsSnapshot stats_;  // guarded by mutex_

@@ -11,11 +11,19 @@ using std::chrono::microseconds;
 class BatchQueueTest : public ::testing::Test {
  protected:
   void Configure(std::string_view dynamic_batching, int max_batch_size = 8, bool ragged = false) {
+    ConfigureText(fmt::format("max_batch_size: {} dynamic_batching {{ {} }}", max_batch_size,
+                              dynamic_batching),
+                  ragged);
+  }
+  // A model without dynamic_batching: one request per execution (rule 6).
+  void ConfigureUnbatched() { ConfigureText("max_batch_size: 8", false); }
+
+  void ConfigureText(std::string_view batching, bool ragged) {
     auto parsed = model::ParseConfigText(
-        fmt::format("name: \"m\" backend: \"pytorch\" max_batch_size: {} dynamic_batching {{ {} }} "
+        fmt::format("name: \"m\" backend: \"pytorch\" {} "
                     "input [ {{ name: \"x\" data_type: TYPE_FP32 dims: [ -1 ] {} }} ] "
                     "output [ {{ name: \"y\" data_type: TYPE_FP32 dims: [ -1 ] }} ]",
-                    max_batch_size, dynamic_batching, ragged ? "allow_ragged_batch: true" : ""),
+                    batching, ragged ? "allow_ragged_batch: true" : ""),
         "config.pbtxt");
     ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
     model::ModelConfig config = parsed->config;
@@ -262,6 +270,42 @@ TEST_F(BatchQueueTest, RequestsLeavingFromTheMiddleKeepTheOthersInOrder) {
   std::vector<std::string> rejected;
   for (const auto& each : decision.rejected) rejected.push_back(each.pending->request->id);
   EXPECT_EQ(rejected, (std::vector<std::string>{"6", "1", "4"}));  // cancelled, then expired
+  EXPECT_TRUE(queue_->empty());
+}
+
+TEST_F(BatchQueueTest, OneAtATimeDropsCancelledRequestsWhenTheyComeUp) {
+  ConfigureUnbatched();
+  ASSERT_TRUE(Add(0, 1, 0).ok());
+  auto request = std::make_unique<InferRequest>();  // 1: its client has gone away
+  request->id = "1";
+  request->cancelled = std::make_shared<std::atomic<bool>>(true);
+  request->inputs.push_back({"x", tensor::DataType::kFp32, {1, 4}, {}});
+  auto pending = std::make_unique<PendingRequest>();
+  pending->request = std::move(request);
+  queue_->Push(std::move(pending));
+  ASSERT_TRUE(Add(2, 1, 0).ok());
+
+  BatchQueue::Decision first = queue_->Next(At(0));
+  EXPECT_EQ(Ids(first), (std::vector<std::string>{"0"}));
+  EXPECT_TRUE(first.rejected.empty());
+  BatchQueue::Decision second = queue_->Next(At(0));
+  EXPECT_EQ(Ids(second), (std::vector<std::string>{"2"}));
+  ASSERT_EQ(second.rejected.size(), 1u);
+  EXPECT_EQ(second.rejected[0].pending->request->id, "1");
+  EXPECT_EQ(second.rejected[0].status.code(), StatusCode::kCancelled);
+  EXPECT_TRUE(queue_->empty());
+}
+
+TEST_F(BatchQueueTest, TimeoutsStillApplyAfterRequestsWithoutThemLeave) {
+  Configure("default_queue_policy { allow_timeout_override: true }", /*max_batch_size=*/1);
+  ASSERT_TRUE(Add(0, 1, 0).ok());
+  ASSERT_TRUE(Add(1, 1, 0, 0, /*timeout_us=*/10).ok());
+  EXPECT_EQ(Ids(queue_->Next(At(0))), (std::vector<std::string>{"0"}));
+  std::optional<SteadyTime> next;
+  EXPECT_TRUE(queue_->Expire(At(5), next).empty());
+  EXPECT_EQ(next, At(10));
+  EXPECT_EQ(queue_->Expire(At(10), next).size(), 1u);
+  EXPECT_FALSE(next.has_value());
   EXPECT_TRUE(queue_->empty());
 }
 
