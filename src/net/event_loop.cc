@@ -105,6 +105,7 @@ void EventLoop::Run() {
   std::array<epoll_event, 256> events;
   while (true) {
     int timeout = RunDueTicks();
+    if (batch_end_) batch_end_();  // the last turn's events and tasks, and the ticks, are done
     {
       std::lock_guard lock(mutex_);
       if (stopped_) break;

@@ -76,6 +76,10 @@ class EventLoop {
   // Holds `object` until the events of the current batch have been handled.
   void KeepUntilIdle(std::shared_ptr<void> object) { kept_.push_back(std::move(object)); }
 
+  // Calls `hook` on the loop thread once per turn: after a batch of events and the tasks posted
+  // meanwhile have run (and after due ticks), before the loop waits again. Set before Run.
+  void AtBatchEnd(std::function<void()> hook) { batch_end_ = std::move(hook); }
+
   // Handles events, tasks and ticks on the calling thread until Stop. Tasks still queued then
   // are destroyed without running.
   void Run();
@@ -98,6 +102,7 @@ class EventLoop {
   std::atomic<std::thread::id> thread_{};  // Run's
   std::vector<Tick> ticks_;
   std::vector<std::shared_ptr<void>> kept_;
+  std::function<void()> batch_end_;
 
   std::mutex mutex_;
   std::vector<UniqueFunction<void()>> posted_;   // guarded by mutex_
