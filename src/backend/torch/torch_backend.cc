@@ -102,6 +102,7 @@ class TorchInstance final : public ModelInstance {
                 std::string model_name)
       : module_(std::move(module)),
         forward_(module_.get_method("forward")),
+        self_(module_._ivalue()),
         device_(device),
         threads_(threads),
         argument_count_(arguments),
@@ -138,17 +139,21 @@ class TorchInstance final : public ModelInstance {
     const Clock& clock = Clock::Real();
     const SteadyTime start = clock.Now();
 
-    std::vector<c10::IValue> arguments(argument_count_);
+    // forward()'s stack: the module itself, then its arguments. Built here and handed to the
+    // function rather than to Method::operator(), which would insert the module at the front
+    // (moving every argument, and a reallocation).
+    std::vector<c10::IValue> arguments(argument_count_ + 1);
+    arguments[0] = self_;
     if (inputs.size() != inputs_.size()) {
       return InvalidArgument("model '{}' takes {} inputs, got {}", model_name_, inputs_.size(),
                              inputs.size());
     }
     for (size_t i = 0; i < inputs.size(); ++i) {
-      ASSIGN_OR_RETURN(arguments[inputs_[i].argument], ToIValue(inputs[i], inputs_[i]));
+      ASSIGN_OR_RETURN(arguments[1 + inputs_[i].argument], ToIValue(inputs[i], inputs_[i]));
     }
     const SteadyTime inputs_ready = clock.Now();
 
-    c10::IValue returned = forward_(std::move(arguments));
+    c10::IValue returned = forward_.function()(std::move(arguments));
     const SteadyTime inferred = clock.Now();
 
     // The returned values, read in place unless forward() returned a List[Tensor].
@@ -234,6 +239,7 @@ class TorchInstance final : public ModelInstance {
 
   torch::jit::Module module_;
   torch::jit::Method forward_;  // looked up once: Module::forward() searches the methods per call
+  c10::IValue self_;            // the module, forward()'s first argument
   torch::Device device_;
   int threads_;
   size_t argument_count_;
