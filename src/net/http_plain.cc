@@ -49,15 +49,17 @@ struct PlainIo {
 // buffer space drained the socket, so the next request is read when its edge arrives, with one
 // recv. While a request is being worked on nothing is read (pipelined requests wait in the
 // socket), and EPOLLRDHUP means the client has gone: its request is marked so that queued work
-// for it is dropped. An answer written while its request is still being dispatched (a fast model
-// run on this thread) is finished by Serve's loop, not by recursion.
+// for it is dropped.
 //
 // Answers are sent at the end of the loop's turn, all of those written during it together
 // (PlainIo::SendAnswers), not one by one as they are written. A client's thread blocked in
 // epoll_wait is woken by the first answer that reaches it; sent together, the rest are there when
-// it looks, and it does not preempt this thread between answers. At 64 connections wrk spent
-// less CPU per request and Rampart served 2-28 % more requests per second in seven alternating
-// pairs (docs/benchmarks.md). An answer waits at most for the rest of the turn's work.
+// it looks, and it does not preempt this thread between answers. At 64 connections on `simple`
+// both wrk and Rampart spent ~1 us less CPU per request and throughput rose 5-10 % in
+// alternating pairs (docs/benchmarks.md). An answer waits at most for the rest of the turn's
+// work, and one written while its request is still being dispatched (a fast model run on this
+// thread) is sent after the handler returns, so pipelined requests are answered in order without
+// recursion.
 class PlainConnection final : public Connection, public EventLoop::Watcher {
  public:
   PlainConnection(int fd, HttpCore& core, PlainIo& io) : fd_(fd), core_(core), io_(io) {}
@@ -109,10 +111,10 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
   enum class State {
     kReading,  // reading and parsing the next request
     kWorking,  // dispatched, waiting for the answer
-    kWriting,  // the answer is partly written; waiting for EPOLLOUT
-    // The answer was written during Dispatch; Serve goes on once the handler has returned
-    // (the handler's HttpRequest&& names request_, so it is not reset under the handler).
-    kWritten,
+    // The answer waits for the end of the loop's turn, or is partly written and waits for
+    // EPOLLOUT. Either way it is sent after the handler has returned (its HttpRequest&& names
+    // request_, which the next request reuses).
+    kWriting,
     kClosed,
   };
 
@@ -135,8 +137,7 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
   State state_ = State::kReading;
   bool readable_ = true;  // there may be unread input (a fresh connection: try)
   bool peer_closed_ = false;
-  bool dispatching_ = false;  // inside Dispatch: an answer written now is finished by Serve
-  bool continued_ = false;    // `100 Continue` sent for the current request
+  bool continued_ = false;  // `100 Continue` sent for the current request
   bool keep_alive_ = true;
   bool close_after_write_ = false;
   bool counted_ = false;  // the current request was dispatched and counts as in flight
@@ -199,9 +200,7 @@ void PlainConnection::Serve() {
       }
       if (parser_->is_done()) {
         Dispatch();
-        if (state_ != State::kWritten) return;  // the answer comes later
-        Written();
-        continue;
+        return;  // reading resumes once the answer is sent (Send)
       }
       // Clients that send `Expect: 100-continue` (curl does for bodies over 1 MiB) wait for an
       // interim answer before sending the body; oversized bodies were refused above.
@@ -274,9 +273,7 @@ void PlainConnection::Dispatch() {
   request_.client_gone = client_gone_;
   counted_ = true;
   state_ = State::kWorking;
-  dispatching_ = true;
   core_.Dispatch(std::move(request_), Responder(shared_from_this()));
-  dispatching_ = false;
 }
 
 void PlainConnection::Write(HttpResponse response) {
@@ -335,10 +332,6 @@ void PlainConnection::Send() {
   if (counted_) {
     counted_ = false;
     core_.Finished(received_);
-  }
-  if (dispatching_) {
-    state_ = State::kWritten;  // Serve, which dispatched it, goes on
-    return;
   }
   Written();
   Serve();

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <future>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -128,6 +129,25 @@ TEST_F(LoopTest, TicksComeAboutEveryPeriod) {
   StartThread();
   ASSERT_EQ(third.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
   EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(15));
+}
+
+TEST_F(LoopTest, TheBatchEndHookRunsOnceATurnAfterItsTasks) {
+  // Tasks posted before Run are one turn's work: the hook sees all of them done, once.
+  std::vector<std::string> order;
+  loop_->AtBatchEnd([&] {
+    if (!order.empty() && order.back() != "end") order.push_back("end");
+  });
+  loop_->Post([&] { order.push_back("a"); });
+  loop_->Post([&] {
+    order.push_back("b");
+    // Posted from the loop thread while its turn runs: the next turn's work.
+    loop_->Post([&] {
+      order.push_back("c");
+      loop_->Stop();
+    });
+  });
+  loop_->Run();  // on this thread: returns after the turn that stopped it, hook included
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "b", "end", "c", "end"}));
 }
 
 TEST_F(LoopTest, TasksPostedAfterStopAreDestroyedWithoutRunning) {
