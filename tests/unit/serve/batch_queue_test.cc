@@ -55,6 +55,17 @@ class BatchQueueTest : public ::testing::Test {
     return Status::Ok();
   }
 
+  // Queues a one-row request whose client has gone away (it was admitted before it left).
+  void PushCancelled(int id) {
+    auto request = std::make_unique<InferRequest>();
+    request->id = std::to_string(id);
+    request->cancelled = std::make_shared<std::atomic<bool>>(true);
+    request->inputs.push_back({"x", tensor::DataType::kFp32, {1, 4}, {}});
+    auto pending = std::make_unique<PendingRequest>();
+    pending->request = std::move(request);
+    queue_->Push(std::move(pending));
+  }
+
   static SteadyTime At(int64_t us) { return SteadyTime() + microseconds(us); }
 
   static std::vector<std::string> Ids(const BatchQueue::Decision& decision) {
@@ -234,15 +245,7 @@ TEST_F(BatchQueueTest, CancelledRequestsNeverReachABatch) {
   Configure("");
   ASSERT_TRUE(Add(0, 1, 0).ok());
   ASSERT_TRUE(Add(1, 1, 0).ok());
-  auto gone = std::make_shared<std::atomic<bool>>(true);
-  // A third request whose client has gone away.
-  auto request = std::make_unique<InferRequest>();
-  request->id = "2";
-  request->cancelled = gone;
-  request->inputs.push_back({"x", tensor::DataType::kFp32, {1, 4}, {}});
-  auto pending = std::make_unique<PendingRequest>();
-  pending->request = std::move(request);
-  queue_->Push(std::move(pending));
+  PushCancelled(2);
   auto decision = queue_->Next(At(0));
   EXPECT_EQ(Ids(decision), (std::vector<std::string>{"0", "1"}));
   ASSERT_EQ(decision.rejected.size(), 1u);
@@ -255,14 +258,7 @@ TEST_F(BatchQueueTest, RequestsLeavingFromTheMiddleKeepTheOthersInOrder) {
     const uint64_t timeout_us = id == 1 || id == 4 ? 10 : 0;  // 1 and 4 time out
     ASSERT_TRUE(Add(id, 1, 0, 0, timeout_us).ok());
   }
-  auto request = std::make_unique<InferRequest>();  // 6: its client has gone away
-  request->id = "6";
-  request->cancelled = std::make_shared<std::atomic<bool>>(true);
-  request->inputs.push_back({"x", tensor::DataType::kFp32, {1, 4}, {}});
-  auto pending = std::make_unique<PendingRequest>();
-  pending->request = std::move(request);
-  pending->batch_items = 1;
-  queue_->Push(std::move(pending));
+  PushCancelled(6);
   ASSERT_TRUE(Add(7, 1, 0).ok());
 
   const BatchQueue::Decision decision = queue_->Next(At(10));
@@ -276,13 +272,7 @@ TEST_F(BatchQueueTest, RequestsLeavingFromTheMiddleKeepTheOthersInOrder) {
 TEST_F(BatchQueueTest, OneAtATimeDropsCancelledRequestsWhenTheyComeUp) {
   ConfigureUnbatched();
   ASSERT_TRUE(Add(0, 1, 0).ok());
-  auto request = std::make_unique<InferRequest>();  // 1: its client has gone away
-  request->id = "1";
-  request->cancelled = std::make_shared<std::atomic<bool>>(true);
-  request->inputs.push_back({"x", tensor::DataType::kFp32, {1, 4}, {}});
-  auto pending = std::make_unique<PendingRequest>();
-  pending->request = std::move(request);
-  queue_->Push(std::move(pending));
+  PushCancelled(1);
   ASSERT_TRUE(Add(2, 1, 0).ok());
 
   BatchQueue::Decision first = queue_->Next(At(0));
