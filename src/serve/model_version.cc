@@ -9,8 +9,7 @@
 namespace rampart::serve {
 namespace {
 
-// Shape the model sees for an input: the config's reshape (if any) in place of its dims.
-// The shape the model sees for an input with a `reshape`.
+// The shape the model sees for an input with a `reshape`: the reshape in place of its dims.
 tensor::Shape Reshaped(const inference::ModelInput& input, const tensor::Shape& request_shape,
                        bool batched) {
   tensor::Shape shape;
