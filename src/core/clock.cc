@@ -1,5 +1,7 @@
 #include "core/clock.h"
 
+#include <time.h>
+
 namespace rampart {
 namespace {
 class SteadyClock final : public Clock {
@@ -13,10 +15,16 @@ const Clock& Clock::Real() {
   return clock;
 }
 
-int64_t UnixNanosNow() {
-  return std::chrono::duration_cast<Nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+SteadyTime CoarseNow() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);  // libstdc++'s steady_clock is CLOCK_MONOTONIC
+  return SteadyTime(std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec));
+}
+
+int64_t UnixMillisNow() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1'000'000;
 }
 
 }  // namespace rampart

@@ -23,7 +23,12 @@ inline int64_t ToNanos(Nanoseconds d) { return d.count(); }
 inline int64_t NanosBetween(SteadyTime from, SteadyTime to) {
   return std::chrono::duration_cast<Nanoseconds>(to - from).count();
 }
-// Unix time in nanoseconds (for "last_inference" style fields), real clock.
-int64_t UnixNanosNow();
+// The monotonic clock (steady_clock's) read at the kernel tick's resolution
+// (CLOCK_MONOTONIC_COARSE: up to a few milliseconds behind Now(), at about a seventh of its cost
+// here, 4 vs 28 ns): for timeouts counted in seconds that are armed per request. Compare its times
+// only with its own.
+SteadyTime CoarseNow();
+// Unix time in milliseconds at the kernel tick's resolution (for "last_inference" fields).
+int64_t UnixMillisNow();
 
 }  // namespace rampart

@@ -21,6 +21,7 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/error.hpp>
 
+#include "core/clock.h"
 #include "core/logging.h"
 #include "net/event_loop.h"
 #include "net/http_connection.h"
@@ -142,7 +143,7 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
   bool close_after_write_ = false;
   bool counted_ = false;  // the current request was dispatched and counts as in flight
   unsigned version_ = 11;
-  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  std::optional<SteadyTime> deadline_;  // CoarseNow()'s time (a timeout of seconds)
 
   // Input: bytes [begin_, end_) of buffer_ are read and not yet parsed.
   std::unique_ptr<char[]> buffer_;
@@ -181,7 +182,7 @@ void PlainConnection::StartRequest() {
   continued_ = false;
   request_ = HttpRequest();
   parser_.emplace(request_, core_.options().max_body_bytes);
-  deadline_ = std::chrono::steady_clock::now() + core_.options().idle_timeout;
+  deadline_ = CoarseNow() + core_.options().idle_timeout;
 }
 
 void PlainConnection::Serve() {
@@ -321,7 +322,7 @@ void PlainConnection::Send() {
       sent_ += static_cast<size_t>(written);
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       // The client must take its answer within the idle timeout; EPOLLOUT resumes the write.
-      deadline_ = std::chrono::steady_clock::now() + core_.options().idle_timeout;
+      deadline_ = CoarseNow() + core_.options().idle_timeout;
       return;
     } else if (errno != EINTR) {
       Close();
@@ -451,7 +452,7 @@ Result<std::unique_ptr<HttpEngine>> MakePlainEngine(HttpCore& core, size_t threa
     // Connections waiting for a request, or for their client to take an answer, past the idle
     // timeout are closed.
     plain.loop->Every(std::chrono::seconds(1), [&plain] {
-      const auto now = std::chrono::steady_clock::now();
+      const auto now = CoarseNow();
       std::vector<PlainConnection*> connections;
       connections.reserve(plain.open.size());
       for (const auto& entry : plain.open) connections.push_back(entry.first);

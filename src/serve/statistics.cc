@@ -20,7 +20,7 @@ void Statistics::RecordExecution(uint64_t batch_size, const backend::ExecutionTi
       observer_->OnSuccess(each.timing, each.total_ns, each.batch_items);
     }
   }
-  const uint64_t now_ms = static_cast<uint64_t>(UnixNanosNow() / 1'000'000);
+  const uint64_t now_ms = static_cast<uint64_t>(UnixMillisNow());
   std::lock_guard lock(mutex_);
   ++stats_.execution_count;
   BatchStats& batch = stats_.batch_stats[batch_size];
@@ -33,7 +33,7 @@ void Statistics::RecordExecution(uint64_t batch_size, const backend::ExecutionTi
 
 void Statistics::RecordSuccess(const Success& success) {
   if (observer_) observer_->OnSuccess(success.timing, success.total_ns, success.batch_items);
-  const uint64_t now_ms = static_cast<uint64_t>(UnixNanosNow() / 1'000'000);
+  const uint64_t now_ms = static_cast<uint64_t>(UnixMillisNow());
   std::lock_guard lock(mutex_);
   stats_.last_inference_ms = now_ms;
   AddSuccess(success);
