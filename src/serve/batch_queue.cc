@@ -254,14 +254,14 @@ std::vector<BatchQueue::Rejected> BatchQueue::Expire(SteadyTime now,
       return true;
     };
     TakeOut(level.queue, expired, [&](std::unique_ptr<PendingRequest> pending) {
-      --timed_;
-      if (delay) {
+      if (delay) {  // stays queued, behind the others, without its deadline
+        --timed_;
         pending->deadline.reset();
         pending->delayed = true;
         level.delayed.push_back(std::move(pending));
       } else {
+        Forget(*pending);
         rejected.push_back({std::move(pending), Unavailable("Request timeout expired")});
-        --size_;
       }
     });
   }
