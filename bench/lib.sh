@@ -180,13 +180,17 @@ to_us() {
 }
 
 # run_wrk LABEL THREADS CONNECTIONS SECONDS URL BODY_FILE: `wrk --latency` POSTing BODY_FILE as
-# JSON; the raw output is kept as $workdir/wrk.LABEL.txt. Sets wrk_rps, wrk_p50_us, wrk_p99_us,
-# wrk_requests and wrk_errors (non-2xx responses plus socket errors, warned about when > 0).
+# JSON; the raw output is kept as $workdir/wrk.LABEL.txt and the latency histogram as
+# $workdir/wrk.LABEL.latency (wrk_post_body.lua). Sets wrk_rps, wrk_p50_us, wrk_p99_us,
+# wrk_requests, wrk_errors (non-2xx responses plus socket errors, warned about when > 0) and
+# wrk_latency_file.
 run_wrk() {
   local label="$1" threads="$2" connections="$3" seconds="$4" url="$5" body_file="$6"
   local raw="$workdir/wrk.$label.txt"
-  RAMPART_BENCH_BODY_FILE="$body_file" wrk --latency --timeout 5s -t "$threads" \
-    -c "$connections" -d "${seconds}s" -s "$bench_lib_dir/wrk_post_body.lua" "$url" >"$raw" 2>&1 ||
+  wrk_latency_file="$workdir/wrk.$label.latency"
+  RAMPART_BENCH_BODY_FILE="$body_file" RAMPART_BENCH_LATENCY_FILE="$wrk_latency_file" \
+    wrk --latency --timeout 5s -t "$threads" -c "$connections" -d "${seconds}s" \
+    -s "$bench_lib_dir/wrk_post_body.lua" "$url" >"$raw" 2>&1 ||
     { cat "$raw" >&2; die "wrk failed ($label)"; }
   wrk_rps="$(awk '/^Requests\/sec:/ { print $2 }' "$raw")"
   wrk_p50_us="$(to_us "$(awk '$1 == "50%" { print $2 }' "$raw")")"
@@ -203,6 +207,14 @@ run_wrk() {
     log "WARNING: $label: $wrk_errors non-2xx responses or socket errors (see below)"
     grep -E 'Non-2xx|Socket errors' "$raw" >&2 || true
   fi
+}
+
+# latency_over MICROSECONDS FILE: prints `<requests slower than MICROSECONDS> <all requests>` from
+# a latency histogram written by run_wrk, or `nan nan` when the file is missing or empty.
+latency_over() {
+  awk -v limit="$1" '{ all += $2; if ($1 > limit) over += $2 }
+    END { if (all > 0) print over + 0, all; else print "nan nan" }' "$2" 2>/dev/null ||
+    echo "nan nan"
 }
 
 # ---------------------------------------------------------------------------------------------
