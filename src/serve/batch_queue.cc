@@ -5,10 +5,24 @@
 namespace rampart::serve {
 namespace {
 
-QueuePolicy ToQueuePolicy(const inference::ModelQueuePolicy& policy) {
+// `value` microseconds, or InvalidArgument naming `field` when it is past kMaxQueueMicros (the
+// config's uint64 would otherwise turn negative, or overflow a deadline).
+Result<std::chrono::microseconds> QueueMicros(const model::ModelConfig& config,
+                                              std::string_view field, uint64_t value) {
+  if (value > kMaxQueueMicros) {
+    return InvalidArgument("model '{}': dynamic_batching.{}: {} is too large (at most {})",
+                           config.name(), field, value, kMaxQueueMicros);
+  }
+  return std::chrono::microseconds(static_cast<int64_t>(value));
+}
+
+Result<QueuePolicy> ToQueuePolicy(const model::ModelConfig& config, std::string_view field,
+                                  const inference::ModelQueuePolicy& policy) {
   QueuePolicy out;
   out.delay_on_timeout = policy.timeout_action() == inference::ModelQueuePolicy::DELAY;
-  out.default_timeout = std::chrono::microseconds(policy.default_timeout_microseconds());
+  ASSIGN_OR_RETURN(out.default_timeout,
+                   QueueMicros(config, fmt::format("{}.default_timeout_microseconds", field),
+                               policy.default_timeout_microseconds()));
   out.allow_timeout_override = policy.allow_timeout_override();
   out.max_queue_size = policy.max_queue_size();
   return out;
@@ -51,7 +65,8 @@ Result<BatchPolicy> BatchPolicy::FromConfig(const model::ModelConfig& config) {
   policy.preferred_sizes.assign(batching.preferred_batch_size().begin(),
                                 batching.preferred_batch_size().end());
   std::sort(policy.preferred_sizes.begin(), policy.preferred_sizes.end());
-  policy.max_queue_delay = std::chrono::microseconds(batching.max_queue_delay_microseconds());
+  ASSIGN_OR_RETURN(policy.max_queue_delay, QueueMicros(config, "max_queue_delay_microseconds",
+                                                       batching.max_queue_delay_microseconds()));
   policy.preserve_ordering = batching.preserve_ordering();
   policy.priority_levels = std::max<uint64_t>(1, batching.priority_levels());
   if (batching.priority_levels() == 0) {
@@ -65,7 +80,8 @@ Result<BatchPolicy> BatchPolicy::FromConfig(const model::ModelConfig& config) {
           config.name(), policy.priority_levels, policy.default_priority_level);
     }
   }
-  const QueuePolicy base = ToQueuePolicy(batching.default_queue_policy());
+  ASSIGN_OR_RETURN(const QueuePolicy base,
+                   ToQueuePolicy(config, "default_queue_policy", batching.default_queue_policy()));
   policy.queue_policies.assign(policy.priority_levels, base);
   for (const auto& [level, level_policy] : batching.priority_queue_policy()) {
     if (level < 1 || level > policy.priority_levels) {
@@ -73,7 +89,9 @@ Result<BatchPolicy> BatchPolicy::FromConfig(const model::ModelConfig& config) {
           "model '{}': dynamic_batching.priority_queue_policy has level {} outside [1, {}]",
           config.name(), level, policy.priority_levels);
     }
-    policy.queue_policies[level - 1] = ToQueuePolicy(level_policy);
+    ASSIGN_OR_RETURN(
+        policy.queue_policies[level - 1],
+        ToQueuePolicy(config, fmt::format("priority_queue_policy[{}]", level), level_policy));
   }
   return policy;
 }
@@ -83,23 +101,25 @@ BatchQueue::BatchQueue(BatchPolicy policy)
 
 Result<BatchQueue::Admission> BatchQueue::Admit(const InferRequest& request, SteadyTime now) const {
   Admission admission;
-  admission.level = request.priority == 0 ? policy_.default_priority_level : request.priority;
-  if (admission.level > policy_.priority_levels) {
-    return InvalidArgument("priority {} is out of range; model '{}' has {} priority level(s)",
-                           request.priority, request.model_name, policy_.priority_levels);
-  }
+  // Triton's InferenceRequest::SetPriority: 0 and levels the model does not have mean its default.
+  admission.level = request.priority == 0 || request.priority > policy_.priority_levels
+                        ? policy_.default_priority_level
+                        : request.priority;
   const QueuePolicy& queue_policy = policy_.queue_policies[admission.level - 1];
   const Level& level = levels_[admission.level - 1];
   if (queue_policy.max_queue_size > 0 &&
       level.queue.size() + level.delayed.size() >= queue_policy.max_queue_size) {
     return Unavailable("Exceeds maximum queue size");
   }
-  std::chrono::microseconds timeout = queue_policy.default_timeout;
-  if (request.timeout_us > 0 && queue_policy.allow_timeout_override) {
-    const std::chrono::microseconds asked(request.timeout_us);
-    if (timeout.count() == 0 || asked < timeout) timeout = asked;
+  // In uint64, as the request sends it: a timeout past int64's range must not turn negative.
+  auto timeout_us = static_cast<uint64_t>(queue_policy.default_timeout.count());
+  if (request.timeout_us > 0 && queue_policy.allow_timeout_override &&
+      (timeout_us == 0 || request.timeout_us < timeout_us)) {
+    timeout_us = request.timeout_us;
   }
-  if (timeout.count() > 0) admission.deadline = now + timeout;
+  if (timeout_us > 0 && timeout_us <= kMaxQueueMicros) {
+    admission.deadline = now + std::chrono::microseconds(static_cast<int64_t>(timeout_us));
+  }
   return admission;
 }
 
@@ -153,7 +173,7 @@ bool BatchQueue::Compatible(const InferRequest& first, const InferRequest& other
   return true;
 }
 
-BatchQueue::Plan BatchQueue::PlanBatch(SteadyTime now, bool flush) const {
+BatchQueue::Plan BatchQueue::PlanBatch(SteadyTime now, bool flush, bool skip_cancelled) const {
   // Plan the batch over the queues in order (rule 2) without taking anything.
   const InferRequest* first = nullptr;
   int64_t items = 0;
@@ -166,6 +186,7 @@ BatchQueue::Plan BatchQueue::PlanBatch(SteadyTime now, bool flush) const {
     for (const auto* queue : {&level.queue, &level.delayed}) {
       for (const auto& pending : *queue) {
         if (blocked || items == max_items) break;
+        if (skip_cancelled && pending->request->IsCancelled()) continue;
         if (first != nullptr &&
             (items + pending->batch_items > max_items || !Compatible(*first, *pending->request))) {
           blocked = true;
@@ -200,7 +221,7 @@ BatchQueue::Plan BatchQueue::PlanBatch(SteadyTime now, bool flush) const {
 bool BatchQueue::WouldRunNow(SteadyTime now) const {
   if (size_ == 0) return false;
   if (policy_.max_batch_size == 0) return true;
-  return PlanBatch(now, /*flush=*/false).take > 0;
+  return PlanBatch(now, /*flush=*/false, /*skip_cancelled=*/true).take > 0;
 }
 
 BatchQueue::Decision BatchQueue::Next(SteadyTime now, bool flush) {

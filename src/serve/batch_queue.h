@@ -64,6 +64,11 @@ struct BatchPolicy {
 
 inline constexpr size_t kUnbatchedQueueLimit = 1024;
 
+// The longest queue delay or timeout, in microseconds (about 31.7 years): a config asking for
+// more is refused, a request's longer timeout counts as none. Keeps every deadline far inside
+// SteadyTime's range.
+inline constexpr uint64_t kMaxQueueMicros = 1'000'000'000'000'000;
+
 struct PendingRequest {
   std::unique_ptr<InferRequest> request;
   InferCallback done;
@@ -81,8 +86,10 @@ class BatchQueue {
 
   const BatchPolicy& policy() const { return policy_; }
 
-  // Resolves the request's priority level and queue deadline, and checks there is room.
-  // Errors: InvalidArgument (priority out of range), Unavailable "Exceeds maximum queue size".
+  // Resolves the request's priority level and queue deadline, and checks there is room. As in
+  // Triton, priority 0 or one past the model's levels means the default level, and a request's
+  // timeout (any uint64) can only shorten the level's default; timeouts past kMaxQueueMicros
+  // count as none. Errors: Unavailable "Exceeds maximum queue size".
   struct Admission {
     uint64_t level;
     std::optional<SteadyTime> deadline;
@@ -105,10 +112,11 @@ class BatchQueue {
   // What a free instance should do now. `flush` ignores the queue delay (shutdown drain).
   Decision Next(SteadyTime now, bool flush = false);
 
-  // Whether Next(now) would hand out a batch, not counting cancellations and expiries (which
-  // only ever shrink or delay one). An arrival for which this is false leaves a waiting
-  // instance's decision as it was (wait until the oldest request's delay ends), so the
-  // scheduler need not wake it.
+  // Whether Next(now) would hand out a batch. Looks past requests whose client has gone away, as
+  // Next drops them first (without them a preferred size may be reachable); a deadline needs no
+  // look, as a waiting instance wakes at the earliest one anyway (Decision::wake_at). An arrival
+  // for which this is false leaves a waiting instance's decision as it was (wait until the
+  // oldest request's delay ends, or a deadline), so the scheduler need not wake it.
   bool WouldRunNow(SteadyTime now) const;
 
   // Applies queue timeouts; returns the requests to reject. `next_deadline` gets the earliest
@@ -128,8 +136,10 @@ class BatchQueue {
     size_t take = 0;     // requests to run now, from the front; 0 = wait
     SteadyTime wake_at;  // when waiting: the oldest request's delay ends
   };
-  // Rules 2-5 over the queues as they are.
-  Plan PlanBatch(SteadyTime now, bool flush) const;
+  // Rules 2-5 over the queues as they are; `skip_cancelled` leaves out the requests whose client
+  // has gone away (for WouldRunNow: Next plans after dropping them, and takes `take` requests
+  // from the front, so its plan must count every request).
+  Plan PlanBatch(SteadyTime now, bool flush, bool skip_cancelled = false) const;
   void DropCancelled(std::vector<Rejected>& rejected);
   void Forget(const PendingRequest& removed);  // counts out a request taken from a queue
   std::unique_ptr<PendingRequest> PopFront();

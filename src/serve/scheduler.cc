@@ -197,7 +197,6 @@ void Scheduler::ExecuteDirectly(Instance& instance, std::unique_ptr<PendingReque
   instance.backend->OnThreadStart();  // the borrowed thread gets the instance's settings
   Execute(*instance.backend, std::span(&pending, 1));
   direct_executions_.fetch_add(1, std::memory_order_relaxed);
-  bool wanted = false;
   for (int executions = 1;; ++executions) {
     BatchQueue::Decision next;
     {
@@ -209,18 +208,18 @@ void Scheduler::ExecuteDirectly(Instance& instance, std::unique_ptr<PendingReque
           FastEnoughForDirectExecution()) {
         next = queue_.Next(clock_.Now());
       }
-      if (next.batch.empty()) {
-        instance.busy = false;
-        // Arrivals meanwhile wait for this instance's thread; a stop waits for the instance.
-        wanted = !queue_.empty() || stopping_;
-      }
     }
-    FailRejected(next.rejected);
+    FailRejected(next.rejected);  // still busy: Stop waits for these answers too
     if (next.batch.empty()) break;
     Execute(*instance.backend, next.batch);
     direct_executions_.fetch_add(1, std::memory_order_relaxed);
   }
-  if (wanted) work_changed_.notify_all();
+  // The last use of this scheduler on the borrowed thread: once the instance is idle, Stop may
+  // return and the scheduler go. Arrivals meanwhile wait for this instance's thread; a stop
+  // waits for the instance.
+  std::lock_guard lock(mutex_);
+  instance.busy = false;
+  if (!queue_.empty() || stopping_) work_changed_.notify_all();
 }
 
 void Scheduler::RunInstance(Instance& instance) {
@@ -298,11 +297,27 @@ void Scheduler::Complete(PendingRequest& pending, Result<std::unique_ptr<InferRe
     pending.done(std::move(result));
     return;
   }
-  std::lock_guard lock(delivery_mutex_);
-  held_.emplace(pending.sequence, std::make_pair(std::move(pending.done), std::move(result)));
-  for (auto it = held_.begin(); it != held_.end() && it->first == next_delivery_;
-       it = held_.erase(it), ++next_delivery_) {
-    it->second.first(std::move(it->second.second));
+  {
+    std::lock_guard lock(delivery_mutex_);
+    held_.emplace(pending.sequence, std::make_pair(std::move(pending.done), std::move(result)));
+    if (delivering_) return;  // the delivering thread takes this one too, in its turn
+    delivering_ = true;
+  }
+  std::vector<std::pair<InferCallback, Result<std::unique_ptr<InferResponse>>>> due;
+  while (true) {
+    {
+      std::lock_guard lock(delivery_mutex_);
+      for (auto it = held_.begin(); it != held_.end() && it->first == next_delivery_;
+           it = held_.erase(it), ++next_delivery_) {
+        due.push_back(std::move(it->second));
+      }
+      if (due.empty()) {
+        delivering_ = false;
+        return;
+      }
+    }
+    for (auto& [done, answer] : due) done(std::move(answer));
+    due.clear();
   }
 }
 

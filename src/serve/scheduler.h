@@ -135,11 +135,14 @@ class Scheduler {
   uint64_t next_sequence_ = 0;            // guarded by mutex_
   bool stopping_ = false;                 // guarded by mutex_
 
-  // preserve_ordering: completions wait here until every earlier request has completed.
+  // preserve_ordering: completions wait here until every earlier request has completed. One
+  // thread at a time delivers (`delivering_`), outside the lock: a callback may enqueue on this
+  // model again (an ensemble's next step) and complete on the same thread.
   std::mutex delivery_mutex_;
   uint64_t next_delivery_ = 0;  // guarded by delivery_mutex_
   std::map<uint64_t, std::pair<InferCallback, Result<std::unique_ptr<InferResponse>>>>
-      held_;  // guarded by delivery_mutex_
+      held_;                 // guarded by delivery_mutex_
+  bool delivering_ = false;  // guarded by delivery_mutex_
 
   std::vector<std::thread> threads_;
   std::thread timer_;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace rampart::serve {
 namespace {
 
@@ -131,6 +133,18 @@ TEST_F(BatchQueueTest, WouldRunNowAnswersWhatNextWouldDo) {
   EXPECT_EQ(Ids(queue_->Next(At(9))), (std::vector<std::string>{"3"}));
 }
 
+TEST_F(BatchQueueTest, WouldRunNowLooksPastCancelledRequests) {
+  Configure("preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 100000");
+  ASSERT_TRUE(Add(0, 2, 0).ok());
+  PushCancelled(1);
+  ASSERT_TRUE(Add(2, 2, 2).ok());
+  // 2 + 1 + 2 rows reach no preferred size, but Next drops the cancelled row first: 2 + 2 = 4.
+  EXPECT_TRUE(queue_->WouldRunNow(At(2)));
+  auto decision = queue_->Next(At(2));
+  EXPECT_EQ(Ids(decision), (std::vector<std::string>{"0", "2"}));
+  EXPECT_EQ(decision.rejected.size(), 1u);
+}
+
 TEST_F(BatchQueueTest, CapsAtMaxBatchSizeAndNeverSplitsARequest) {
   Configure("max_queue_delay_microseconds: 100", /*max_batch_size=*/8);
   ASSERT_TRUE(Add(0, 3, 0).ok());
@@ -184,7 +198,19 @@ TEST_F(BatchQueueTest, HigherPriorityFirstAndFifoWithinALevel) {
   EXPECT_EQ(Ids(queue_->Next(At(5))), (std::vector<std::string>{"2", "4"}));
   EXPECT_EQ(Ids(queue_->Next(At(5))), (std::vector<std::string>{"1", "3"}));
   EXPECT_EQ(Ids(queue_->Next(At(5))), (std::vector<std::string>{"0"}));
-  EXPECT_EQ(Add(5, 1, 6, 4).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(BatchQueueTest, PriorityPastTheModelsLevelsMeansTheDefaultLevel) {
+  // Triton's InferenceRequest::SetPriority: a level the model does not have is its default.
+  Configure("priority_levels: 3 default_priority_level: 2", /*max_batch_size=*/2);
+  ASSERT_TRUE(Add(0, 1, 0, 3).ok());
+  ASSERT_TRUE(Add(1, 1, 1, 4).ok());
+  ASSERT_TRUE(Add(2, 1, 2, 1).ok());
+  EXPECT_EQ(Ids(queue_->Next(At(3))), (std::vector<std::string>{"2", "1"}));
+  EXPECT_EQ(Ids(queue_->Next(At(3))), (std::vector<std::string>{"0"}));
+  // A model without priority levels takes any priority.
+  Configure("max_queue_delay_microseconds: 0");
+  EXPECT_TRUE(Add(3, 1, 4, 7).ok());
 }
 
 TEST_F(BatchQueueTest, FullQueueRejectsWithTritonsMessage) {
@@ -226,6 +252,26 @@ TEST_F(BatchQueueTest, RequestTimeoutOnlyShortensAndOnlyWhenAllowed) {
   Configure("default_queue_policy { default_timeout_microseconds: 1000 }");
   ASSERT_TRUE(Add(0, 1, 0, 0, /*timeout_us=*/100).ok());  // override not allowed
   EXPECT_TRUE(queue_->Expire(At(100), next).empty());
+}
+
+TEST_F(BatchQueueTest, RequestTimeoutsPastInt64StillOnlyShorten) {
+  Configure(
+      "default_queue_policy { default_timeout_microseconds: 1000 "
+      "allow_timeout_override: true }");
+  ASSERT_TRUE(Add(0, 1, 0, 0, /*timeout_us=*/std::numeric_limits<uint64_t>::max()).ok());
+  ASSERT_TRUE(Add(1, 1, 0, 0, /*timeout_us=*/uint64_t{1} << 63).ok());
+  std::optional<SteadyTime> next;
+  EXPECT_TRUE(queue_->Expire(At(999), next).empty());
+  EXPECT_EQ(queue_->Expire(At(1000), next).size(), 2u);  // the default held for both
+
+  // Without a default, a timeout too long for any clock means none.
+  Configure("default_queue_policy { allow_timeout_override: true }");
+  ASSERT_TRUE(Add(0, 1, 0, 0, /*timeout_us=*/std::numeric_limits<uint64_t>::max()).ok());
+  EXPECT_TRUE(queue_->Expire(At(0), next).empty());
+  EXPECT_FALSE(next.has_value());
+  ASSERT_TRUE(Add(1, 1, 0, 0, /*timeout_us=*/kMaxQueueMicros).ok());
+  EXPECT_TRUE(queue_->Expire(At(0), next).empty());
+  EXPECT_EQ(next, At(static_cast<int64_t>(kMaxQueueMicros)));
 }
 
 TEST_F(BatchQueueTest, DelayActionMovesBehindUnexpiredRequests) {
@@ -309,6 +355,34 @@ TEST(BatchPolicy, ModelsWithoutDynamicBatchingRunOneAtATimeWithABoundedQueue) {
   ASSERT_TRUE(policy.ok());
   EXPECT_EQ(policy->max_batch_size, 0);
   EXPECT_EQ(policy->queue_policies[0].max_queue_size, kUnbatchedQueueLimit);
+}
+
+TEST(BatchPolicy, RefusesDelaysAndTimeoutsPastAnyClock) {
+  const auto policy_for = [](std::string_view batching) {
+    auto parsed = model::ParseConfigText(
+        fmt::format("name: \"m\" backend: \"pytorch\" max_batch_size: 8 "
+                    "dynamic_batching {{ {} }} "
+                    "input [ {{ name: \"x\" data_type: TYPE_FP32 dims: [ 1 ] }} ] "
+                    "output [ {{ name: \"y\" data_type: TYPE_FP32 dims: [ 1 ] }} ]",
+                    batching),
+        "c");
+    EXPECT_TRUE(parsed.ok());
+    return BatchPolicy::FromConfig(parsed->config);
+  };
+  // As int64 microseconds, 2^64 - 1 would be -1: a batcher that never waits.
+  auto delay = policy_for("max_queue_delay_microseconds: 18446744073709551615");
+  ASSERT_FALSE(delay.ok());
+  EXPECT_EQ(delay.status().message(),
+            "model 'm': dynamic_batching.max_queue_delay_microseconds: 18446744073709551615 is "
+            "too large (at most 1000000000000000)");
+  auto timeout = policy_for(
+      "priority_levels: 2 default_priority_level: 1 priority_queue_policy { key: 2 value: { "
+      "default_timeout_microseconds: 9223372036854775808 } }");
+  ASSERT_FALSE(timeout.ok());
+  EXPECT_EQ(timeout.status().message(),
+            "model 'm': dynamic_batching.priority_queue_policy[2].default_timeout_microseconds: "
+            "9223372036854775808 is too large (at most 1000000000000000)");
+  EXPECT_TRUE(policy_for("max_queue_delay_microseconds: 1000000000000000").ok());
 }
 
 }  // namespace

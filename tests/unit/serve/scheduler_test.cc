@@ -1,13 +1,17 @@
 #include "serve/scheduler.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <mutex>
+#include <string_view>
 
 #include "core/cpu_affinity.h"
 
@@ -97,16 +101,42 @@ BatchPolicy Policy(int max_batch_size, bool preserve_ordering = false) {
   return policy;
 }
 
+// The real clock, counting its reads by instance threads ("inst-m"). An instance thread reads it
+// with the scheduler's lock held just before it decides and waits (RunInstance), so once a read
+// is counted, anything enqueued afterwards finds the instance waiting on that decision.
+class InstanceClock final : public Clock {
+ public:
+  SteadyTime Now() const override {
+    char name[16] = {};
+    pthread_getname_np(pthread_self(), name, sizeof(name));
+    if (std::string_view(name).starts_with("inst-")) {
+      std::lock_guard lock(mutex_);
+      ++instance_reads_;
+      read_.notify_all();
+    }
+    return Clock::Real().Now();
+  }
+  void WaitForInstanceReads(int reads) const {
+    std::unique_lock lock(mutex_);
+    ASSERT_TRUE(read_.wait_for(lock, seconds(10), [&] { return instance_reads_ >= reads; }));
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::condition_variable read_;
+  mutable int instance_reads_ = 0;
+};
+
 class SchedulerTest : public ::testing::Test {
  protected:
   void Start(BatchPolicy policy, int instances,
              std::chrono::nanoseconds direct_limit = std::chrono::nanoseconds::zero(),
-             InstanceThreadOptions threads = {}) {
+             InstanceThreadOptions threads = {}, const Clock& clock = Clock::Real()) {
     std::vector<std::unique_ptr<backend::ModelInstance>> list;
     for (int i = 0; i < instances; ++i)
       list.push_back(std::make_unique<RecordingInstance>(recorder_));
     scheduler_ = std::make_unique<Scheduler>("m", 1, std::move(policy), std::move(list), stats_,
-                                             Clock::Real(), direct_limit, std::move(threads));
+                                             clock, direct_limit, std::move(threads));
   }
 
   // Sends requests one after another (each answered before the next) until one runs on this
@@ -127,29 +157,36 @@ class SchedulerTest : public ::testing::Test {
   }
 
   // Enqueues one request of `rows` rows whose values are all `value`; the future completes with
-  // the response.
-  std::future<Result<std::unique_ptr<InferResponse>>> Send(float value, int64_t rows = 1,
-                                                           uint64_t timeout_us = 0) {
+  // the response. `cancelled`, when given, is the flag the request's client sets on leaving.
+  std::future<Result<std::unique_ptr<InferResponse>>> Send(
+      float value, int64_t rows = 1, uint64_t timeout_us = 0,
+      std::shared_ptr<std::atomic<bool>> cancelled = nullptr) {
+    auto promise = std::make_shared<std::promise<Result<std::unique_ptr<InferResponse>>>>();
+    auto future = promise->get_future();
+    SendThen(value, rows, timeout_us, std::move(cancelled),
+             [promise](Result<std::unique_ptr<InferResponse>> result) {
+               promise->set_value(std::move(result));
+             });
+    return future;
+  }
+  void SendThen(float value, int64_t rows, uint64_t timeout_us,
+                std::shared_ptr<std::atomic<bool>> cancelled, InferCallback done) {
     auto request = std::make_unique<InferRequest>();
     request->model_name = "m";
     request->timeout_us = timeout_us;
     request->arrival = Clock::Real().Now();
+    request->cancelled = std::move(cancelled);
     tensor::Tensor x{"x", tensor::DataType::kFp32, {rows, 2}, {}};
     for (int64_t i = 0; i < rows * 2; ++i) {
       x.data.append(reinterpret_cast<const char*>(&value), sizeof(float));
     }
     request->inputs.push_back(std::move(x));
-    auto promise = std::make_shared<std::promise<Result<std::unique_ptr<InferResponse>>>>();
-    auto future = promise->get_future();
-    scheduler_->Enqueue(std::move(request), rows,
-                        [promise](Result<std::unique_ptr<InferResponse>> result) {
-                          promise->set_value(std::move(result));
-                        });
-    return future;
+    scheduler_->Enqueue(std::move(request), rows, std::move(done));
   }
 
   Recorder recorder_;
   Statistics stats_;
+  InstanceClock instance_clock_;  // for Start's `clock`; outlives the scheduler
   std::unique_ptr<Scheduler> scheduler_;
 };
 
@@ -199,6 +236,50 @@ TEST_F(SchedulerTest, PreservesOrderingAcrossInstances) {
   recorder_.Release();
   ASSERT_TRUE(slow.get().ok());
   ASSERT_TRUE(fast.get().ok());
+}
+
+TEST_F(SchedulerTest, OrderedDeliveryLetsACallbackEnqueueOnTheSameModel) {
+  // An ensemble's step callback starts its next step on the thread that delivers the answer; with
+  // direct execution, that step runs and completes on the same thread, inside the delivery.
+  Start(Policy(0, /*preserve_ordering=*/true), 2, /*direct_limit=*/std::chrono::seconds(1));
+  ASSERT_GE(SendUntilDirect(1000), 2);
+  std::promise<Result<std::unique_ptr<InferResponse>>> second;
+  auto answered = second.get_future();
+  // On a thread of its own, so that a deadlock fails the test instead of hanging it.
+  auto chain = std::async(std::launch::async, [&] {
+    SendThen(1, 1, 0, nullptr, [&](Result<std::unique_ptr<InferResponse>> first) {
+      EXPECT_TRUE(first.ok());
+      SendThen(2, 1, 0, nullptr, [&](Result<std::unique_ptr<InferResponse>> result) {
+        second.set_value(std::move(result));
+      });
+    });
+  });
+  if (answered.wait_for(seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "the second request was never answered (delivery deadlocked)";
+    std::abort();  // the stuck threads cannot be joined
+  }
+  EXPECT_TRUE(answered.get().ok());
+  chain.get();
+}
+
+TEST_F(SchedulerTest, ABatchCompletedByACancellationLeavesAtTheNextArrival) {
+  BatchPolicy policy = Policy(8);
+  policy.preferred_sizes = {4};
+  policy.max_queue_delay = std::chrono::seconds(100);
+  Start(std::move(policy), 1, std::chrono::nanoseconds::zero(), {}, instance_clock_);
+  instance_clock_.WaitForInstanceReads(1);  // idle, waiting for work
+  auto gone = std::make_shared<std::atomic<bool>>(false);
+  auto a = Send(1, 2);
+  instance_clock_.WaitForInstanceReads(2);  // a planned: the instance waits out the delay
+  auto b = Send(2, 1, 0, gone);
+  gone->store(true);    // b's client hangs up while it waits
+  auto c = Send(3, 2);  // 2 + 2 rows once b is dropped: a preferred batch, at once
+  ASSERT_EQ(a.wait_for(seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(a.get().ok());
+  EXPECT_TRUE(c.get().ok());
+  EXPECT_EQ(b.get().status().code(), StatusCode::kCancelled);
+  std::lock_guard lock(recorder_.mutex);
+  EXPECT_EQ(recorder_.batch_sizes, (std::vector<int64_t>{4}));
 }
 
 TEST_F(SchedulerTest, TimeoutRejectsWhileEveryInstanceIsBusy) {
