@@ -307,4 +307,12 @@ tensor::DataType ToTensorType(inference::DataType type) {
   return static_cast<tensor::DataType>(static_cast<int>(type));
 }
 
+tensor::Shape ReshapedShape(const inference::ModelInput& input, const tensor::Shape& sent,
+                            bool batched) {
+  tensor::Shape shape;
+  if (batched) shape.push_back(sent[0]);
+  shape.insert(shape.end(), input.reshape().shape().begin(), input.reshape().shape().end());
+  return shape;
+}
+
 }  // namespace rampart::model

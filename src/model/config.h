@@ -53,6 +53,11 @@ std::string ConfigToJson(const ModelConfig& config);
 // A config's data type as a wire tensor type (TYPE_STRING -> BYTES).
 tensor::DataType ToTensorType(inference::DataType type);
 
+// The shape the model sees for `input`, which has a `reshape`, given the shape it was sent in:
+// the reshape's dims in place of the sent ones, after the batch dimension when `batched`.
+tensor::Shape ReshapedShape(const inference::ModelInput& input, const tensor::Shape& sent,
+                            bool batched);
+
 // The canonical platform/backend names of the backends Rampart knows about.
 inline constexpr std::string_view kPytorchPlatform = "pytorch_libtorch";
 inline constexpr std::string_view kPytorchBackend = "pytorch";

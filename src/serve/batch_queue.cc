@@ -258,6 +258,13 @@ BatchQueue::Decision BatchQueue::Next(SteadyTime now, bool flush) {
   return decision;
 }
 
+std::vector<std::unique_ptr<PendingRequest>> BatchQueue::TakeAll() {
+  std::vector<std::unique_ptr<PendingRequest>> all;
+  all.reserve(size_);
+  while (size_ > 0) all.push_back(PopFront());
+  return all;
+}
+
 std::vector<BatchQueue::Rejected> BatchQueue::Expire(SteadyTime now,
                                                      std::optional<SteadyTime>& next_deadline) {
   std::vector<Rejected> rejected;

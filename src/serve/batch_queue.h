@@ -119,6 +119,9 @@ class BatchQueue {
   // oldest request's delay ends, or a deadline), so the scheduler need not wake it.
   bool WouldRunNow(SteadyTime now) const;
 
+  // Empties the queue: every waiting request, in the order Next would have taken them.
+  std::vector<std::unique_ptr<PendingRequest>> TakeAll();
+
   // Applies queue timeouts; returns the requests to reject. `next_deadline` gets the earliest
   // deadline still pending.
   std::vector<Rejected> Expire(SteadyTime now, std::optional<SteadyTime>& next_deadline);

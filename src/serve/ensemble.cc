@@ -94,10 +94,11 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
       running_ += ready.size();
       lock.unlock();
       for (auto& [index, sub] : ready) {
-        server_.Infer(std::move(sub), [self = shared_from_this(), index = index](
-                                          Result<std::unique_ptr<InferResponse>> result) mutable {
-          self->StepDone(index, std::move(result));
-        });
+        server_.InferStep(std::move(sub),
+                          [self = shared_from_this(),
+                           index = index](Result<std::unique_ptr<InferResponse>> result) mutable {
+                            self->StepDone(index, std::move(result));
+                          });
       }
       lock.lock();
     }

@@ -9,15 +9,6 @@
 namespace rampart::serve {
 namespace {
 
-// The shape the model sees for an input with a `reshape`: the reshape in place of its dims.
-tensor::Shape Reshaped(const inference::ModelInput& input, const tensor::Shape& request_shape,
-                       bool batched) {
-  tensor::Shape shape;
-  if (batched) shape.push_back(request_shape[0]);
-  shape.insert(shape.end(), input.reshape().shape().begin(), input.reshape().shape().end());
-  return shape;
-}
-
 bool DimsMatch(const google::protobuf::RepeatedField<int64_t>& dims, const tensor::Shape& shape,
                size_t offset) {
   if (shape.size() != static_cast<size_t>(dims.size()) + offset) return false;
@@ -167,7 +158,7 @@ Status ModelVersion::Validate(InferRequest& request) const {
                                              "input '{}' for model '{}'", input.name(), model));
     tensor::Tensor& tensor = request.inputs[placed++];
     if (&tensor != &*it) std::swap(tensor, *it);
-    if (input.has_reshape()) tensor.shape = Reshaped(input, tensor.shape, batched);
+    if (input.has_reshape()) tensor.shape = model::ReshapedShape(input, tensor.shape, batched);
   }
   if (!missing.empty()) {
     return InvalidArgument(

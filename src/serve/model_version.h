@@ -64,6 +64,10 @@ class ModelVersion {
 
   // Refuses new requests and waits until queued ones have finished. Idempotent.
   void Stop();
+  // Refuses new requests and answers the queued ones with `status` unrun (Scheduler).
+  void AbandonQueued(const Status& status) {
+    if (scheduler_) scheduler_->AbandonQueued(status);
+  }
 
  private:
   ModelVersion(model::ModelConfig config, int64_t version,

@@ -104,6 +104,17 @@ void Scheduler::Stop() {
   work_changed_.wait(lock, [this] { return AllIdle(); });
 }
 
+void Scheduler::AbandonQueued(const Status& status) {
+  std::vector<std::unique_ptr<PendingRequest>> abandoned;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    abandoned = queue_.TakeAll();
+  }
+  work_changed_.notify_all();
+  for (auto& pending : abandoned) Fail(*pending, status, FailureReason::kRejected);
+}
+
 bool Scheduler::AllIdle() const {
   return std::none_of(instances_.begin(), instances_.end(),
                       [](const Instance& instance) { return instance.busy; });

@@ -78,6 +78,9 @@ class Scheduler {
   // Refuses new requests, runs everything already queued (ignoring the queue delay), and joins
   // the threads. Idempotent.
   void Stop();
+  // Refuses new requests and answers every queued one with `status` (as rejected) instead of
+  // running it; executions under way finish. For a shutdown past its deadline. Stop still joins.
+  void AbandonQueued(const Status& status);
 
   // Requests waiting for an instance.
   size_t QueueSize() const;

@@ -85,10 +85,23 @@ std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex() const {
 }
 
 void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback done) {
+  // Counted before the check: a Drain that found nothing in flight has set `draining` first, and
+  // this request sees it (both are sequentially consistent).
+  in_flight_.Enter();
   if (in_flight_.draining()) {
+    in_flight_.Leave();
     done(Unavailable("the server is shutting down"));
     return;
   }
+  Dispatch(std::move(request), std::move(done), /*counted=*/true);
+}
+
+void InferenceServer::InferStep(std::unique_ptr<InferRequest> request, InferCallback done) {
+  Dispatch(std::move(request), std::move(done), /*counted=*/false);
+}
+
+void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, InferCallback done,
+                               bool counted) {
   std::shared_ptr<CanaryController> canary;
   Result<std::shared_ptr<ModelVersion>> model = std::shared_ptr<ModelVersion>();
   {
@@ -102,24 +115,22 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
     }
     model = GetModelLocked(request->model_name, request->model_version);
   }
-  if (!model.ok()) {
-    done(model.status());
+  Status refused = model.status();
+  if (refused.ok()) refused = (*model)->Validate(*request);
+  if (!refused.ok()) {
+    done(std::move(refused));
+    if (counted) in_flight_.Leave();
     return;
   }
-  if (Status valid = (*model)->Validate(*request); !valid.ok()) {
-    done(std::move(valid));
-    return;
-  }
-  in_flight_.Enter();
-  InferCallback finish =
-      [this, done = std::move(done), canary = std::move(canary), version = request->model_version,
-       arrival = request->arrival](Result<std::unique_ptr<InferResponse>> result) mutable {
-        if (canary) {
-          canary->Record(version, result.ok(), NanosBetween(arrival, Clock::Real().Now()));
-        }
-        done(std::move(result));
-        in_flight_.Leave();
-      };
+  InferCallback finish = [this, done = std::move(done), canary = std::move(canary),
+                          version = request->model_version, arrival = request->arrival,
+                          counted](Result<std::unique_ptr<InferResponse>> result) mutable {
+    if (canary) {
+      canary->Record(version, result.ok(), NanosBetween(arrival, Clock::Real().Now()));
+    }
+    done(std::move(result));
+    if (counted) in_flight_.Leave();
+  };
   if ((*model)->IsEnsemble()) {
     RunEnsemble(*this, std::move(model).value(), std::move(request), std::move(finish));
   } else {
@@ -170,7 +181,16 @@ std::vector<std::pair<std::string, CanaryStatus>> InferenceServer::Canaries() co
 }
 
 int64_t InferenceServer::Shutdown(std::chrono::milliseconds timeout) {
-  return in_flight_.Drain(timeout);
+  const int64_t left = in_flight_.Drain(timeout);
+  if (left > 0) {
+    // Past the deadline: what still waits for an instance is answered, not run, so the process
+    // can exit (executions under way finish; nothing can interrupt a backend).
+    const Status status = Unavailable("the server is shutting down");
+    for (const std::shared_ptr<ModelVersion>& version : AllModels()) {
+      version->AbandonQueued(status);
+    }
+  }
+  return left;
 }
 
 }  // namespace rampart::serve

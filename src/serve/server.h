@@ -110,8 +110,12 @@ class InferenceServer {
   }
 
   // Validates and queues a request; `done` is called exactly once, possibly before Infer returns
-  // (for requests that fail validation) or later on an instance thread.
+  // (for requests that fail validation) or later on an instance thread. Refused once a shutdown
+  // has begun; a request taken is counted until it is answered, and Shutdown waits for it.
   void Infer(std::unique_ptr<InferRequest> request, InferCallback done);
+  // Infer for an ensemble's step: part of a request already counted in flight, so it is not
+  // refused while a shutdown drains (the ensemble's answer waits for it).
+  void InferStep(std::unique_ptr<InferRequest> request, InferCallback done);
 
   // A loaded version: the exact one, or the highest when version is kLatestVersion.
   // Errors: NotFound with Triton's wording.
@@ -131,10 +135,14 @@ class InferenceServer {
   std::vector<std::pair<std::string, CanaryStatus>> Canaries() const;
 
   // Stops accepting requests and waits up to `timeout` for those in flight. Returns the number
-  // still in flight at the deadline (0 when drained).
+  // still in flight at the deadline (0 when drained); those still queued then are answered
+  // Unavailable instead of run, so that stopping the models does not outlast the timeout.
   int64_t Shutdown(std::chrono::milliseconds timeout);
 
  private:
+  // Routes (canary), finds the model, validates and queues. `counted`: the request was entered in
+  // in_flight_, which its answer leaves.
+  void Dispatch(std::unique_ptr<InferRequest> request, InferCallback done, bool counted);
   // ModelEntry::reason of a model unloaded on request (the repository index shows it; Triton's
   // wording).
   static constexpr std::string_view kUnloadedReason = "unloaded";
@@ -165,6 +173,16 @@ class InferenceServer {
   void Retire(std::vector<std::shared_ptr<ModelVersion>> versions);
   void RunLifecycleThread();
   int DefaultThreads(const model::ModelConfig& config) const;
+  // With models_mutex_ held, after `entry`'s versions changed: ends the model's canary when its
+  // baseline or candidate version is no longer loaded.
+  void EndCanaryWithoutItsVersionsLocked(const std::string& name, const ModelEntry& entry);
+  // Whether the repository's `name` is an ensemble (false when its config does not read).
+  bool IsEnsembleInRepository(const std::string& name) const;
+  // Reorders model names so that ensembles come after the models their steps may need.
+  void EnsemblesLast(std::vector<std::string>& names) const;
+  // InvalidArgument when the ensemble `name` with `config` would call itself through the loaded
+  // ensembles its steps name (directly calling itself is ValidateEnsemble's error).
+  Status CheckEnsembleCycle(const std::string& name, const model::ModelConfig& config) const;
 
   const ServerOptions options_;
   const backend::BackendRegistry& backends_;

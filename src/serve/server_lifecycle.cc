@@ -2,6 +2,7 @@
 // the delayed release of replaced versions. See server.h for the rules.
 
 #include <algorithm>
+#include <set>
 
 #include "core/logging.h"
 #include "core/thread_name.h"
@@ -58,6 +59,17 @@ int InferenceServer::DefaultThreads(const model::ModelConfig& config) const {
   return std::max(1, cores / TotalInstances(config));
 }
 
+bool InferenceServer::IsEnsembleInRepository(const std::string& name) const {
+  Result<model::ModelSource> source = model::ReadModel(options_.repository / name);
+  return source.ok() && source->config.platform() == model::kEnsemblePlatform;
+}
+
+void InferenceServer::EnsemblesLast(std::vector<std::string>& names) const {
+  // Their steps' models must be serving first.
+  std::stable_partition(names.begin(), names.end(),
+                        [this](const std::string& name) { return !IsEnsembleInRepository(name); });
+}
+
 Status InferenceServer::LoadStartupModels() {
   ASSIGN_OR_RETURN(std::vector<std::string> names, model::ListModels(options_.repository));
   std::vector<std::string> wanted;
@@ -74,11 +86,7 @@ Status InferenceServer::LoadStartupModels() {
       wanted.push_back(name);
     }
   }
-  // Ensembles last: their steps' models must be serving first.
-  std::stable_partition(wanted.begin(), wanted.end(), [this](const std::string& name) {
-    Result<model::ModelSource> source = model::ReadModel(options_.repository / name);
-    return !source.ok() || source->config.platform() != model::kEnsemblePlatform;
-  });
+  EnsemblesLast(wanted);
   std::lock_guard lock(lifecycle_mutex_);
   for (const std::string& name : wanted) {
     if (options_.control_mode == ModelControlMode::kPoll) {
@@ -159,6 +167,9 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
                                     step.model_name(), ready.message()));
       }
     }
+    if (Status acyclic = CheckEnsembleCycle(name, source->config); !acyclic.ok()) {
+      return fail(acyclic);
+    }
   }
   const std::string config = source->config.SerializeAsString();
 
@@ -199,6 +210,7 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
     entry.config = config;
     entry.fingerprint = fingerprint;
     entry.version_files = std::move(next_files);
+    EndCanaryWithoutItsVersionsLocked(name, entry);
   }
   const int64_t load_ms = NanosBetween(started, Clock::Real().Now()) / 1'000'000;
   load_times_ms_.push_back(load_ms);
@@ -209,6 +221,54 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
                             : fmt::format("; {} old version(s) released in {} ms", replaced.size(),
                                           ReleaseDelay().count()));
   Retire(std::move(replaced));
+  return Status::Ok();
+}
+
+void InferenceServer::EndCanaryWithoutItsVersionsLocked(const std::string& name,
+                                                        const ModelEntry& entry) {
+  auto it = canaries_.find(name);
+  if (it == canaries_.end()) return;
+  const CanaryPolicy policy = it->second->Status().policy;
+  for (int64_t version : {policy.baseline, policy.candidate}) {
+    if (!entry.versions.contains(version)) {
+      // Requests routed to it would fail NotFound before the canary could count them.
+      LOG_WARN("canary '{}': stopped: version {} is no longer loaded; requests go to the latest",
+               name, version);
+      canaries_.erase(it);
+      return;
+    }
+  }
+}
+
+Status InferenceServer::CheckEnsembleCycle(const std::string& name,
+                                           const model::ModelConfig& config) const {
+  // Depth first through the loaded ensembles the steps call: every cycle passes through the
+  // model being loaded, as the ones loaded before were checked the same way.
+  struct Visit {
+    const model::ModelConfig* config;
+    std::vector<std::string> path;  // from `name`
+  };
+  std::vector<std::shared_ptr<ModelVersion>> held;  // keeps the configs below alive
+  std::vector<Visit> stack = {{&config, {name}}};
+  std::set<std::string> seen;
+  while (!stack.empty()) {
+    Visit visit = std::move(stack.back());
+    stack.pop_back();
+    for (const auto& step : visit.config->ensemble_scheduling().step()) {
+      std::vector<std::string> path = visit.path;
+      path.push_back(step.model_name());
+      if (step.model_name() == name) {
+        return InvalidArgument("ensemble '{}': its steps call it again ({})", name,
+                               fmt::join(path, " -> "));
+      }
+      const int64_t version = step.model_version() > 0 ? step.model_version() : kLatestVersion;
+      Result<std::shared_ptr<ModelVersion>> model = GetModel(step.model_name(), version);
+      if (!model.ok() || !(*model)->IsEnsemble()) continue;
+      if (!seen.insert(step.model_name()).second) continue;
+      stack.push_back({&(*model)->config(), std::move(path)});
+      held.push_back(std::move(model).value());
+    }
+  }
   return Status::Ok();
 }
 
@@ -223,6 +283,7 @@ Status InferenceServer::Unload(const std::string& name) {
     for (auto& [version, loaded] : it->second.versions) removed.push_back(loaded);
     it->second = ModelEntry();
     it->second.reason = kUnloadedReason;
+    EndCanaryWithoutItsVersionsLocked(name, it->second);
   }
   LOG_INFO("model '{}' unloaded; {} version(s) finish their queued requests", name, removed.size());
   Retire(std::move(removed));
@@ -255,41 +316,67 @@ void InferenceServer::Poll() {
     return;
   }
   std::map<std::string, std::string> seen;
+  std::vector<std::string> changed;
   for (const std::string& name : *names) {
     const std::string fingerprint = model::Fingerprint(options_.repository / name);
     seen[name] = fingerprint;
     // Act only on files that looked the same one interval ago: copies in progress wait.
     auto before = last_seen_.find(name);
     if (before == last_seen_.end() || before->second != fingerprint) continue;
-    std::string loaded_fingerprint;
+    std::lock_guard models_lock(models_mutex_);
+    auto it = models_.find(name);
+    if (it == models_.end() || it->second.fingerprint != fingerprint) changed.push_back(name);
+  }
+  EnsemblesLast(changed);
+  bool loaded_any = false;
+  for (const std::string& name : changed) {
     bool known = false;
     {
       std::lock_guard models_lock(models_mutex_);
-      auto it = models_.find(name);
-      if (it != models_.end()) {
-        known = true;
-        loaded_fingerprint = it->second.fingerprint;
-      }
+      known = models_.contains(name);
     }
-    if (!known || loaded_fingerprint != fingerprint) {
-      LOG_INFO("poll: model '{}' {}", name, known ? "changed; reloading" : "appeared; loading");
-      if (!Load(name, std::nullopt).ok()) {
-        // Remember the failed files so the same broken copy is not retried every interval.
-        std::lock_guard models_lock(models_mutex_);
-        models_[name].fingerprint = fingerprint;
-      }
+    LOG_INFO("poll: model '{}' {}", name, known ? "changed; reloading" : "appeared; loading");
+    if (Load(name, std::nullopt).ok()) {
+      loaded_any = true;
+    } else {
+      // Remember the failed files so the same broken copy is not retried every interval.
+      std::lock_guard models_lock(models_mutex_);
+      models_[name].fingerprint = seen[name];
     }
   }
+  // An ensemble that failed for want of a step model may load now that one did.
+  std::vector<std::string> waiting;
   std::vector<std::string> gone;
   {
     std::lock_guard models_lock(models_mutex_);
     for (const auto& [name, entry] : models_) {
-      if (!seen.contains(name) && !entry.versions.empty()) gone.push_back(name);
+      if (!seen.contains(name)) {
+        gone.push_back(name);
+      } else if (loaded_any && entry.versions.empty() && !entry.reason.empty() &&
+                 std::find(changed.begin(), changed.end(), name) == changed.end()) {
+        waiting.push_back(name);
+      }
     }
   }
+  for (const std::string& name : waiting) {
+    if (!IsEnsembleInRepository(name)) continue;
+    LOG_INFO("poll: retrying ensemble '{}' after a model loaded", name);
+    (void)Load(name, std::nullopt);
+  }
   for (const std::string& name : gone) {
-    LOG_INFO("poll: model '{}' left the repository; unloading", name);
-    (void)Unload(name);
+    bool serving = false;
+    {
+      std::lock_guard models_lock(models_mutex_);
+      auto it = models_.find(name);
+      serving = !it->second.versions.empty();
+      // A model that never loaded (or failed) leaves no entry behind: readiness and the index
+      // follow the repository.
+      if (!serving) models_.erase(it);
+    }
+    if (serving) {
+      LOG_INFO("poll: model '{}' left the repository; unloading", name);
+      (void)Unload(name);
+    }
   }
   last_seen_ = std::move(seen);
 }

@@ -57,6 +57,10 @@ Result<tensor::Tensor> SampleInput(const model::ModelConfig& config,
   RETURN_IF_ERROR(tensor::ValidateByteSize(
       fmt::format("model_warmup '{}' input '{}'", sample.name(), input.name()), tensor.datatype,
       tensor.shape, tensor.data));
+  // The sample's dims are the config's, as a request's are: the model sees the reshape.
+  if (input.has_reshape()) {
+    tensor.shape = model::ReshapedShape(input, tensor.shape, config.max_batch_size() > 0);
+  }
   return tensor;
 }
 

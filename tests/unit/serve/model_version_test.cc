@@ -2,25 +2,79 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
 
 #include "serve/server.h"
 
 namespace rampart::serve {
 namespace {
 
+// Holds executions until opened; counts those waiting.
+class ExecutionGate {
+ public:
+  void Pass() {
+    std::unique_lock lock(mutex_);
+    ++waiting_;
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return open_; });
+  }
+  void WaitForWaiting(int count) {
+    std::unique_lock lock(mutex_);
+    ASSERT_TRUE(
+        changed_.wait_for(lock, std::chrono::seconds(10), [&] { return waiting_ >= count; }));
+  }
+  void Open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+  void Close() {
+    std::lock_guard lock(mutex_);
+    open_ = false;
+    waiting_ = 0;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int waiting_ = 0;
+  bool open_ = false;
+};
+ExecutionGate& Gate() {
+  static ExecutionGate gate;
+  return gate;
+}
+constexpr int32_t kHold = 99;  // a first INPUT0 element that waits at the gate
+
+// INPUT0's shape in every execution, in order.
+std::vector<tensor::Shape>& SeenShapes() {
+  static std::vector<tensor::Shape> shapes;
+  return shapes;
+}
+std::mutex& SeenShapesMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
 // A backend whose instances return INPUT0 + INPUT1 as OUTPUT0 and INPUT0 as OUTPUT1 (INT32),
-// and fail when the first element is negative.
+// fail when the first element is negative, and wait at the gate when it is kHold.
 class AddInstance final : public backend::ModelInstance {
  public:
   Result<backend::ExecutionResult> Execute(std::vector<tensor::Tensor>& inputs) override {
     const auto* a = reinterpret_cast<const int32_t*>(inputs[0].data.data());
     const auto* b = reinterpret_cast<const int32_t*>(inputs[1].data.data());
     if (a[0] < 0) return InvalidArgument("negative input");
+    if (a[0] == kHold) Gate().Pass();
+    {
+      std::lock_guard lock(SeenShapesMutex());
+      SeenShapes().push_back(inputs[0].shape);
+    }
     backend::ExecutionResult result;
     tensor::Tensor sum{"OUTPUT0", tensor::DataType::kInt32, inputs[0].shape, inputs[0].data};
     auto* out = reinterpret_cast<int32_t*>(sum.data.data());
@@ -234,6 +288,42 @@ TEST(ModelVersionLoad, UnknownBackendIsAClearError) {
   EXPECT_NE(loaded.status().message().find("unknown backend 'fake'"), std::string::npos);
 }
 
+TEST(ModelVersionLoad, WarmUpSamplesReachTheModelReshaped) {
+  model::ModelSource source = AddModel();
+  auto parsed = model::ParseConfigText(R"config(
+name: "add"
+backend: "fake"
+max_batch_size: 4
+input [
+  { name: "INPUT0" data_type: TYPE_INT32 dims: [ 4 ] reshape: { shape: [ 2, 2 ] } },
+  { name: "INPUT1" data_type: TYPE_INT32 dims: [ 4 ] reshape: { shape: [ 2, 2 ] } }
+]
+output [
+  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 2, 2 ] },
+  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 2, 2 ] }
+]
+model_warmup [ { name: "zeros" batch_size: 1 inputs [
+  { key: "INPUT0" value: { data_type: TYPE_INT32 dims: [ 4 ] zero_data: true } },
+  { key: "INPUT1" value: { data_type: TYPE_INT32 dims: [ 4 ] zero_data: true } } ] } ]
+)config",
+                                       "add");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  source.config = parsed->config;
+  ASSERT_TRUE(model::CompleteAndValidate(source.config, "add", "add").ok());
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  {
+    std::lock_guard lock(SeenShapesMutex());
+    SeenShapes().clear();
+  }
+  auto loaded = ModelVersion::Load(source, 1, backends, {.default_threads = 1});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  std::lock_guard lock(SeenShapesMutex());
+  ASSERT_FALSE(SeenShapes().empty());
+  EXPECT_EQ(SeenShapes().front(), (tensor::Shape{1, 2, 2}));  // as a request's would be
+  (*loaded)->Stop();
+}
+
 TEST(InferenceServer, UnknownModelAndVersionUseTritonWording) {
   backend::BackendRegistry backends;
   InferenceServer server(ServerOptions{}, backends);
@@ -302,6 +392,207 @@ TEST(InferenceServer, WithoutStrictReadinessAFailedModelLeavesTheServerReady) {
   EXPECT_TRUE(server.IsReady());
   server.Shutdown(std::chrono::milliseconds(0));
   EXPECT_FALSE(server.IsReady());
+}
+
+// An ensemble `name` of `steps` chained `add` calls: A + B, then (A + B) + B, ...; its output SUM.
+std::string ChainConfig(std::string_view name, int steps, std::string_view step_model = "add") {
+  std::string text = fmt::format(
+      "name: \"{}\" platform: \"ensemble\" max_batch_size: 4 "
+      "input [ {{ name: \"A\" data_type: TYPE_INT32 dims: [ -1 ] }}, "
+      "{{ name: \"B\" data_type: TYPE_INT32 dims: [ -1 ] }} ] "
+      "output [ {{ name: \"SUM\" data_type: TYPE_INT32 dims: [ -1 ] }} ] "
+      "ensemble_scheduling {{ step [ ",
+      name);
+  for (int i = 0; i < steps; ++i) {
+    const std::string in = i == 0 ? "A" : fmt::format("T{}", i);
+    const std::string out = i == steps - 1 ? "SUM" : fmt::format("T{}", i + 1);
+    text += fmt::format(
+        "{}{{ model_name: \"{}\" input_map {{ key: \"INPUT0\" value: \"{}\" }} "
+        "input_map {{ key: \"INPUT1\" value: \"B\" }} "
+        "output_map {{ key: \"OUTPUT0\" value: \"{}\" }} }}",
+        i == 0 ? "" : ", ", step_model, in, out);
+  }
+  return text + " ] }";
+}
+
+void WriteModel(const std::filesystem::path& repository, std::string_view name,
+                const std::string& config) {
+  std::filesystem::create_directories(repository / name / "1");
+  std::ofstream(repository / name / "config.pbtxt") << config;
+}
+
+std::unique_ptr<InferRequest> EnsembleRequest(std::string_view name, int32_t first) {
+  auto request = Request({Int32Tensor("A", {1, 2}, {first, 1}), Int32Tensor("B", {1, 2}, {1, 1})});
+  request->model_name = std::string(name);
+  return request;
+}
+
+ServerOptions PollMode(const std::filesystem::path& repository) {
+  ServerOptions options;
+  options.repository = repository;
+  options.control_mode = ModelControlMode::kPoll;
+  options.strict_readiness = true;
+  options.poll_interval = std::chrono::hours(1);  // the test calls Poll itself
+  return options;
+}
+
+TEST(InferenceServer, PollForgetsAModelThatLeftWithoutEverLoading) {
+  RepositoryDir repository;  // `add` and `broken`
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  InferenceServer server(PollMode(repository.path()), backends);
+  ASSERT_TRUE(server.LoadStartupModels().ok());
+  EXPECT_FALSE(server.IsReady());  // `broken` failed to load
+  std::filesystem::remove_all(repository.path() / "broken");
+  server.Poll();
+  EXPECT_TRUE(server.IsReady());
+  for (const ModelIndexEntry& entry : server.RepositoryIndex()) EXPECT_NE(entry.name, "broken");
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+TEST(InferenceServer, PollLoadsAnEnsembleAfterTheStepModelThatAppearedWithIt) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  std::filesystem::remove_all(repository.path() / "broken");
+  std::filesystem::remove_all(repository.path() / "add");
+  InferenceServer server(PollMode(repository.path()), backends);
+  ASSERT_TRUE(server.LoadStartupModels().ok());
+  // "a_pipe" sorts before its step model "add".
+  WriteModel(repository.path(), "a_pipe", ChainConfig("a_pipe", 1));
+  WriteModel(repository.path(), "add", kAddConfig);
+  server.Poll();  // seen once
+  server.Poll();  // settled: loaded
+  EXPECT_TRUE(server.GetModel("add", kLatestVersion).ok());
+  EXPECT_TRUE(server.GetModel("a_pipe", kLatestVersion).ok());
+  EXPECT_TRUE(server.IsReady());
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+TEST(InferenceServer, PollRetriesAnEnsembleOnceItsStepModelIsMended) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  std::filesystem::remove_all(repository.path() / "broken");
+  WriteModel(repository.path(), "add", "name: \"add\" max_batch_size: eight");
+  WriteModel(repository.path(), "pipe", ChainConfig("pipe", 1));
+  InferenceServer server(PollMode(repository.path()), backends);
+  ASSERT_TRUE(server.LoadStartupModels().ok());
+  EXPECT_FALSE(server.GetModel("pipe", kLatestVersion).ok());  // its step model failed
+  WriteModel(repository.path(), "add", kAddConfig);            // mended; `pipe` unchanged
+  server.Poll();
+  server.Poll();
+  EXPECT_TRUE(server.GetModel("add", kLatestVersion).ok());
+  EXPECT_TRUE(server.GetModel("pipe", kLatestVersion).ok());
+  EXPECT_TRUE(server.IsReady());
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+TEST(InferenceServer, EnsemblesThatWouldCallEachOtherAreRefused) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  WriteModel(repository.path(), "one", ChainConfig("one", 1));
+  WriteModel(repository.path(), "two", ChainConfig("two", 1, "one"));
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  ASSERT_TRUE(server.LoadModel("one").ok());
+  ASSERT_TRUE(server.LoadModel("two").ok());
+  // Reloading `one` with `two` as its step would make a request recurse without end.
+  WriteModel(repository.path(), "one", ChainConfig("one", 1, "two"));
+  Status cycle = server.LoadModel("one");
+  ASSERT_FALSE(cycle.ok());
+  EXPECT_EQ(cycle.message(), "ensemble 'one': its steps call it again (one -> two -> one)");
+  EXPECT_TRUE(server.GetModel("one", kLatestVersion).ok());  // the serving version stays
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+TEST(InferenceServer, AShutdownLetsAnEnsembleInFlightFinishItsSteps) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  WriteModel(repository.path(), "chain", ChainConfig("chain", 2));
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  ASSERT_TRUE(server.LoadModel("chain").ok());
+  Gate().Close();
+  std::promise<Result<std::unique_ptr<InferResponse>>> answer;
+  server.Infer(EnsembleRequest("chain", kHold),
+               [&answer](Result<std::unique_ptr<InferResponse>> result) {
+                 answer.set_value(std::move(result));
+               });
+  Gate().WaitForWaiting(1);  // step 1 is executing
+  auto drained = std::async(std::launch::async,
+                            [&server] { return server.Shutdown(std::chrono::seconds(10)); });
+  while (server.IsReady()) std::this_thread::yield();  // the drain has begun
+  Gate().Open();  // step 1 finishes; step 2 starts while the server drains
+  Result<std::unique_ptr<InferResponse>> result = answer.get_future().get();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(drained.get(), 0);
+  // New requests are refused.
+  Status refused;
+  server.Infer(EnsembleRequest("chain", 1),
+               [&refused](Result<std::unique_ptr<InferResponse>> r) { refused = r.status(); });
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
+}
+
+TEST(InferenceServer, AShutdownPastItsDeadlineAnswersWhatIsStillQueued) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  Gate().Close();
+  std::promise<Result<std::unique_ptr<InferResponse>>> running;
+  std::promise<Result<std::unique_ptr<InferResponse>>> queued;
+  const auto send = [&server](int32_t first, auto& promise) {
+    server.Infer(
+        Request({Int32Tensor("INPUT0", {1, 2}, {first, 1}), Int32Tensor("INPUT1", {1, 2}, {1, 1})}),
+        [&promise](Result<std::unique_ptr<InferResponse>> result) {
+          promise.set_value(std::move(result));
+        });
+  };
+  send(kHold, running);
+  Gate().WaitForWaiting(1);  // the one instance is busy
+  send(1, queued);
+  EXPECT_EQ(server.Shutdown(std::chrono::milliseconds(0)), 2);
+  // The queued request is answered now, not run after the deadline.
+  auto abandoned = queued.get_future();
+  const std::future_status answered = abandoned.wait_for(std::chrono::seconds(10));
+  Gate().Open();  // the execution under way still finishes
+  ASSERT_EQ(answered, std::future_status::ready);
+  Result<std::unique_ptr<InferResponse>> refused = abandoned.get();
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(refused.status().message(), "the server is shutting down");
+  EXPECT_TRUE(running.get_future().get().ok());
+}
+
+TEST(InferenceServer, ACanaryEndsWhenItsBaselineIsNoLongerLoaded) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  std::filesystem::create_directories(repository.path() / "add" / "2");
+  WriteModel(repository.path(), "add", std::string(kAddConfig) + "version_policy: { all { } }");
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  CanaryPolicy policy;
+  policy.baseline = 1;
+  policy.candidate = 2;
+  ASSERT_TRUE(server.StartCanary("add", policy).ok());
+  // A reload that serves only version 2: requests the canary sent to 1 would fail NotFound.
+  WriteModel(repository.path(), "add", kAddConfig);
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  EXPECT_EQ(server.GetCanary("add").status().code(), StatusCode::kNotFound);
+  for (int i = 0; i < 50; ++i) {
+    std::promise<Result<std::unique_ptr<InferResponse>>> answer;
+    server.Infer(
+        Request({Int32Tensor("INPUT0", {1, 2}, {1, 2}), Int32Tensor("INPUT1", {1, 2}, {1, 1})}),
+        [&answer](Result<std::unique_ptr<InferResponse>> result) {
+          answer.set_value(std::move(result));
+        });
+    ASSERT_TRUE(answer.get_future().get().ok());
+  }
+  server.Shutdown(std::chrono::milliseconds(0));
 }
 
 }  // namespace
