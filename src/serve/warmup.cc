@@ -44,7 +44,13 @@ Result<tensor::Tensor> SampleInput(const model::ModelConfig& config,
   } else if (tensor.datatype == tensor::DataType::kBytes) {
     for (size_t i = 0; i < elements; ++i) tensor::AppendBytesElement("", tensor.data);
   } else {
-    tensor.data.assign(elements * tensor::DataTypeSize(tensor.datatype), '\0');
+    const std::optional<uint64_t> bytes =
+        tensor::ByteSize(*count, tensor::DataTypeSize(tensor.datatype));
+    if (!bytes) {
+      return InvalidArgument("model_warmup '{}': input '{}' has dims too large", sample.name(),
+                             input.name());
+    }
+    tensor.data.assign(*bytes, '\0');
     if (spec.random_data()) {
       std::mt19937 random(0);
       // Random bytes make invalid BOOL values; keep those 0/1.

@@ -113,12 +113,22 @@ Result<std::vector<std::string_view>> SplitBytesElements(std::string_view data) 
   return elements;
 }
 
+std::optional<uint64_t> ByteSize(int64_t count, size_t element_size) {
+  const auto elements = static_cast<uint64_t>(count);
+  if (count < 0 ||
+      (element_size > 0 && elements > std::numeric_limits<uint64_t>::max() / element_size)) {
+    return std::nullopt;
+  }
+  return elements * element_size;
+}
+
 bool HasExpectedByteSize(DataType type, const Shape& shape, std::string_view data) {
   const std::optional<int64_t> count = ElementCount(shape);
   if (!count) return false;
   if (type != DataType::kBytes) {
     const size_t element_size = DataTypeSize(type);
-    return element_size > 0 && data.size() == static_cast<uint64_t>(*count) * element_size;
+    const std::optional<uint64_t> bytes = ByteSize(*count, element_size);
+    return element_size > 0 && bytes && data.size() == *bytes;
   }
   int64_t elements = 0;
   const Status walked = ForEachBytesElement(data, [&](std::string_view) { ++elements; });
@@ -142,10 +152,14 @@ Status ValidateByteSize(std::string_view what, DataType type, const Shape& shape
   }
   const size_t element_size = DataTypeSize(type);
   if (element_size == 0) return InvalidArgument("{} has invalid datatype", what);
-  const auto expected = static_cast<uint64_t>(*count) * element_size;
-  if (data.size() != expected) {
+  const std::optional<uint64_t> expected = ByteSize(*count, element_size);
+  if (!expected) {
+    return InvalidArgument("{} has {} bytes but shape {} of {} needs more than 2^64", what,
+                           data.size(), ShapeToString(shape), DataTypeName(type));
+  }
+  if (data.size() != *expected) {
     return InvalidArgument("{} has {} bytes but shape {} of {} needs {}", what, data.size(),
-                           ShapeToString(shape), DataTypeName(type), expected);
+                           ShapeToString(shape), DataTypeName(type), *expected);
   }
   return Status::Ok();
 }

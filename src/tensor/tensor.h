@@ -49,6 +49,9 @@ using Shape = std::vector<int64_t>;
 
 // Product of dims; nullopt when a dim is negative or the product overflows.
 std::optional<int64_t> ElementCount(const Shape& shape);
+// The bytes `count` elements of `element_size` bytes take; nullopt when that overflows uint64
+// (a shape of 2^61 INT64 elements would otherwise need "0 bytes").
+std::optional<uint64_t> ByteSize(int64_t count, size_t element_size);
 std::string ShapeToString(const Shape& shape);  // "[1,16]"
 
 struct Tensor {

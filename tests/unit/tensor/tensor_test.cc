@@ -67,6 +67,20 @@ TEST(ValidateByteSize, ChecksFixedAndVariableSizes) {
   EXPECT_FALSE(ValidateByteSize("s", DataType::kBytes, {3}, strings).ok());
 }
 
+TEST(ValidateByteSize, AShapeWhoseByteSizeOverflowsIsNeverMet) {
+  // 2^61 INT64 elements are 2^64 bytes: as uint64, 0, which an empty buffer would have matched.
+  const Shape huge = {1, int64_t{1} << 61};
+  Status wrong = ValidateByteSize("input 'x'", DataType::kInt64, huge, "");
+  EXPECT_EQ(wrong.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      wrong.message(),
+      "input 'x' has 0 bytes but shape [1,2305843009213693952] of INT64 needs more than 2^64");
+  EXPECT_FALSE(HasExpectedByteSize(DataType::kInt64, huge, ""));
+  EXPECT_FALSE(HasExpectedByteSize(DataType::kFp32, {int64_t{1} << 62}, ""));
+  EXPECT_EQ(ByteSize(int64_t{1} << 61, 8), std::nullopt);
+  EXPECT_EQ(ByteSize(int64_t{1} << 60, 8), uint64_t{1} << 63);
+}
+
 TEST(ValidateByteSize, FormatsTheNameOnlyForTheError) {
   std::string strings;
   AppendBytesElement("a", strings);
