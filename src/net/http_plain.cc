@@ -141,7 +141,8 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
   bool continued_ = false;  // `100 Continue` sent for the current request
   bool keep_alive_ = true;
   bool close_after_write_ = false;
-  bool counted_ = false;  // the current request was dispatched and counts as in flight
+  bool counted_ = false;    // the current request was dispatched and counts as in flight
+  bool head_only_ = false;  // the current request is HEAD: its answer goes without the body
   unsigned version_ = 11;
   std::optional<SteadyTime> deadline_;  // CoarseNow()'s time (a timeout of seconds)
 
@@ -243,6 +244,8 @@ bool PlainConnection::Read() {
   const ssize_t received = ::recv(fd_, buffer_.get() + end_, room, 0);
   if (received > 0) {
     end_ += static_cast<size_t>(received);
+    // A request arriving slowly is not idle: the timeout counts from its last bytes.
+    deadline_ = CoarseNow() + core_.options().idle_timeout;
     // A short read drained the socket until the next edge, unless the client has ended its
     // side: that edge came with this data, so read on to the end of the stream.
     if (static_cast<size_t>(received) < room && !peer_closed_) readable_ = false;
@@ -260,6 +263,7 @@ bool PlainConnection::Read() {
 void PlainConnection::Dispatch() {
   keep_alive_ = parser_->keep_alive();
   version_ = parser_->version();
+  head_only_ = request_.method == "HEAD";
   parser_.reset();  // it writes into request_, which is handed over now
   deadline_.reset();
   request_.received = Clock::Real().Now();
@@ -287,7 +291,8 @@ void PlainConnection::Write(HttpResponse response) {
   }
   head_.clear();
   FormatHead(response, version_, keep_alive_ && !close_after_write_, head_);
-  body_ = std::move(response.body);
+  // A HEAD answer is the GET answer's head (its Content-Length included) and nothing after it.
+  body_ = head_only_ ? std::string() : std::move(response.body);
   sent_ = 0;
   state_ = State::kWriting;
   io_.unsent.push_back(std::static_pointer_cast<PlainConnection>(shared_from_this()));
@@ -348,7 +353,9 @@ void PlainConnection::Written() {
 
 void PlainConnection::RejectAndClose(HttpResponse answer) {
   close_after_write_ = true;
+  head_only_ = false;  // no request was read
   parser_.reset();
+  deadline_.reset();  // the reading deadline must not close it before the answer goes
   state_ = State::kWorking;
   Write(std::move(answer));
 }

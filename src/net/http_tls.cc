@@ -235,9 +235,18 @@ class TlsConnection final : public Connection {
     ReadBody();
   }
 
+  // A piece at a time: a body still arriving is not idle, however long it takes in all, so each
+  // piece moves the deadline (OnTimer re-arms for the later time).
   void ReadBody() {
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = Self()](beast::error_code error, size_t) { self->OnRead(error); });
+    http::async_read_some(
+        stream_, buffer_, *parser_, [self = Self()](beast::error_code error, size_t) {
+          if (error || self->parser_->is_done()) {
+            self->OnRead(error);
+            return;
+          }
+          self->deadline_ = std::chrono::steady_clock::now() + self->core_.options().idle_timeout;
+          self->ReadBody();
+        });
   }
 
   void OnRead(beast::error_code error) {
@@ -252,6 +261,7 @@ class TlsConnection final : public Connection {
     deadline_.reset();
     keep_alive_ = parser_->keep_alive();
     version_ = parser_->version();
+    head_only_ = request_.method == "HEAD";
     parser_.reset();  // it writes into request_, which is handed over now
     request_.received = Clock::Real().Now();
     received_ = request_.received;
@@ -273,7 +283,8 @@ class TlsConnection final : public Connection {
     // write: Beast's fields container and serializer allocate per header.
     head_.clear();
     FormatHead(response, version_, keep_alive_ && !close_after_write_, head_);
-    body_ = std::move(response.body);
+    // A HEAD answer is the GET answer's head (its Content-Length included) and nothing after it.
+    body_ = head_only_ ? std::string() : std::move(response.body);
     const std::array<asio::const_buffer, 2> buffers{asio::buffer(head_), asio::buffer(body_)};
     asio::async_write(stream_, buffers,
                       [self = Self()](beast::error_code error, size_t) { self->OnWrite(error); });
@@ -298,6 +309,7 @@ class TlsConnection final : public Connection {
   // A request we will not dispatch: answer it and end the connection.
   void RejectAndClose(HttpResponse answer) {
     close_after_write_ = true;
+    head_only_ = false;  // no request was read
     counted_ = false;
     Write(std::move(answer));
   }
@@ -338,6 +350,7 @@ class TlsConnection final : public Connection {
   unsigned version_ = 11;
   bool keep_alive_ = true;
   bool close_after_write_ = false;
+  bool head_only_ = false;  // the current request is HEAD: its answer goes without the body
   bool counted_ = false;    // the current request was dispatched and counts as in flight
   bool responded_ = false;  // Write() has been called for the current request
   bool watching_ = false;   // a hang-up watch is pending

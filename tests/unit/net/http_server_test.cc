@@ -209,6 +209,26 @@ TEST_F(HttpServerTest, ResponseHeadFollowsTheRequestsVersionAndKeepAlive) {
   EXPECT_NE(closing.find("\r\nConnection: close\r\n"), std::string::npos) << closing;
 }
 
+TEST_F(HttpServerTest, HeadIsAnsweredWithoutABodyAndTheConnectionGoesOn) {
+  Start([](HttpRequest&& request, Responder responder) {
+    HttpResponse response;
+    response.status = request.path() == "/v2" ? 405 : 200;
+    response.body = "{\"error\":\"Method Not Allowed\"}";
+    responder.Send(std::move(response));
+  });
+  // HEAD then GET on one connection: any body after the HEAD answer would be read as the start
+  // of the GET's answer.
+  const std::string received = Exchange(server_->port(),
+                                        "HEAD /v2 HTTP/1.1\r\nHost: x\r\n\r\nGET /v2/x "
+                                        "HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string head_answer =
+      "HTTP/1.1 405 Method Not Allowed\r\nServer: rampart\r\nContent-Type: application/json\r\n"
+      "Content-Length: 30\r\n\r\n";
+  EXPECT_EQ(received.rfind(head_answer, 0), 0u) << received;
+  EXPECT_EQ(received.substr(head_answer.size()).rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << received;
+  EXPECT_EQ(received.substr(received.size() - 30), "{\"error\":\"Method Not Allowed\"}");
+}
+
 TEST_F(HttpServerTest, IdleConnectionIsClosedAfterTheTimeout) {
   Start([](HttpRequest&&, Responder responder) { responder.Send({}); }, 1 << 20,
         /*idle_timeout=*/std::chrono::seconds(1));
@@ -350,6 +370,26 @@ void Echo(HttpRequest&& request, Responder responder) {
   HttpResponse response;
   response.body = request.method + " " + request.target + " " + request.body;
   responder.Send(std::move(response));
+}
+
+// A request whose bytes keep arriving is not idle, however long it takes in all (a large upload
+// on a slow link). The pauses are the slow client under test, not synchronisation.
+TEST_F(HttpServerTest, ARequestStillArrivingIsNotIdle) {
+  Start(Echo, 1 << 20, /*idle_timeout=*/std::chrono::seconds(1));
+  asio::io_context context;
+  asio::ip::tcp::socket socket(context);
+  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+  BoundReceives(socket);
+  asio::write(socket,
+              asio::buffer(std::string("POST /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                       "Content-Length: 4\r\n\r\n")));
+  for (const char* part : {"a", "b", "c", "d"}) {  // 4 x 0.6 s: past the 1 s timeout in all
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    asio::write(socket, asio::buffer(std::string(part)));
+  }
+  const std::string received = ReadToEnd(socket.native_handle());
+  EXPECT_EQ(received.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << received;
+  EXPECT_NE(received.find("POST /slow abcd"), std::string::npos) << received;
 }
 
 TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
