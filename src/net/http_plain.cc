@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -86,6 +87,8 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
       Send();
     } else if (state_ == State::kReading && readable_) {
       Serve();
+    } else if (state_ == State::kLingering && readable_) {
+      Discard();
     }
   }
 
@@ -116,6 +119,11 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
     // EPOLLOUT. Either way it is sent after the handler has returned (its HttpRequest&& names
     // request_, which the next request reuses).
     kWriting,
+    // A refusal (400, 413) was sent and this side ended; what the client still sends of the
+    // refused request is read and dropped until it ends too, or kLinger* run out. Closing with
+    // input unread would make the kernel reset the connection, and a client still sending its
+    // body (one that does not ask `Expect: 100-continue`) would see the reset, not the answer.
+    kLingering,
     kClosed,
   };
 
@@ -128,9 +136,13 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
   void Send();
   void Written();
   void RejectAndClose(HttpResponse answer);
+  void Linger();
+  void Discard();  // reads and drops input while lingering
   void Close();
 
   static constexpr size_t kReadBufferBytes = 16 * 1024;
+  static constexpr std::chrono::seconds kLingerTime{5};        // or the idle timeout if shorter
+  static constexpr uint64_t kLingerBytes = uint64_t{1} << 28;  // 256 MiB
 
   int fd_;
   HttpCore& core_;
@@ -144,6 +156,7 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
   bool counted_ = false;    // the current request was dispatched and counts as in flight
   bool head_only_ = false;  // the current request is HEAD: its answer goes without the body
   unsigned version_ = 11;
+  uint64_t discarded_ = 0;              // bytes dropped while lingering
   std::optional<SteadyTime> deadline_;  // CoarseNow()'s time (a timeout of seconds)
 
   // Input: bytes [begin_, end_) of buffer_ are read and not yet parsed.
@@ -344,11 +357,41 @@ void PlainConnection::Send() {
 }
 
 void PlainConnection::Written() {
-  if (close_after_write_ || !keep_alive_) {
+  if (close_after_write_) {
+    Linger();
+    return;
+  }
+  if (!keep_alive_) {
     Close();
     return;
   }
   StartRequest();
+}
+
+void PlainConnection::Linger() {
+  state_ = State::kLingering;
+  ::shutdown(fd_, SHUT_WR);  // the answer is whole: the client sees its end
+  deadline_ = CoarseNow() + std::min<std::chrono::steady_clock::duration>(
+                                kLingerTime, core_.options().idle_timeout);
+  Discard();
+}
+
+void PlainConnection::Discard() {
+  while (true) {
+    const ssize_t received = ::recv(fd_, buffer_.get(), capacity_, 0);
+    if (received > 0) {
+      discarded_ += static_cast<uint64_t>(received);
+      if (discarded_ > kLingerBytes) break;
+      continue;
+    }
+    if (received < 0 && errno == EINTR) continue;
+    if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      readable_ = false;
+      return;  // more to come, or the deadline
+    }
+    break;  // the client ended its side (or the connection failed)
+  }
+  Close();
 }
 
 void PlainConnection::RejectAndClose(HttpResponse answer) {

@@ -392,6 +392,42 @@ TEST_F(HttpServerTest, ARequestStillArrivingIsNotIdle) {
   EXPECT_NE(received.find("POST /slow abcd"), std::string::npos) << received;
 }
 
+// A client that sends its whole body without asking `Expect: 100-continue` (Python's requests,
+// tritonclient.http) is refused after the headers, while it is still sending: it must get the
+// 413, not a reset. 64 MiB outgrows what loopback socket buffers can hold, so the server must
+// read on after answering.
+TEST_F(HttpServerTest, ARefusedClientStillSendingItsBodyReadsTheAnswer) {
+  Start(Echo, /*max_body=*/1024);
+  asio::io_context context;
+  asio::ip::tcp::socket socket(context);
+  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+  BoundReceives(socket);
+  const int fd = socket.native_handle();
+  constexpr size_t kBody = size_t{64} << 20;
+  auto sent = std::async(std::launch::async, [fd] {
+    const std::string head =
+        "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(kBody) + "\r\n\r\n";
+    if (::send(fd, head.data(), head.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(head.size())) {
+      return false;
+    }
+    const std::string chunk(1 << 16, 'x');
+    for (size_t done = 0; done < kBody; done += chunk.size()) {
+      if (::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) !=
+          static_cast<ssize_t>(chunk.size())) {
+        return false;  // reset by the server
+      }
+    }
+    ::shutdown(fd, SHUT_WR);
+    return true;
+  });
+  bool ended = false;
+  const std::string received = ReadToEnd(fd, &ended);
+  EXPECT_TRUE(sent.get()) << "the server reset the connection while the client was sending";
+  EXPECT_EQ(received.rfind("HTTP/1.1 413 ", 0), 0u) << received;
+  EXPECT_NE(received.find("exceeds the 1024 byte limit"), std::string::npos) << received;
+  EXPECT_TRUE(ended);  // a clean end of stream after the answer
+}
+
 TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
   Start(Echo);
   // Three requests in one write; the handler answers each before returning.
