@@ -79,7 +79,8 @@ void RequestParser::on_request_impl(boost::beast::http::verb, string_view method
 
 void RequestParser::on_field_impl(boost::beast::http::field field, string_view name,
                                   string_view value, error_code&) {
-  if (field == boost::beast::http::field::expect && boost::beast::iequals(value, "100-continue")) {
+  if (version_ >= 11 && field == boost::beast::http::field::expect &&
+      boost::beast::iequals(value, "100-continue")) {
     expects_continue_ = true;
   }
   std::string lower(name.data(), name.size());
@@ -90,7 +91,10 @@ void RequestParser::on_field_impl(boost::beast::http::field field, string_view n
 }
 
 void RequestParser::on_body_init_impl(const boost::optional<uint64_t>& length, error_code&) {
-  if (length) request_.body.reserve(*length);  // already checked against the body limit
+  // The declared length is a promise, not bytes: reserving all of it for every connection that
+  // sends only headers would hold up to the body limit each (and fail, unhandled, where memory
+  // is not overcommitted). Past kBodyReserve the body grows as it arrives.
+  if (length) request_.body.reserve(std::min<uint64_t>(*length, kBodyReserve));
 }
 
 size_t RequestParser::on_body_impl(string_view body, error_code&) {

@@ -75,12 +75,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
 class RequestParser final : public boost::beast::http::basic_parser<true> {
  public:
   static constexpr uint32_t kHeaderLimit = 64 * 1024;
+  // The most of a declared Content-Length reserved before the body arrives.
+  static constexpr uint64_t kBodyReserve = 1024 * 1024;
 
   // Bodies over `body_limit` bytes fail with http::error::body_limit, before any is read when
   // the length is declared.
   RequestParser(HttpRequest& request, uint64_t body_limit);
 
   unsigned version() const { return version_; }
+  // `Expect: 100-continue` from an HTTP/1.1 client (RFC 9110 forbids answering 1.0 with 100).
   bool expects_continue() const { return expects_continue_; }
 
  private:

@@ -21,6 +21,7 @@
 #include <boost/beast/http.hpp>
 
 #include "core/cpu_affinity.h"
+#include "net/http_connection.h"
 
 namespace rampart::net {
 namespace {
@@ -526,6 +527,39 @@ TEST_F(HttpServerTest, ExpectContinueGetsAnInterimAnswerFirst) {
   http::read(socket, buffer, response);
   EXPECT_EQ(response.result_int(), 200);
   EXPECT_EQ(response.body(), "POST /wait body");
+}
+
+TEST_F(HttpServerTest, AnHttp10ClientGetsNoInterimAnswer) {
+  Start(Echo);
+  // RFC 9110: a server must not send 100 Continue to an HTTP/1.0 client. This one sends its body
+  // a moment after its headers (the pause lets the server see the headers alone, where it would
+  // answer 100); only the final answer may come back.
+  asio::io_context context;
+  asio::ip::tcp::socket socket(context);
+  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+  BoundReceives(socket);
+  asio::write(socket,
+              asio::buffer(std::string(
+                  "POST /old HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  asio::write(socket, asio::buffer(std::string("body")));
+  const std::string received = ReadToEnd(socket.native_handle());
+  EXPECT_EQ(received.rfind("HTTP/1.0 200 OK\r\n", 0), 0u) << received;
+  EXPECT_EQ(received.find("100 Continue"), std::string::npos) << received;
+}
+
+TEST(RequestParser, ADeclaredLengthIsNotReservedBeyondABound) {
+  HttpRequest request;
+  RequestParser parser(request, /*body_limit=*/uint64_t{1} << 30);
+  // The headers and the first byte of the body.
+  const std::string head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 500000000\r\n\r\nx";
+  boost::beast::error_code error;
+  size_t used = parser.put(asio::buffer(head), error);
+  if (!error && used < head.size()) used += parser.put(asio::buffer(head.substr(used)), error);
+  ASSERT_TRUE(!error || error == http::error::need_more) << error.message();
+  ASSERT_EQ(request.body, "x");
+  // A declared length must not hold half a gigabyte; the body grows as it arrives.
+  EXPECT_LE(request.body.capacity(), RequestParser::kBodyReserve);
 }
 
 TEST_F(HttpServerTest, OversizedHeaderGets400) {
