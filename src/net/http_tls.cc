@@ -286,6 +286,9 @@ class TlsConnection final : public Connection {
     // A HEAD answer is the GET answer's head (its Content-Length included) and nothing after it.
     body_ = head_only_ ? std::string() : std::move(response.body);
     const std::array<asio::const_buffer, 2> buffers{asio::buffer(head_), asio::buffer(body_)};
+    // The client must take its answer within the idle timeout, as in the plain engine: one that
+    // stops reading would otherwise hold the connection, and a shutdown would wait for it.
+    SetDeadline(core_.options().idle_timeout);
     asio::async_write(stream_, buffers,
                       [self = Self()](beast::error_code error, size_t) { self->OnWrite(error); });
   }
