@@ -93,9 +93,11 @@ class InferenceServer {
   // outside explicit mode, NotFound for a model not in the repository, InvalidArgument for a bad
   // config, or why a version failed to load (the serving versions stay).
   Status LoadModel(std::string_view name, std::optional<std::string> config_json = std::nullopt);
-  // Unloads every version of a model; requests already queued still finish.
-  // Errors: FailedPrecondition outside explicit mode, NotFound for a model not loaded.
-  Status UnloadModel(std::string_view name);
+  // Unloads every version of a model; requests already queued still finish. With
+  // `unload_dependents` (Triton's parameter), also the loaded ensembles that call it, directly or
+  // through other ensembles. Errors: FailedPrecondition outside explicit mode, NotFound for a
+  // model not loaded.
+  Status UnloadModel(std::string_view name, bool unload_dependents = false);
   // One poll-mode scan: loads new and changed models whose files have settled, unloads removed
   // ones. Runs by itself every poll interval in poll mode; public for tests.
   void Poll();

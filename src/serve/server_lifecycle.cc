@@ -109,14 +109,33 @@ Status InferenceServer::LoadModel(std::string_view name, std::optional<std::stri
   return Load(std::string(name), std::move(config_json));
 }
 
-Status InferenceServer::UnloadModel(std::string_view name) {
+Status InferenceServer::UnloadModel(std::string_view name, bool unload_dependents) {
   if (options_.control_mode != ModelControlMode::kExplicit) {
     return FailedPrecondition(
         "explicit model load / unload is not allowed in model control mode '{}'",
         options_.control_mode == ModelControlMode::kPoll ? "poll" : "none");
   }
   std::lock_guard lock(lifecycle_mutex_);
-  return Unload(std::string(name));
+  RETURN_IF_ERROR(Unload(std::string(name)));
+  if (!unload_dependents) return Status::Ok();
+  // The loaded ensembles that call it, and those that call them, until none is left.
+  std::set<std::string> unloaded = {std::string(name)};
+  for (bool more = true; more;) {
+    more = false;
+    for (const std::shared_ptr<ModelVersion>& version : AllModels()) {
+      if (!version->IsEnsemble() || unloaded.contains(version->name())) continue;
+      const auto& steps = version->config().ensemble_scheduling().step();
+      if (std::none_of(steps.begin(), steps.end(),
+                       [&](const auto& step) { return unloaded.contains(step.model_name()); })) {
+        continue;
+      }
+      LOG_INFO("model '{}' unloaded with '{}', whose dependent it is", version->name(), name);
+      (void)Unload(version->name());
+      unloaded.insert(version->name());
+      more = true;
+    }
+  }
+  return Status::Ok();
 }
 
 Status InferenceServer::Load(const std::string& name, std::optional<std::string> config_json) {

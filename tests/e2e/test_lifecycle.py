@@ -74,8 +74,23 @@ def test_explicit_load_unload(binary: str, repository: str) -> str:
                                  {"backend": "pytorch", "max_batch_size": -3})}}).encode())
         check(bad.status == 400 and "max_batch_size" in bad.json()["error"], f"bad config: {bad!r}")
         check(client.infer("simple", SIMPLE).status == 200, "simple must keep serving")
+        # unload_dependents: the ensemble over `simple` goes with it (Triton's parameter).
+        load = client.request("POST", "/v2/repository/models/simple_ensemble/load")
+        check(load.status == 200, f"load simple_ensemble: {load!r}")
+        check(client.get("/v2/models/simple_ensemble/ready").status == 200, "ensemble ready")
+        wrong = client.request("POST", "/v2/repository/models/simple/unload",
+                               json.dumps({"parameters": {"unload_dependents": "yes"}}).encode())
+        check(wrong.status == 400, f"a non-boolean unload_dependents: {wrong!r}")
+        unload = client.request("POST", "/v2/repository/models/simple/unload",
+                                json.dumps({"parameters": {"unload_dependents": True}}).encode())
+        check(unload.status == 200, f"unload simple with its dependents: {unload!r}")
+        check(client.get("/v2/models/simple_ensemble/ready").status != 200,
+              "the ensemble must be unloaded with its step model")
+        check(index(client)[("simple_ensemble", "")]["reason"] == "unloaded",
+              "index after unloading the dependents")
         client.close()
-        return "load, unload, unknown model 404, bad override refused while serving on"
+        return ("load, unload, unknown model 404, bad override refused while serving on, "
+                "unload_dependents")
     finally:
         server.stop()
         server.cleanup()

@@ -595,5 +595,25 @@ TEST(InferenceServer, ACanaryEndsWhenItsBaselineIsNoLongerLoaded) {
   server.Shutdown(std::chrono::milliseconds(0));
 }
 
+TEST(InferenceServer, UnloadingWithDependentsTakesTheEnsemblesThatCallTheModel) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  WriteModel(repository.path(), "one", ChainConfig("one", 1));
+  WriteModel(repository.path(), "two", ChainConfig("two", 1, "one"));  // through `one`
+  const auto load_all = [&] {
+    for (const char* name : {"add", "one", "two"}) ASSERT_TRUE(server.LoadModel(name).ok());
+  };
+  load_all();
+  ASSERT_TRUE(server.UnloadModel("add").ok());  // without: the ensembles stay
+  EXPECT_TRUE(server.GetModel("one", kLatestVersion).ok());
+  load_all();
+  ASSERT_TRUE(server.UnloadModel("add", /*unload_dependents=*/true).ok());
+  EXPECT_FALSE(server.GetModel("one", kLatestVersion).ok());
+  EXPECT_FALSE(server.GetModel("two", kLatestVersion).ok());
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
 }  // namespace
 }  // namespace rampart::serve
