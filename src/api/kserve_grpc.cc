@@ -41,23 +41,21 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, Body&& bo
 }
 
 // Triton's repository load/unload parameters: `config` (load only: the model's config as JSON,
-// replacing config.pbtxt) and `unload_dependents` (unload: also the ensembles that call it).
-struct Control {
-  std::optional<std::string> config;
-  bool unload_dependents = false;
-};
+// replacing config.pbtxt) and `unload_dependents` (Triton's flag also unloads the models an
+// ensemble's load brought in with it; Rampart loads no model implicitly, so there are none:
+// checked, then nothing more to do). Returns the config override.
 template <typename Request>
-Result<Control> ControlParameters(const Request& request, bool load) {
+Result<std::optional<std::string>> ControlParameters(const Request& request, bool load) {
   if (!request.repository_name().empty()) {
     return Unimplemented("'repository_name' specification is not supported");
   }
-  Control control;
+  std::optional<std::string> config;
   for (const auto& [key, value] : request.parameters()) {
     if (key == "config" && load) {
       if (value.parameter_choice_case() != inference::ModelRepositoryParameter::kStringParam) {
         return InvalidArgument("parameter 'config' must be a string_param holding JSON");
       }
-      control.config = value.string_param();
+      config = value.string_param();
     } else if (key.starts_with("file:")) {
       return Unimplemented("parameter '{}': loading model files from the request is not supported",
                            key);
@@ -65,12 +63,11 @@ Result<Control> ControlParameters(const Request& request, bool load) {
       if (value.parameter_choice_case() != inference::ModelRepositoryParameter::kBoolParam) {
         return InvalidArgument("parameter 'unload_dependents' must be a bool_param");
       }
-      control.unload_dependents = value.bool_param();
     } else {
       return InvalidArgument("unknown parameter '{}'", key);
     }
   }
-  return control;
+  return config;
 }
 
 class Service final : public inference::GRPCInferenceService::CallbackService {
@@ -228,17 +225,16 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* RepositoryControl(grpc::CallbackServerContext* context,
                                               const Request& request, bool load) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    Result<Control> control = ControlParameters(request, load);
-    if (!control.ok()) {
-      reactor->Finish(ToGrpcStatus(control.status()));
+    Result<std::optional<std::string>> config = ControlParameters(request, load);
+    if (!config.ok()) {
+      reactor->Finish(ToGrpcStatus(config.status()));
       return reactor;
     }
     auto task = [this, reactor, load, model = request.model_name(),
-                 control = std::move(control).value()]() mutable {
+                 config = std::move(config).value()]() mutable {
       Status status;
       try {
-        status = load ? server_.LoadModel(model, std::move(control.config))
-                      : server_.UnloadModel(model, control.unload_dependents);
+        status = load ? server_.LoadModel(model, std::move(config)) : server_.UnloadModel(model);
       } catch (const std::exception& error) {
         status = Internal("{} '{}': {}", load ? "loading" : "unloading", model, error.what());
       }

@@ -46,7 +46,6 @@ net::HttpResponse KServeHttp::RepositoryIndex(const net::HttpRequest& request) c
 net::HttpResponse KServeHttp::RepositoryControl(bool load, const std::string& model,
                                                 const std::string& body) const {
   std::optional<std::string> config;
-  bool unload_dependents = false;  // meaningful for unload only, accepted on load as Triton does
   if (!body.empty()) {
     json::Parser parser;
     Result<json::Value> root = parser.Parse(body);
@@ -67,17 +66,18 @@ net::HttpResponse KServeHttp::RepositoryControl(bool load, const std::string& mo
                             "is not supported",
                             key));
         } else if (key == "unload_dependents") {
+          // Triton's flag also unloads the models an ensemble's load brought in with it; Rampart
+          // loads no model implicitly, so there are none. Checked, then nothing more to do.
           Result<bool> flag = json::Value(value).GetBool("parameters.unload_dependents");
           if (!flag.ok()) return KServeError(flag.status());
-          unload_dependents = *flag;
         } else {
           return KServeError(InvalidArgument("unknown parameter '{}'", key));
         }
       }
     }
   }
-  const Status status = load ? server_.LoadModel(model, std::move(config))
-                             : server_.UnloadModel(model, unload_dependents);
+  const Status status =
+      load ? server_.LoadModel(model, std::move(config)) : server_.UnloadModel(model);
   return status.ok() ? EmptyResponse(200) : KServeError(status);
 }
 

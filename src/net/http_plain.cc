@@ -105,8 +105,9 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
         });
   }
 
-  // Closes the connection if it has been waiting for a request, or for its answer to be taken
-  // by the client, since before its deadline.
+  // Closes the connection if it has been waiting for a request (or the rest of its body), for
+  // its answer to be taken by the client, or for a refused client to end (lingering), since
+  // before its deadline.
   void CloseIfPast(std::chrono::steady_clock::time_point now) {
     if (deadline_ && now >= *deadline_) Close();
   }
@@ -257,8 +258,11 @@ bool PlainConnection::Read() {
   const ssize_t received = ::recv(fd_, buffer_.get() + end_, room, 0);
   if (received > 0) {
     end_ += static_cast<size_t>(received);
-    // A request arriving slowly is not idle: the timeout counts from its last bytes.
-    deadline_ = CoarseNow() + core_.options().idle_timeout;
+    // A body arriving slowly is not idle: the timeout counts from its last bytes. Its head must
+    // still come within one timeout (a client trickling header bytes holds no connection).
+    if (state_ == State::kReading && parser_ && parser_->is_header_done()) {
+      deadline_ = CoarseNow() + core_.options().idle_timeout;
+    }
     // A short read drained the socket until the next edge, unless the client has ended its
     // side: that edge came with this data, so read on to the end of the stream.
     if (static_cast<size_t>(received) < room && !peer_closed_) readable_ = false;
@@ -499,8 +503,8 @@ Result<std::unique_ptr<HttpEngine>> MakePlainEngine(HttpCore& core, size_t threa
     PlainIo& plain = *io.back();
     ASSIGN_OR_RETURN(plain.loop, EventLoop::Create());
     plain.loop->AtBatchEnd([&plain] { plain.SendAnswers(); });
-    // Connections waiting for a request, or for their client to take an answer, past the idle
-    // timeout are closed.
+    // Connections past their deadline are closed: waiting for a request or the rest of its
+    // body, for their client to take an answer, or lingering after a refusal.
     plain.loop->Every(std::chrono::seconds(1), [&plain] {
       const auto now = CoarseNow();
       std::vector<PlainConnection*> connections;

@@ -205,6 +205,7 @@ BatchQueue::Plan BatchQueue::PlanBatch(SteadyTime now, bool flush, bool skip_can
   }
 
   Plan plan;
+  if (count == 0) return plan;  // every request skipped (cancelled): nothing to run or wait for
   if (items == max_items) {
     plan.take = count;  // rule 3
   } else if (preferred_count > 0) {

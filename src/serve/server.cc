@@ -186,9 +186,13 @@ int64_t InferenceServer::Shutdown(std::chrono::milliseconds timeout) {
     // Past the deadline: what still waits for an instance is answered, not run, so the process
     // can exit (executions under way finish; nothing can interrupt a backend).
     const Status status = Unavailable("the server is shutting down");
-    for (const std::shared_ptr<ModelVersion>& version : AllModels()) {
-      version->AbandonQueued(status);
+    std::vector<std::shared_ptr<ModelVersion>> versions = AllModels();
+    {
+      // Replaced or unloaded versions still finishing what they hold.
+      std::lock_guard lock(retire_mutex_);
+      for (const Retiring& retiring : retiring_) versions.push_back(retiring.version);
     }
+    for (const std::shared_ptr<ModelVersion>& version : versions) version->AbandonQueued(status);
   }
   return left;
 }

@@ -93,11 +93,10 @@ class InferenceServer {
   // outside explicit mode, NotFound for a model not in the repository, InvalidArgument for a bad
   // config, or why a version failed to load (the serving versions stay).
   Status LoadModel(std::string_view name, std::optional<std::string> config_json = std::nullopt);
-  // Unloads every version of a model; requests already queued still finish. With
-  // `unload_dependents` (Triton's parameter), also the loaded ensembles that call it, directly or
-  // through other ensembles. Errors: FailedPrecondition outside explicit mode, NotFound for a
-  // model not loaded.
-  Status UnloadModel(std::string_view name, bool unload_dependents = false);
+  // Unloads every version of a model, and the loaded ensembles that call it (directly or through
+  // other ensembles), which could not run any more, as Triton does; requests already queued still
+  // finish. Errors: FailedPrecondition outside explicit mode, NotFound for a model not loaded.
+  Status UnloadModel(std::string_view name);
   // One poll-mode scan: loads new and changed models whose files have settled, unloads removed
   // ones. Runs by itself every poll interval in poll mode; public for tests.
   void Poll();
@@ -178,6 +177,9 @@ class InferenceServer {
   // With models_mutex_ held, after `entry`'s versions changed: ends the model's canary when its
   // baseline or candidate version is no longer loaded.
   void EndCanaryWithoutItsVersionsLocked(const std::string& name, const ModelEntry& entry);
+  // After `name` was unloaded: unloads the loaded ensembles that call it, directly or through
+  // other ensembles. REQUIRES: lifecycle_mutex_ held.
+  void UnloadDependents(const std::string& name);
   // Whether the repository's `name` is an ensemble (false when its config does not read).
   bool IsEnsembleInRepository(const std::string& name) const;
   // Reorders model names so that ensembles come after the models their steps may need.

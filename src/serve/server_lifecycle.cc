@@ -109,7 +109,7 @@ Status InferenceServer::LoadModel(std::string_view name, std::optional<std::stri
   return Load(std::string(name), std::move(config_json));
 }
 
-Status InferenceServer::UnloadModel(std::string_view name, bool unload_dependents) {
+Status InferenceServer::UnloadModel(std::string_view name) {
   if (options_.control_mode != ModelControlMode::kExplicit) {
     return FailedPrecondition(
         "explicit model load / unload is not allowed in model control mode '{}'",
@@ -117,24 +117,7 @@ Status InferenceServer::UnloadModel(std::string_view name, bool unload_dependent
   }
   std::lock_guard lock(lifecycle_mutex_);
   RETURN_IF_ERROR(Unload(std::string(name)));
-  if (!unload_dependents) return Status::Ok();
-  // The loaded ensembles that call it, and those that call them, until none is left.
-  std::set<std::string> unloaded = {std::string(name)};
-  for (bool more = true; more;) {
-    more = false;
-    for (const std::shared_ptr<ModelVersion>& version : AllModels()) {
-      if (!version->IsEnsemble() || unloaded.contains(version->name())) continue;
-      const auto& steps = version->config().ensemble_scheduling().step();
-      if (std::none_of(steps.begin(), steps.end(),
-                       [&](const auto& step) { return unloaded.contains(step.model_name()); })) {
-        continue;
-      }
-      LOG_INFO("model '{}' unloaded with '{}', whose dependent it is", version->name(), name);
-      (void)Unload(version->name());
-      unloaded.insert(version->name());
-      more = true;
-    }
-  }
+  UnloadDependents(std::string(name));
   return Status::Ok();
 }
 
@@ -243,12 +226,38 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
   return Status::Ok();
 }
 
+void InferenceServer::UnloadDependents(const std::string& name) {
+  // The loaded ensembles that call it, and those that call them, until none is left: they could
+  // not run any more (Triton unloads them too).
+  std::set<std::string> unloaded = {name};
+  for (bool more = true; more;) {
+    more = false;
+    for (const std::shared_ptr<ModelVersion>& version : AllModels()) {
+      if (!version->IsEnsemble() || unloaded.contains(version->name())) continue;
+      const auto& steps = version->config().ensemble_scheduling().step();
+      if (std::none_of(steps.begin(), steps.end(),
+                       [&](const auto& step) { return unloaded.contains(step.model_name()); })) {
+        continue;
+      }
+      LOG_INFO("ensemble '{}' unloaded with '{}', which it calls", version->name(), name);
+      (void)Unload(version->name());
+      unloaded.insert(version->name());
+      more = true;
+    }
+  }
+}
+
 void InferenceServer::EndCanaryWithoutItsVersionsLocked(const std::string& name,
                                                         const ModelEntry& entry) {
   auto it = canaries_.find(name);
   if (it == canaries_.end()) return;
-  const CanaryPolicy policy = it->second->Status().policy;
-  for (int64_t version : {policy.baseline, policy.candidate}) {
+  // The versions it still routes to: both while it runs, one once it has decided (its final
+  // status stays readable while that one is loaded).
+  const CanaryStatus status = it->second->Status();
+  std::vector<int64_t> routed = {status.policy.baseline, status.policy.candidate};
+  if (status.state == CanaryState::kPromoted) routed = {status.policy.candidate};
+  if (status.state == CanaryState::kRolledBack) routed = {status.policy.baseline};
+  for (int64_t version : routed) {
     if (!entry.versions.contains(version)) {
       // Requests routed to it would fail NotFound before the canary could count them.
       LOG_WARN("canary '{}': stopped: version {} is no longer loaded; requests go to the latest",
@@ -395,6 +404,7 @@ void InferenceServer::Poll() {
     if (serving) {
       LOG_INFO("poll: model '{}' left the repository; unloading", name);
       (void)Unload(name);
+      UnloadDependents(name);
     }
   }
   last_seen_ = std::move(seen);

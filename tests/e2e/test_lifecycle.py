@@ -74,7 +74,7 @@ def test_explicit_load_unload(binary: str, repository: str) -> str:
                                  {"backend": "pytorch", "max_batch_size": -3})}}).encode())
         check(bad.status == 400 and "max_batch_size" in bad.json()["error"], f"bad config: {bad!r}")
         check(client.infer("simple", SIMPLE).status == 200, "simple must keep serving")
-        # unload_dependents: the ensemble over `simple` goes with it (Triton's parameter).
+        # The ensemble over `simple` cannot run without it, and goes with it (as in Triton).
         load = client.request("POST", "/v2/repository/models/simple_ensemble/load")
         check(load.status == 200, f"load simple_ensemble: {load!r}")
         check(client.get("/v2/models/simple_ensemble/ready").status == 200, "ensemble ready")
@@ -82,15 +82,15 @@ def test_explicit_load_unload(binary: str, repository: str) -> str:
                                json.dumps({"parameters": {"unload_dependents": "yes"}}).encode())
         check(wrong.status == 400, f"a non-boolean unload_dependents: {wrong!r}")
         unload = client.request("POST", "/v2/repository/models/simple/unload",
-                                json.dumps({"parameters": {"unload_dependents": True}}).encode())
-        check(unload.status == 200, f"unload simple with its dependents: {unload!r}")
+                                json.dumps({"parameters": {"unload_dependents": False}}).encode())
+        check(unload.status == 200, f"unload simple: {unload!r}")
         check(client.get("/v2/models/simple_ensemble/ready").status != 200,
               "the ensemble must be unloaded with its step model")
         check(index(client)[("simple_ensemble", "")]["reason"] == "unloaded",
-              "index after unloading the dependents")
+              "index after unloading the ensemble's step model")
         client.close()
         return ("load, unload, unknown model 404, bad override refused while serving on, "
-                "unload_dependents")
+                "ensembles unloaded with their step model")
     finally:
         server.stop()
         server.cleanup()

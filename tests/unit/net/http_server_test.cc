@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -376,7 +377,7 @@ void Echo(HttpRequest&& request, Responder responder) {
 // A request whose bytes keep arriving is not idle, however long it takes in all (a large upload
 // on a slow link). The pauses are the slow client under test, not synchronisation.
 TEST_F(HttpServerTest, ARequestStillArrivingIsNotIdle) {
-  Start(Echo, 1 << 20, /*idle_timeout=*/std::chrono::seconds(1));
+  Start(Echo, 1 << 20, /*idle_timeout=*/std::chrono::seconds(2));
   asio::io_context context;
   asio::ip::tcp::socket socket(context);
   socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
@@ -384,8 +385,8 @@ TEST_F(HttpServerTest, ARequestStillArrivingIsNotIdle) {
   asio::write(socket,
               asio::buffer(std::string("POST /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
                                        "Content-Length: 4\r\n\r\n")));
-  for (const char* part : {"a", "b", "c", "d"}) {  // 4 x 0.6 s: past the 1 s timeout in all
-    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  for (const char* part : {"a", "b", "c", "d"}) {  // 4 x 0.8 s: past the 2 s timeout in all
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
     asio::write(socket, asio::buffer(std::string(part)));
   }
   const std::string received = ReadToEnd(socket.native_handle());
@@ -427,6 +428,30 @@ TEST_F(HttpServerTest, ARefusedClientStillSendingItsBodyReadsTheAnswer) {
   EXPECT_EQ(received.rfind("HTTP/1.1 413 ", 0), 0u) << received;
   EXPECT_NE(received.find("exceeds the 1024 byte limit"), std::string::npos) << received;
   EXPECT_TRUE(ended);  // a clean end of stream after the answer
+}
+
+// The head of a request must come within one idle timeout, however its bytes trickle in: only
+// body bytes move the deadline (a client sending a header byte now and then holds nothing).
+TEST_F(HttpServerTest, AHeadTricklingInIsClosedAtTheTimeout) {
+  Start(Echo, 1 << 20, /*idle_timeout=*/std::chrono::seconds(1));
+  asio::io_context context;
+  asio::ip::tcp::socket socket(context);
+  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+  BoundReceives(socket);
+  const int fd = socket.native_handle();
+  const auto started = std::chrono::steady_clock::now();
+  auto trickle = std::async(std::launch::async, [fd] {
+    for (const char* part : {"GET / HTTP/1.1\r\n", "X-A: 1\r\n", "X-B: 2\r\n", "X-C: 3\r\n",
+                             "X-D: 4\r\n", "X-E: 5\r\n", "X-F: 6\r\n", "X-G: 7\r\n"}) {
+      if (::send(fd, part, std::strlen(part), MSG_NOSIGNAL) < 0) return;  // closed: done
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  });
+  const std::string received = ReadToEnd(fd);  // until the server closes
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  trickle.get();
+  EXPECT_EQ(received, "");                              // never a whole request, so never an answer
+  EXPECT_LT(elapsed, std::chrono::milliseconds(3500));  // not after the 4 s of trickling
 }
 
 TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {

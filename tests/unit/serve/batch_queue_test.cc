@@ -143,6 +143,11 @@ TEST_F(BatchQueueTest, WouldRunNowLooksPastCancelledRequests) {
   auto decision = queue_->Next(At(2));
   EXPECT_EQ(Ids(decision), (std::vector<std::string>{"0", "2"}));
   EXPECT_EQ(decision.rejected.size(), 1u);
+  // Nothing but cancelled requests: nothing to run (and no oldest request to time a delay
+  // from; UBSan caught the overflow before).
+  PushCancelled(3);
+  PushCancelled(4);
+  EXPECT_FALSE(queue_->WouldRunNow(At(5)));
 }
 
 TEST_F(BatchQueueTest, CapsAtMaxBatchSizeAndNeverSplitsARequest) {

@@ -595,24 +595,52 @@ TEST(InferenceServer, ACanaryEndsWhenItsBaselineIsNoLongerLoaded) {
   server.Shutdown(std::chrono::milliseconds(0));
 }
 
-TEST(InferenceServer, UnloadingWithDependentsTakesTheEnsemblesThatCallTheModel) {
+TEST(InferenceServer, UnloadingAModelTakesTheEnsemblesThatCallIt) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/true), backends);
+  WriteModel(repository.path(), "one", ChainConfig("one", 1));
+  WriteModel(repository.path(), "two", ChainConfig("two", 1, "one"));  // through `one`
+  for (const char* name : {"add", "one", "two"}) ASSERT_TRUE(server.LoadModel(name).ok());
+  // They could not run without `add` (Triton unloads them too).
+  ASSERT_TRUE(server.UnloadModel("add").ok());
+  EXPECT_FALSE(server.GetModel("one", kLatestVersion).ok());
+  EXPECT_FALSE(server.GetModel("two", kLatestVersion).ok());
+  EXPECT_TRUE(server.IsReady());  // unloaded on request, as far as readiness goes
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+TEST(InferenceServer, AShutdownPastItsDeadlineAlsoAnswersWhatAReplacedVersionHolds) {
   RepositoryDir repository;
   backend::BackendRegistry backends;
   backends.Register(std::make_unique<AddBackend>());
   InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
-  WriteModel(repository.path(), "one", ChainConfig("one", 1));
-  WriteModel(repository.path(), "two", ChainConfig("two", 1, "one"));  // through `one`
-  const auto load_all = [&] {
-    for (const char* name : {"add", "one", "two"}) ASSERT_TRUE(server.LoadModel(name).ok());
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  Gate().Close();
+  std::promise<Result<std::unique_ptr<InferResponse>>> running;
+  std::promise<Result<std::unique_ptr<InferResponse>>> queued;
+  const auto send = [&server](int32_t first, auto& promise) {
+    server.Infer(
+        Request({Int32Tensor("INPUT0", {1, 2}, {first, 1}), Int32Tensor("INPUT1", {1, 2}, {1, 1})}),
+        [&promise](Result<std::unique_ptr<InferResponse>> result) {
+          promise.set_value(std::move(result));
+        });
   };
-  load_all();
-  ASSERT_TRUE(server.UnloadModel("add").ok());  // without: the ensembles stay
-  EXPECT_TRUE(server.GetModel("one", kLatestVersion).ok());
-  load_all();
-  ASSERT_TRUE(server.UnloadModel("add", /*unload_dependents=*/true).ok());
-  EXPECT_FALSE(server.GetModel("one", kLatestVersion).ok());
-  EXPECT_FALSE(server.GetModel("two", kLatestVersion).ok());
-  server.Shutdown(std::chrono::milliseconds(0));
+  send(kHold, running);
+  Gate().WaitForWaiting(1);
+  send(1, queued);                   // waits behind it, on the version about to be replaced
+  std::string changed = kAddConfig;  // a larger max_batch_size: a new version is built
+  changed.replace(changed.find("max_batch_size: 4"), 17, "max_batch_size: 8");
+  WriteModel(repository.path(), "add", changed);
+  ASSERT_TRUE(server.LoadModel("add").ok());  // the old version now retires, still holding both
+  EXPECT_EQ(server.Shutdown(std::chrono::milliseconds(0)), 2);
+  auto abandoned = queued.get_future();
+  const std::future_status answered = abandoned.wait_for(std::chrono::seconds(10));
+  Gate().Open();
+  ASSERT_EQ(answered, std::future_status::ready);
+  EXPECT_EQ(abandoned.get().status().code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(running.get_future().get().ok());
 }
 
 }  // namespace
