@@ -16,7 +16,7 @@
 #    ratios, so the machine's drift over minutes weighs on both sides alike.
 # Reports throughput (samples/s = req/s, one row per request), p50/p99 latency, served/offline
 # and batched/unbatched ratios, and p99 against queue delay + 2 x batch compute time with the
-# share of requests over that bound. It reports; it does not assert.
+# share of wrk's latency samples over that bound. It reports; it does not assert.
 #
 # Usage: bench/batching_bench.sh --binary build/rampart --offline build/bench/torch_offline
 #                                --repository examples/models [--duration 10] [--warmup 2]
@@ -390,10 +390,11 @@ measure() {
 
 # p99_bound KEY: sets result[KEY.bound] and result[KEY.bound_ok] from result[KEY.p99] and
 # result[KEY.batch_compute_us]. A request waits at most the queue delay for its batch to fill,
-# then at worst for the batch ahead of it and its own batch to execute. Also counts the requests
+# then at worst for the batch ahead of it and its own batch to execute. Also counts the samples
 # slower than the bound in the run's latency histogram: result[KEY.over] and result[KEY.all],
 # and result[KEY.over_pct], their share in percent (the p99 is within the bound when at most
-# 1 % are over it, so this says by how much it is met or missed).
+# 1 % are over it, so this says by how much it is met or missed). wrk's histogram is corrected
+# for coordinated omission (a stall adds samples for the requests it held up), as is its p99.
 p99_bound() {
   local key="$1" compute_us="${result[$1.batch_compute_us]}"
   if [ "$compute_us" = nan ]; then
@@ -464,7 +465,7 @@ for round in $(seq "$rounds"); do
   fi
   log "round $round: served ${result[round$round.rps]} / offline $offline_rate samples/s =" \
     "${result[round$round.ratio]}; p99 ${result[round$round.p99]} µs, bound" \
-    "${result[round$round.bound]} µs (${result[round$round.over_pct]} % of requests over it)"
+    "${result[round$round.bound]} µs (${result[round$round.over_pct]} % of samples over it)"
 done
 # Every round's requests against their own round's bound, together.
 result[goal.over_pct]="$(percent "$pooled_over" "$pooled_all")"
@@ -548,7 +549,7 @@ report() {
     "(/proc/<pid>/stat); all cores busy: the whole machine (/proc/stat), wrk included."
   echo
   echo "| load | batched / offline b$offline_batch | batched / unbatched |" \
-    "p99 bound (µs) | batched p99 ≤ bound | requests over the bound |"
+    "p99 bound (µs) | batched p99 ≤ bound | samples over the bound |"
   echo "|---|---:|---:|---:|---|---:|"
   for level in "${levels[@]}"; do
     name="${level%% *}"
@@ -559,8 +560,8 @@ report() {
   done
   echo
   echo "p99 bound = max_queue_delay ($queue_delay_us µs) + 2 × the run's mean batch compute;" \
-    "requests over the bound: their share of the run's requests (wrk's latency histogram), at" \
-    "most 1 % when the p99 is within it."
+    "samples over the bound: their share of wrk's latency histogram (corrected for" \
+    "coordinated omission, as its p99 is), at most 1 % when the p99 is within it."
   echo "batched / offline here: against the batch-$offline_batch run before the server started."
   echo
   echo "Goal rounds at $goal_level ($(describe_level "$goal_level_spec")), each an offline" \

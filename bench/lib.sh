@@ -209,8 +209,9 @@ run_wrk() {
   fi
 }
 
-# latency_over MICROSECONDS FILE: prints `<requests slower than MICROSECONDS> <all requests>` from
-# a latency histogram written by run_wrk, or `nan nan` when the file is missing or empty.
+# latency_over MICROSECONDS FILE: prints `<samples slower than MICROSECONDS> <all samples>` from a
+# latency histogram written by run_wrk (wrk's, corrected for coordinated omission), or `nan nan`
+# when the file is missing or empty.
 latency_over() {
   awk -v limit="$1" '{ all += $2; if ($1 > limit) over += $2 }
     END { if (all > 0) print over + 0, all; else print "nan nan" }' "$2" 2>/dev/null ||

@@ -1,8 +1,9 @@
 -- wrk script for bench/*.sh (run_wrk in bench/lib.sh): POSTs one fixed body, read once per wrk
 -- thread from the file named by $RAMPART_BENCH_BODY_FILE, as application/json. When
 -- $RAMPART_BENCH_LATENCY_FILE names a file, the run's latency histogram is written there at the
--- end, one `<latency in µs> <requests>` line per distinct value, so a script can count the
--- requests beyond any threshold (bench/lib.sh: latency_over).
+-- end, one `<latency in µs> <samples>` line per distinct value, so a script can count the
+-- samples beyond any threshold (bench/lib.sh: latency_over). wrk has corrected the histogram for
+-- coordinated omission by then (a stalled request adds samples), as for its own percentiles.
 --
 -- Only wrk.method/body/headers are set, so wrk's default init() pre-formats the request once and
 -- no response() hook is defined: wrk stays on its fast path (responses are not parsed in Lua).
@@ -24,7 +25,7 @@ local latency_path = os.getenv("RAMPART_BENCH_LATENCY_FILE")
 if latency_path ~= nil and latency_path ~= "" then
   done = function(summary, latency, requests)
     local out = assert(io.open(latency_path, "w"))
-    -- latency(i) is the i-th smallest distinct value and how many requests took it.
+    -- latency(i) is the i-th smallest distinct value and how many samples have it.
     for i = 1, #latency do
       local value, count = latency(i)
       out:write(string.format("%d %d\n", value, count))
