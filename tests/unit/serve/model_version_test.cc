@@ -488,6 +488,22 @@ TEST(InferenceServer, PollRetriesAnEnsembleOnceItsStepModelIsMended) {
   server.Shutdown(std::chrono::milliseconds(0));
 }
 
+TEST(InferenceServer, PollUnloadsAnEnsembleWhoseStepModelLeft) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  std::filesystem::remove_all(repository.path() / "broken");
+  WriteModel(repository.path(), "pipe", ChainConfig("pipe", 1));
+  InferenceServer server(PollMode(repository.path()), backends);
+  ASSERT_TRUE(server.LoadStartupModels().ok());
+  ASSERT_TRUE(server.GetModel("pipe", kLatestVersion).ok());
+  std::filesystem::remove_all(repository.path() / "add");
+  server.Poll();
+  EXPECT_FALSE(server.GetModel("add", kLatestVersion).ok());
+  EXPECT_FALSE(server.GetModel("pipe", kLatestVersion).ok());  // it could not run
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
 TEST(InferenceServer, EnsemblesThatWouldCallEachOtherAreRefused) {
   RepositoryDir repository;
   backend::BackendRegistry backends;
