@@ -552,35 +552,55 @@ TEST(InferenceServer, AShutdownLetsAnEnsembleInFlightFinishItsSteps) {
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
 }
 
-TEST(InferenceServer, AShutdownPastItsDeadlineAnswersWhatIsStillQueued) {
-  RepositoryDir repository;
-  backend::BackendRegistry backends;
-  backends.Register(std::make_unique<AddBackend>());
-  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
-  ASSERT_TRUE(server.LoadModel("add").ok());
-  Gate().Close();
-  std::promise<Result<std::unique_ptr<InferResponse>>> running;
-  std::promise<Result<std::unique_ptr<InferResponse>>> queued;
-  const auto send = [&server](int32_t first, auto& promise) {
-    server.Infer(
+// `add` loaded in explicit mode, with one request executing on its one instance (held at the
+// gate) and one queued behind it: what a shutdown past its deadline finds.
+class HeldAndQueued {
+ public:
+  HeldAndQueued() {
+    backends_.Register(std::make_unique<AddBackend>());
+    EXPECT_TRUE(server_.LoadModel("add").ok());
+    Gate().Close();
+    Send(kHold, running_);
+    Gate().WaitForWaiting(1);  // the one instance is busy
+    Send(1, queued_);
+  }
+  InferenceServer& server() { return server_; }
+  const RepositoryDir& repository() const { return repository_; }
+
+  // The queued request must be answered now, not run after the deadline; the execution under
+  // way still finishes. Opens the gate either way.
+  void ExpectQueuedRefusedAndRunningDone() {
+    auto abandoned = queued_.get_future();
+    const std::future_status answered = abandoned.wait_for(std::chrono::seconds(10));
+    Gate().Open();
+    ASSERT_EQ(answered, std::future_status::ready);
+    Result<std::unique_ptr<InferResponse>> refused = abandoned.get();
+    EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+    EXPECT_EQ(refused.status().message(), "the server is shutting down");
+    EXPECT_TRUE(running_.get_future().get().ok());
+  }
+
+ private:
+  void Send(int32_t first, std::promise<Result<std::unique_ptr<InferResponse>>>& promise) {
+    server_.Infer(
         Request({Int32Tensor("INPUT0", {1, 2}, {first, 1}), Int32Tensor("INPUT1", {1, 2}, {1, 1})}),
         [&promise](Result<std::unique_ptr<InferResponse>> result) {
           promise.set_value(std::move(result));
         });
-  };
-  send(kHold, running);
-  Gate().WaitForWaiting(1);  // the one instance is busy
-  send(1, queued);
-  EXPECT_EQ(server.Shutdown(std::chrono::milliseconds(0)), 2);
-  // The queued request is answered now, not run after the deadline.
-  auto abandoned = queued.get_future();
-  const std::future_status answered = abandoned.wait_for(std::chrono::seconds(10));
-  Gate().Open();  // the execution under way still finishes
-  ASSERT_EQ(answered, std::future_status::ready);
-  Result<std::unique_ptr<InferResponse>> refused = abandoned.get();
-  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(refused.status().message(), "the server is shutting down");
-  EXPECT_TRUE(running.get_future().get().ok());
+  }
+
+  RepositoryDir repository_;
+  backend::BackendRegistry backends_;
+  // Before the server, which may still answer them as it goes.
+  std::promise<Result<std::unique_ptr<InferResponse>>> running_;
+  std::promise<Result<std::unique_ptr<InferResponse>>> queued_;
+  InferenceServer server_{ExplicitMode(repository_.path(), /*strict=*/false), backends_};
+};
+
+TEST(InferenceServer, AShutdownPastItsDeadlineAnswersWhatIsStillQueued) {
+  HeldAndQueued held;
+  EXPECT_EQ(held.server().Shutdown(std::chrono::milliseconds(0)), 2);
+  held.ExpectQueuedRefusedAndRunningDone();
 }
 
 TEST(InferenceServer, ACanaryEndsWhenItsBaselineIsNoLongerLoaded) {
@@ -628,35 +648,14 @@ TEST(InferenceServer, UnloadingAModelTakesTheEnsemblesThatCallIt) {
 }
 
 TEST(InferenceServer, AShutdownPastItsDeadlineAlsoAnswersWhatAReplacedVersionHolds) {
-  RepositoryDir repository;
-  backend::BackendRegistry backends;
-  backends.Register(std::make_unique<AddBackend>());
-  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
-  ASSERT_TRUE(server.LoadModel("add").ok());
-  Gate().Close();
-  std::promise<Result<std::unique_ptr<InferResponse>>> running;
-  std::promise<Result<std::unique_ptr<InferResponse>>> queued;
-  const auto send = [&server](int32_t first, auto& promise) {
-    server.Infer(
-        Request({Int32Tensor("INPUT0", {1, 2}, {first, 1}), Int32Tensor("INPUT1", {1, 2}, {1, 1})}),
-        [&promise](Result<std::unique_ptr<InferResponse>> result) {
-          promise.set_value(std::move(result));
-        });
-  };
-  send(kHold, running);
-  Gate().WaitForWaiting(1);
-  send(1, queued);                   // waits behind it, on the version about to be replaced
+  HeldAndQueued held;
   std::string changed = kAddConfig;  // a larger max_batch_size: a new version is built
   changed.replace(changed.find("max_batch_size: 4"), 17, "max_batch_size: 8");
-  WriteModel(repository.path(), "add", changed);
-  ASSERT_TRUE(server.LoadModel("add").ok());  // the old version now retires, still holding both
-  EXPECT_EQ(server.Shutdown(std::chrono::milliseconds(0)), 2);
-  auto abandoned = queued.get_future();
-  const std::future_status answered = abandoned.wait_for(std::chrono::seconds(10));
-  Gate().Open();
-  ASSERT_EQ(answered, std::future_status::ready);
-  EXPECT_EQ(abandoned.get().status().code(), StatusCode::kUnavailable);
-  EXPECT_TRUE(running.get_future().get().ok());
+  WriteModel(held.repository().path(), "add", changed);
+  // The old version now retires, still holding both requests.
+  ASSERT_TRUE(held.server().LoadModel("add").ok());
+  EXPECT_EQ(held.server().Shutdown(std::chrono::milliseconds(0)), 2);
+  held.ExpectQueuedRefusedAndRunningDone();
 }
 
 }  // namespace
