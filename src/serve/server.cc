@@ -125,7 +125,8 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, InferCallb
   InferCallback finish = [this, done = std::move(done), canary = std::move(canary),
                           version = request->model_version, arrival = request->arrival,
                           counted](Result<std::unique_ptr<InferResponse>> result) mutable {
-    if (canary) {
+    // A request its client gave up on says nothing about the version it went to.
+    if (canary && (result.ok() || result.status().code() != StatusCode::kCancelled)) {
       canary->Record(version, result.ok(), NanosBetween(arrival, Clock::Real().Now()));
     }
     done(std::move(result));

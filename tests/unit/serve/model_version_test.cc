@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -596,6 +597,37 @@ class HeldAndQueued {
   std::promise<Result<std::unique_ptr<InferResponse>>> queued_;
   InferenceServer server_{ExplicitMode(repository_.path(), /*strict=*/false), backends_};
 };
+
+TEST(InferenceServer, ACanaryDoesNotCountRequestsTheirClientsGaveUpOn) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  std::filesystem::create_directories(repository.path() / "add" / "2");
+  WriteModel(repository.path(), "add", std::string(kAddConfig) + "version_policy: { all { } }");
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  CanaryPolicy policy;
+  policy.baseline = 1;
+  policy.candidate = 2;
+  ASSERT_TRUE(server.StartCanary("add", policy).ok());
+  // 5 % of 100 requests reach the candidate: 5 failures would roll it back (0.5 % of 200).
+  auto gone = std::make_shared<std::atomic<bool>>(true);
+  for (int i = 0; i < 100; ++i) {
+    std::promise<Result<std::unique_ptr<InferResponse>>> answer;
+    auto request =
+        Request({Int32Tensor("INPUT0", {1, 2}, {1, 2}), Int32Tensor("INPUT1", {1, 2}, {1, 1})});
+    request->cancelled = gone;  // its client has gone away
+    server.Infer(std::move(request), [&answer](Result<std::unique_ptr<InferResponse>> result) {
+      answer.set_value(std::move(result));
+    });
+    EXPECT_EQ(answer.get_future().get().status().code(), StatusCode::kCancelled);
+  }
+  Result<CanaryStatus> status = server.GetCanary("add");
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->state, CanaryState::kRunning) << status->last_decision;
+  EXPECT_EQ(status->candidate_failures, 0u);
+  server.Shutdown(std::chrono::milliseconds(0));
+}
 
 TEST(InferenceServer, AShutdownPastItsDeadlineAnswersWhatIsStillQueued) {
   HeldAndQueued held;
