@@ -238,6 +238,10 @@ class TlsConnection final : public Connection {
   // A piece at a time: a body still arriving is not idle, however long it takes in all, so each
   // piece moves the deadline (OnTimer re-arms for the later time).
   void ReadBody() {
+    if (parser_->is_done()) {  // no body (GET, HEAD), or all of it came with the head
+      OnRead({});
+      return;
+    }
     http::async_read_some(
         stream_, buffer_, *parser_, [self = Self()](beast::error_code error, size_t) {
           if (error || self->parser_->is_done()) {

@@ -60,8 +60,9 @@ class HttpTlsTest : public ::testing::Test {
             .mutual = mutual};
   }
 
-  Status Start(HttpTlsOptions tls) {
+  Status Start(HttpTlsOptions tls, std::chrono::seconds idle_timeout = std::chrono::seconds(300)) {
     HttpServerOptions options;
+    options.idle_timeout = idle_timeout;
     options.address = "127.0.0.1";
     options.port = 0;
     options.threads = 1;
@@ -114,6 +115,30 @@ class HttpTlsTest : public ::testing::Test {
     return status;
   }
 
+  // Writes `raw` on a new TLS connection that trusts the CA, then reads until the server ends it
+  // (synchronous reads have no timeout here: start the server with a short idle timeout).
+  std::string Exchange(const std::string& raw) {
+    asio::io_context io;
+    ssl::context context(ssl::context::tls_client);
+    context.add_certificate_authority(asio::buffer(ca_.cert_pem));
+    context.set_verify_mode(ssl::verify_peer);
+    beast::ssl_stream<beast::tcp_stream> stream(io, context);
+    SSL_set_tlsext_host_name(stream.native_handle(), "localhost");
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
+    beast::error_code error;
+    beast::get_lowest_layer(stream).connect(
+        asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()), error);
+    if (!error) stream.handshake(ssl::stream_base::client, error);
+    if (!error) asio::write(stream, asio::buffer(raw), error);
+    std::string received;
+    char chunk[4096];
+    while (!error) {
+      const size_t n = stream.read_some(asio::buffer(chunk), error);
+      received.append(chunk, n);
+    }
+    return received;
+  }
+
   fs::path directory_;
   KeyAndCert ca_;
   KeyAndCert server_cert_;
@@ -140,6 +165,20 @@ TEST_F(HttpTlsTest, HttpsServesClientsThatTrustTheServer) {
   http::response<http::string_body> response;
   if (!error) http::read(plain, buffer, response, error);
   EXPECT_TRUE(error);
+}
+
+TEST_F(HttpTlsTest, HeadIsAnsweredWithoutABodyAndTheConnectionGoesOn) {
+  // A short idle timeout, so a server that never answers the GET ends the exchange.
+  ASSERT_TRUE(Start(Tls(/*mutual=*/false), /*idle_timeout=*/std::chrono::seconds(2)).ok());
+  const std::string received = Exchange(
+      "HEAD /a HTTP/1.1\r\nHost: localhost\r\n\r\n"
+      "GET /b HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+  // The HEAD answer's head says how long the body would be ("hello /a ") and nothing follows it.
+  const size_t end_of_head = received.find("\r\n\r\n");
+  ASSERT_NE(end_of_head, std::string::npos) << received;
+  EXPECT_NE(received.find("Content-Length: 9\r\n"), std::string::npos) << received;
+  EXPECT_EQ(received.compare(end_of_head + 4, 17, "HTTP/1.1 200 OK\r\n"), 0) << received;
+  EXPECT_EQ(received.substr(received.size() - 9), "hello /b ") << received;
 }
 
 TEST_F(HttpTlsTest, MutualTlsRequiresAClientCertificateFromTheRootCa) {
