@@ -598,11 +598,8 @@ class HeldAndQueued {
   InferenceServer server_{ExplicitMode(repository_.path(), /*strict=*/false), backends_};
 };
 
-TEST(InferenceServer, ACanaryDoesNotCountRequestsTheirClientsGaveUpOn) {
-  RepositoryDir repository;
-  backend::BackendRegistry backends;
-  backends.Register(std::make_unique<AddBackend>());
-  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+// Serves `add` versions 1 and 2 and starts a canary from 1 to 2 (the default stages and limits).
+void StartCanaryOnAdd(InferenceServer& server, const RepositoryDir& repository) {
   std::filesystem::create_directories(repository.path() / "add" / "2");
   WriteModel(repository.path(), "add", std::string(kAddConfig) + "version_policy: { all { } }");
   ASSERT_TRUE(server.LoadModel("add").ok());
@@ -610,6 +607,14 @@ TEST(InferenceServer, ACanaryDoesNotCountRequestsTheirClientsGaveUpOn) {
   policy.baseline = 1;
   policy.candidate = 2;
   ASSERT_TRUE(server.StartCanary("add", policy).ok());
+}
+
+TEST(InferenceServer, ACanaryDoesNotCountRequestsTheirClientsGaveUpOn) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  ASSERT_NO_FATAL_FAILURE(StartCanaryOnAdd(server, repository));
   // 5 % of 100 requests reach the candidate: 5 failures would roll it back (0.5 % of 200).
   auto gone = std::make_shared<std::atomic<bool>>(true);
   for (int i = 0; i < 100; ++i) {
@@ -640,13 +645,7 @@ TEST(InferenceServer, ACanaryEndsWhenItsBaselineIsNoLongerLoaded) {
   backend::BackendRegistry backends;
   backends.Register(std::make_unique<AddBackend>());
   InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
-  std::filesystem::create_directories(repository.path() / "add" / "2");
-  WriteModel(repository.path(), "add", std::string(kAddConfig) + "version_policy: { all { } }");
-  ASSERT_TRUE(server.LoadModel("add").ok());
-  CanaryPolicy policy;
-  policy.baseline = 1;
-  policy.candidate = 2;
-  ASSERT_TRUE(server.StartCanary("add", policy).ok());
+  ASSERT_NO_FATAL_FAILURE(StartCanaryOnAdd(server, repository));
   // A reload that serves only version 2: requests the canary sent to 1 would fail NotFound.
   WriteModel(repository.path(), "add", kAddConfig);
   ASSERT_TRUE(server.LoadModel("add").ok());
