@@ -244,12 +244,12 @@ class TlsConnection final : public Connection {
     }
     http::async_read_some(
         stream_, buffer_, *parser_, [self = Self()](beast::error_code error, size_t) {
-          if (error || self->parser_->is_done()) {
+          if (error) {
             self->OnRead(error);
             return;
           }
           self->deadline_ = std::chrono::steady_clock::now() + self->core_.options().idle_timeout;
-          self->ReadBody();
+          self->ReadBody();  // answers once the body is whole
         });
   }
 

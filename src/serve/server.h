@@ -170,6 +170,7 @@ class InferenceServer {
   // REQUIRES: lifecycle_mutex_ held (as for the two below).
   std::chrono::milliseconds ReleaseDelay() const;
   Status Load(const std::string& name, std::optional<std::string> config_json);
+  // Also unloads the loaded ensembles that call the model, directly or through other ensembles.
   Status Unload(const std::string& name);
   void Retire(std::vector<std::shared_ptr<ModelVersion>> versions);
   void RunLifecycleThread();
@@ -177,9 +178,6 @@ class InferenceServer {
   // With models_mutex_ held, after `entry`'s versions changed: ends the model's canary when its
   // baseline or candidate version is no longer loaded.
   void EndCanaryWithoutItsVersionsLocked(const std::string& name, const ModelEntry& entry);
-  // After `name` was unloaded: unloads the loaded ensembles that call it, directly or through
-  // other ensembles. REQUIRES: lifecycle_mutex_ held.
-  void UnloadDependents(const std::string& name);
   // Whether the repository's `name` is an ensemble (false when its config does not read).
   bool IsEnsembleInRepository(const std::string& name) const;
   // Reorders model names so that ensembles come after the models their steps may need.

@@ -116,9 +116,7 @@ Status InferenceServer::UnloadModel(std::string_view name) {
         options_.control_mode == ModelControlMode::kPoll ? "poll" : "none");
   }
   std::lock_guard lock(lifecycle_mutex_);
-  RETURN_IF_ERROR(Unload(std::string(name)));
-  UnloadDependents(std::string(name));
-  return Status::Ok();
+  return Unload(std::string(name));
 }
 
 Status InferenceServer::Load(const std::string& name, std::optional<std::string> config_json) {
@@ -226,27 +224,6 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
   return Status::Ok();
 }
 
-void InferenceServer::UnloadDependents(const std::string& name) {
-  // The loaded ensembles that call it, and those that call them, until none is left: they could
-  // not run any more (Triton unloads them too).
-  std::set<std::string> unloaded = {name};
-  for (bool more = true; more;) {
-    more = false;
-    for (const std::shared_ptr<ModelVersion>& version : AllModels()) {
-      if (!version->IsEnsemble() || unloaded.contains(version->name())) continue;
-      const auto& steps = version->config().ensemble_scheduling().step();
-      if (std::none_of(steps.begin(), steps.end(),
-                       [&](const auto& step) { return unloaded.contains(step.model_name()); })) {
-        continue;
-      }
-      LOG_INFO("ensemble '{}' unloaded with '{}', which it calls", version->name(), name);
-      (void)Unload(version->name());
-      unloaded.insert(version->name());
-      more = true;
-    }
-  }
-}
-
 void InferenceServer::EndCanaryWithoutItsVersionsLocked(const std::string& name,
                                                         const ModelEntry& entry) {
   auto it = canaries_.find(name);
@@ -315,6 +292,17 @@ Status InferenceServer::Unload(const std::string& name) {
   }
   LOG_INFO("model '{}' unloaded; {} version(s) finish their queued requests", name, removed.size());
   Retire(std::move(removed));
+  // The loaded ensembles that call it cannot run any more (Triton unloads them too); each takes
+  // its own callers along. No cycle: loading refuses one (CheckEnsembleCycle).
+  for (const std::shared_ptr<ModelVersion>& version : AllModels()) {
+    if (!version->IsEnsemble()) continue;
+    const auto& steps = version->config().ensemble_scheduling().step();
+    if (std::any_of(steps.begin(), steps.end(),
+                    [&](const auto& step) { return step.model_name() == name; })) {
+      LOG_INFO("ensemble '{}' unloaded with '{}', which it calls", version->name(), name);
+      (void)Unload(version->name());  // NotFound when an earlier one took it along already
+    }
+  }
   return Status::Ok();
 }
 
@@ -404,7 +392,6 @@ void InferenceServer::Poll() {
     if (serving) {
       LOG_INFO("poll: model '{}' left the repository; unloading", name);
       (void)Unload(name);
-      UnloadDependents(name);
     }
   }
   last_seen_ = std::move(seen);
