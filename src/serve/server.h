@@ -10,8 +10,10 @@
 // Hot reload: a (re)load builds and warms every new version beside the serving ones, then swaps
 // the model's version table in one step under the table mutex. Versions that left the table keep
 // running what they already have; they are stopped (draining their queues) only after a buffer
-// window of P90(recent load times) + 50 ms, so a request that looked a version up just before
-// the swap still finds it working. A load that fails leaves the serving versions untouched.
+// window of P90(recent load times) + 50 ms, and not before every request path that looked one up
+// has let it go (a request between its lookup and its queue, an ensemble in flight), so a
+// request that found a version before the swap always finds it working, however long its thread
+// was held up. A load that fails leaves the serving versions untouched.
 //
 // Thread safety: every public method may be called from any thread. Lifecycle operations run one
 // at a time (lifecycle_mutex_); the model table is guarded by models_mutex_, held only for
@@ -140,6 +142,10 @@ class InferenceServer {
   // Unavailable instead of run, so that stopping the models does not outlast the timeout.
   int64_t Shutdown(std::chrono::milliseconds timeout);
 
+  // Versions that left the model table (replaced or unloaded) and are not stopped yet: within
+  // their buffer window, or still held by a request on its way to them.
+  size_t RetiringVersions() const;
+
  private:
   // Routes (canary), finds the model, validates and queues. `counted`: the request was entered in
   // in_flight_, which its answer leaves.
@@ -198,9 +204,9 @@ class InferenceServer {
   std::map<std::string, std::shared_ptr<CanaryController>, std::less<>>
       canaries_;  // guarded by models_mutex_
 
-  // Replaced versions waiting for their buffer window, and the thread that releases them (and
-  // polls, in poll mode).
-  std::mutex retire_mutex_;
+  // Replaced versions waiting for their buffer window and their last request path, and the
+  // thread that releases them (and polls, in poll mode).
+  mutable std::mutex retire_mutex_;
   std::condition_variable retire_changed_;
   std::vector<Retiring> retiring_;  // guarded by retire_mutex_
   bool stopping_ = false;           // guarded by retire_mutex_

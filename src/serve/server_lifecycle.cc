@@ -14,6 +14,9 @@ namespace {
 
 constexpr size_t kLoadTimesKept = 64;
 constexpr std::chrono::milliseconds kReleaseMargin{50};
+// How often a version past its buffer window is looked at again while a request path still
+// holds it.
+constexpr std::chrono::milliseconds kHeldRecheck{10};
 
 int TotalInstances(const model::ModelConfig& config) {
   int total = 0;
@@ -324,6 +327,11 @@ void InferenceServer::Retire(std::vector<std::shared_ptr<ModelVersion>> versions
   retire_changed_.notify_all();
 }
 
+size_t InferenceServer::RetiringVersions() const {
+  std::lock_guard lock(retire_mutex_);
+  return retiring_.size();
+}
+
 void InferenceServer::Poll() {
   std::lock_guard lock(lifecycle_mutex_);
   Result<std::vector<std::string>> names = model::ListModels(options_.repository);
@@ -403,16 +411,18 @@ void InferenceServer::RunLifecycleThread() {
   std::unique_lock lock(retire_mutex_);
   while (!stopping_) {
     const SteadyTime now = Clock::Real().Now();
-    // Release versions whose buffer window has passed. Stop() drains their queues, so it runs
-    // without the lock.
+    // Release versions whose buffer window has passed and that no request path holds any more
+    // (the version left the table, so nothing can look it up again once this is the only
+    // reference). Stop() drains their queues, so it runs without the lock.
     std::vector<std::shared_ptr<ModelVersion>> due;
     SteadyTime next_release = SteadyTime::max();
     for (auto it = retiring_.begin(); it != retiring_.end();) {
-      if (it->release_at <= now) {
+      const bool window_passed = it->release_at <= now;
+      if (window_passed && it->version.use_count() == 1) {
         due.push_back(std::move(it->version));
         it = retiring_.erase(it);
       } else {
-        next_release = std::min(next_release, it->release_at);
+        next_release = std::min(next_release, window_passed ? now + kHeldRecheck : it->release_at);
         ++it;
       }
     }

@@ -53,10 +53,6 @@ std::unique_ptr<backend::Backend> MakeFakeBackend(Gate& gate);
 // Writes the repository described above under `directory`.
 void WriteFakeRepository(const std::filesystem::path& directory);
 
-// Polls `condition` (for states only observable by polling: queue lengths, counters); false if
-// it does not hold within 10 s.
-bool Eventually(const std::function<bool()>& condition);
-
 template <typename T>
 std::string ToBytes(const std::vector<T>& values) {
   return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "grpc_test_fixture.h"
+#include "testing/eventually.h"
 
 namespace rampart::api {
 namespace {

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "serve/server.h"
+#include "testing/eventually.h"
 
 namespace rampart::serve {
 namespace {
@@ -676,6 +677,48 @@ TEST(InferenceServer, UnloadingAModelTakesTheEnsemblesThatCallIt) {
   EXPECT_FALSE(server.GetModel("two", kLatestVersion).ok());
   EXPECT_TRUE(server.IsReady());  // unloaded on request, as far as readiness goes
   server.Shutdown(std::chrono::milliseconds(0));
+}
+
+// A request that looked a version up before a reload replaced it, and whose thread was then held
+// up past the old version's buffer window, still finds that version working; the version stops
+// once the request has let it go.
+TEST(InferenceServer, AReplacedVersionStopsOnlyOnceNoRequestHoldsIt) {
+  RepositoryDir repository;
+  std::string config = kAddConfig;
+  config += "version_policy: { all {} }\n";
+  WriteModel(repository.path(), "add", config);
+  std::filesystem::create_directories(repository.path() / "add" / "2");
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  // Version 1 as a request has it between its lookup and its queue.
+  Result<std::shared_ptr<ModelVersion>> held = server.GetModel("add", 1);
+  ASSERT_TRUE(held.ok());
+
+  config.replace(config.find("max_batch_size: 4"), 17, "max_batch_size: 8");
+  WriteModel(repository.path(), "add", config);
+  ASSERT_TRUE(server.LoadModel("add").ok());  // both versions replaced, with one buffer window
+  ASSERT_EQ(server.RetiringVersions(), 2u);
+  // Version 2 goes when the window has passed; version 1, considered in the same pass, stays.
+  ASSERT_TRUE(testing::Eventually([&] { return server.RetiringVersions() < 2; }));
+  EXPECT_EQ(server.RetiringVersions(), 1u);
+
+  auto request =
+      Request({Int32Tensor("INPUT0", {1, 2}, {1, 2}), Int32Tensor("INPUT1", {1, 2}, {10, 20})});
+  ASSERT_TRUE((*held)->Validate(*request).ok());
+  std::promise<Result<std::unique_ptr<InferResponse>>> answered;
+  (*held)->Enqueue(std::move(request), [&answered](Result<std::unique_ptr<InferResponse>> result) {
+    answered.set_value(std::move(result));
+  });
+  Result<std::unique_ptr<InferResponse>> answer = answered.get_future().get();
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  const auto* sum = reinterpret_cast<const int32_t*>((*answer)->outputs[0].data.data());
+  EXPECT_EQ(sum[0], 11);
+  EXPECT_EQ(sum[1], 22);
+
+  held = std::shared_ptr<ModelVersion>();  // the request lets it go
+  EXPECT_TRUE(testing::Eventually([&] { return server.RetiringVersions() == 0; }));
 }
 
 TEST(InferenceServer, AShutdownPastItsDeadlineAlsoAnswersWhatAReplacedVersionHolds) {
