@@ -21,7 +21,7 @@
 # Usage: bench/batching_bench.sh --binary build/rampart --offline build/bench/torch_offline
 #                                --repository examples/models [--duration 10] [--warmup 2]
 #                                [--offline-seconds 5] [--rounds 3] [--threads N]
-#                                [--serve-args "FLAGS"] [--out FILE]
+#                                [--split-cpus] [--serve-args "FLAGS"] [--out FILE]
 #                                [--start-timeout 120] [--keep-workdir]
 # See docs/benchmarks.md.
 set -euo pipefail
@@ -47,6 +47,7 @@ warmup=2
 offline_seconds=5
 rounds=3
 thread_budget=0
+split_cpus=0
 serve_args=""
 out_file=""
 start_timeout=120
@@ -68,6 +69,11 @@ Options:
   --threads N              intra-op thread budget of the served instance (--threads-per-instance)
                            and of the offline baseline alike (default 0: each one's default,
                            the machine's cores for this one-instance model)
+  --split-cpus             with --threads N: the served instance thread runs on the last N of
+                           this process's CPUs, the HTTP I/O threads and wrk on the others, and
+                           the offline baseline on the instance's CPUs (Triton's host policy
+                           does the same with `cpu-cores`); keeps the load generator off the
+                           computing core
   --serve-args "FLAGS"     more `rampart serve` flags for the served side, e.g.
                            "--instance-cpus 1 --http-cpus 0" (split into words on spaces)
   --out FILE               also write the results as a markdown snippet to FILE
@@ -86,6 +92,7 @@ while [ $# -gt 0 ]; do
     --offline-seconds) offline_seconds="${2:?--offline-seconds needs a value}"; shift 2 ;;
     --rounds) rounds="${2:?--rounds needs a value}"; shift 2 ;;
     --threads) thread_budget="${2:?--threads needs a value}"; shift 2 ;;
+    --split-cpus) split_cpus=1; shift ;;
     --serve-args) serve_args="${2?--serve-args needs a value}"; shift 2 ;;
     --out) out_file="${2:?--out needs a value}"; shift 2 ;;
     --start-timeout) start_timeout="${2:?--start-timeout needs a value}"; shift 2 ;;
@@ -104,6 +111,26 @@ offline_thread_args=()
 if [ "$thread_budget" -gt 0 ]; then
   offline_thread_args=(--threads "$thread_budget")
   rampart_extra_args=(--threads-per-instance "$thread_budget")
+fi
+offline_prefix=()
+placement=""
+if [ "$split_cpus" -eq 1 ]; then
+  # Prints "<instance CPUs> <the other CPUs>" as taskset lists, or fails with the reason.
+  cpu_split="$(python3 - "$thread_budget" <<'EOF'
+import os, sys
+budget = int(sys.argv[1])
+cpus = sorted(os.sched_getaffinity(0))
+if not 0 < budget < len(cpus):
+    sys.exit("--split-cpus needs --threads N with 0 < N < %d (this process's CPUs)" % len(cpus))
+print(",".join(map(str, cpus[-budget:])), ",".join(map(str, cpus[:-budget])))
+EOF
+  )" || die "cannot split the CPUs"
+  read -r instance_cpus front_cpus <<<"$cpu_split"
+  require_tools taskset
+  rampart_extra_args+=(--instance-cpus "$instance_cpus" --http-cpus "$front_cpus")
+  wrk_prefix=(taskset -c "$front_cpus")
+  offline_prefix=(taskset -c "$instance_cpus")
+  placement="instance CPUs $instance_cpus; HTTP I/O and wrk CPUs $front_cpus"
 fi
 # shellcheck disable=SC2206  # split into words on purpose
 rampart_extra_args+=($serve_args)
@@ -179,7 +206,7 @@ run_offline() {
   local batch="$1" out="$workdir/offline.b$1.stdout" err="$workdir/offline.b$1.stderr" status
   log "offline: batch $batch for ${offline_seconds}s"
   # In the background so the trap can stop it; `wait` returns early on a signal.
-  "$offline_bin" --model-dir "$bench_repository/$batched_model" --batch "$batch" \
+  "${offline_prefix[@]}" "$offline_bin" --model-dir "$bench_repository/$batched_model" --batch "$batch" \
     --seconds "$offline_seconds" "${offline_thread_args[@]}" >"$out" 2>"$err" &
   offline_pid=$!
   wait "$offline_pid" && status=0 || status=$?
@@ -501,7 +528,7 @@ report() {
     "$unbatched_model: the same without dynamic_batching;" \
     "intra-op threads: server ${server_threads:-?}, offline ${result[offline.threads]}" \
     "${instance_nice:+; $batched_model instance thread at nice $instance_nice}" \
-    "${serve_args:+; serve flags: $serve_args}"
+    "${placement:+; $placement}${serve_args:+; serve flags: $serve_args}"
   echo
   echo "Offline (bench/torch_offline, no server, ${offline_seconds}s each):" \
     "batch $offline_batch **$(calc "${result[offline.b$offline_batch.rate]}" 0) samples/s**" \

@@ -183,13 +183,15 @@ to_us() {
 # JSON; the raw output is kept as $workdir/wrk.LABEL.txt and the latency histogram as
 # $workdir/wrk.LABEL.latency (wrk_post_body.lua). Sets wrk_rps, wrk_p50_us, wrk_p99_us,
 # wrk_requests, wrk_errors (non-2xx responses plus socket errors, warned about when > 0) and
-# wrk_latency_file.
+# wrk_latency_file. A command to run wrk under (e.g. `taskset -c 0`) may be set in the array
+# wrk_prefix.
+wrk_prefix=()
 run_wrk() {
   local label="$1" threads="$2" connections="$3" seconds="$4" url="$5" body_file="$6"
   local raw="$workdir/wrk.$label.txt"
   wrk_latency_file="$workdir/wrk.$label.latency"
   RAMPART_BENCH_BODY_FILE="$body_file" RAMPART_BENCH_LATENCY_FILE="$wrk_latency_file" \
-    wrk --latency --timeout 5s -t "$threads" -c "$connections" -d "${seconds}s" \
+    "${wrk_prefix[@]}" wrk --latency --timeout 5s -t "$threads" -c "$connections" -d "${seconds}s" \
     -s "$bench_lib_dir/wrk_post_body.lua" "$url" >"$raw" 2>&1 ||
     { cat "$raw" >&2; die "wrk failed ($label)"; }
   wrk_rps="$(awk '/^Requests\/sec:/ { print $2 }' "$raw")"
