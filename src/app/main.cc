@@ -166,7 +166,7 @@ int Serve(const ServeSettings& settings) {
     if (!settings.metrics_histogram_buckets.empty()) {
       // Checked by Validate.
       metrics_options.histogram_buckets_us =
-          *metrics::ParseHistogramBuckets(settings.metrics_histogram_buckets);
+          *metrics::ParseMicrosecondBuckets(settings.metrics_histogram_buckets);
     }
     metrics_options.summaries = settings.metrics_summaries;
     serve_metrics = std::make_unique<metrics::ServeMetrics>(registry, metrics_options);

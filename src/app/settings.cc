@@ -8,7 +8,7 @@
 
 #include "core/cpu_affinity.h"
 #include "core/logging.h"
-#include "metrics/metrics.h"
+#include "metrics/serve_metrics.h"
 
 namespace rampart::app {
 namespace {
@@ -155,6 +155,14 @@ Status Validate(const ServeSettings& settings) {
           "--grpc-use-ssl-mutual needs --grpc-root-cert (the CA that signs client certificates)");
     }
   }
+  if (settings.http_threads < 0) {
+    return InvalidArgument("--http-thread-count must be >= 0 (0: the default), got {}",
+                           settings.http_threads);
+  }
+  if (settings.threads_per_instance < 0) {
+    return InvalidArgument("--threads-per-instance must be >= 0 (0: the default), got {}",
+                           settings.threads_per_instance);
+  }
   if (settings.direct_execution_max_us < 0) {
     return InvalidArgument("--direct-execution-max-us must be >= 0, got {}",
                            settings.direct_execution_max_us);
@@ -169,7 +177,7 @@ Status Validate(const ServeSettings& settings) {
   }
   RETURN_IF_ERROR(ParseLogFormat(settings.log_format).status().WithContext("--log-format"));
   if (!settings.metrics_histogram_buckets.empty()) {
-    RETURN_IF_ERROR(metrics::ParseHistogramBuckets(settings.metrics_histogram_buckets)
+    RETURN_IF_ERROR(metrics::ParseMicrosecondBuckets(settings.metrics_histogram_buckets)
                         .status()
                         .WithContext("--metrics-histogram-buckets"));
   }

@@ -199,6 +199,12 @@ class ServerCollector final : public Collector {
 
 }  // namespace
 
+Result<std::vector<double>> ParseMicrosecondBuckets(std::string_view text) {
+  ASSIGN_OR_RETURN(std::vector<double> microseconds, ParseHistogramBuckets(text));
+  RETURN_IF_ERROR(ValidateHistogramBuckets(ToSeconds(microseconds)).WithContext("in seconds"));
+  return microseconds;
+}
+
 ServeMetrics::ServeMetrics(Registry& registry, ServeMetricsOptions options)
     : registry_(registry), options_(std::move(options)) {}
 
@@ -213,7 +219,7 @@ std::unique_ptr<serve::VersionObserver> ServeMetrics::ForVersion(const model::Mo
   std::vector<double> buckets_us = options_.histogram_buckets_us;
   auto parameter = config.parameters().find(std::string(kModelBucketsParameter));
   if (parameter != config.parameters().end()) {
-    Result<std::vector<double>> parsed = ParseHistogramBuckets(parameter->second.string_value());
+    Result<std::vector<double>> parsed = ParseMicrosecondBuckets(parameter->second.string_value());
     if (parsed.ok()) {
       buckets_us = std::move(parsed).value();
     } else {

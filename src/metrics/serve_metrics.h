@@ -43,6 +43,11 @@ struct ServeMetricsOptions {
 // The model config parameter that overrides the histogram buckets for one model.
 inline constexpr std::string_view kModelBucketsParameter = "metrics_histogram_buckets";
 
+// ParseHistogramBuckets for a list in microseconds, also checked as the seconds the histograms
+// keep (two bounds a hair apart, or tiny ones, can become one bound). For the
+// --metrics-histogram-buckets flag and the per-model parameter.
+Result<std::vector<double>> ParseMicrosecondBuckets(std::string_view text);
+
 class ServeMetrics final : public serve::ServerObserver {
  public:
   // REQUIRES: ValidateHistogramBuckets(options.histogram_buckets_us).ok().

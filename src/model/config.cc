@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include <fmt/ranges.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/json_util.h>
@@ -47,6 +48,44 @@ Status CheckDims(std::string_view file, std::string_view what,
   return Status::Ok();
 }
 
+// The element counts of the runs of fixed dims between variable (-1) ones: [2, 4, -1, 6] gives
+// {8, 6}, [3] gives {3}, [] gives {1}. Empty when a count overflows int64.
+std::vector<int64_t> FixedRuns(const google::protobuf::RepeatedField<int64_t>& dims) {
+  std::vector<int64_t> runs{1};
+  for (int64_t dim : dims) {
+    if (dim == -1) {
+      runs.push_back(1);
+    } else if (__builtin_mul_overflow(runs.back(), dim, &runs.back())) {
+      return {};
+    }
+  }
+  return runs;
+}
+
+// A reshape must hold what dims hold, as Triton checks: its dims positive or -1, and the same
+// element count between each pair of variable dims (so the variable dims pair up in order and a
+// request's sizes for them carry over).
+template <typename Tensor>
+Status CheckReshape(std::string_view file, std::string_view what, const Tensor& tensor) {
+  if (!tensor.has_reshape()) return Status::Ok();
+  const auto& reshape = tensor.reshape().shape();
+  for (int64_t dim : reshape) {
+    if (dim == 0 || dim < -1) {
+      return InvalidArgument("{}: {}: reshape dims must be positive or -1 (variable), got {}", file,
+                             what, dim);
+    }
+  }
+  const std::vector<int64_t> dims_runs = FixedRuns(tensor.dims());
+  const std::vector<int64_t> reshape_runs = FixedRuns(reshape);
+  if (dims_runs.empty() || reshape_runs.empty() || dims_runs != reshape_runs) {
+    return InvalidArgument(
+        "{}: {}: dims [{}] and reshape [{}] differ in size (they must hold as many elements, "
+        "counted between variable dims alike)",
+        file, what, fmt::join(tensor.dims(), ","), fmt::join(reshape, ","));
+  }
+  return Status::Ok();
+}
+
 template <typename Tensors>
 Status CheckTensors(std::string_view file, std::string_view kind, const Tensors& tensors) {
   std::set<std::string> seen;
@@ -62,6 +101,7 @@ Status CheckTensors(std::string_view file, std::string_view kind, const Tensors&
       return InvalidArgument("{}: {}: 'data_type' is required", file, what);
     }
     RETURN_IF_ERROR(CheckDims(file, what, tensor.dims(), tensor.has_reshape()));
+    RETURN_IF_ERROR(CheckReshape(file, what, tensor));
   }
   return Status::Ok();
 }
@@ -280,6 +320,7 @@ Status CompleteAndValidate(ModelConfig& config, std::string_view folder_name,
     auto* group = config.add_instance_group();
     group->set_kind(inference::ModelInstanceGroup::KIND_CPU);
   }
+  int64_t instances = 0;
   for (int i = 0; i < config.instance_group_size(); ++i) {
     auto* group = config.mutable_instance_group(i);
     if (group->name().empty()) group->set_name(fmt::format("{}_{}", config.name(), i));
@@ -288,6 +329,11 @@ Status CompleteAndValidate(ModelConfig& config, std::string_view folder_name,
                              group->count());
     }
     if (group->count() == 0) group->set_count(1);
+    instances += group->count();
+  }
+  if (instances > kMaxInstances) {
+    return InvalidArgument("{}: instance_group: {} instances in all; at most {} are allowed", file,
+                           instances, kMaxInstances);
   }
   return Status::Ok();
 }
@@ -309,10 +355,26 @@ tensor::DataType ToTensorType(inference::DataType type) {
 
 tensor::Shape ReshapedShape(const inference::ModelInput& input, const tensor::Shape& sent,
                             bool batched) {
+  const size_t offset = batched ? 1 : 0;
+  // The sent sizes of the variable dims, in order; CheckReshape paired them with the reshape's.
+  std::vector<int64_t> variable;
+  for (int i = 0; i < input.dims_size(); ++i) {
+    if (input.dims(i) == -1) variable.push_back(sent[offset + static_cast<size_t>(i)]);
+  }
   tensor::Shape shape;
   if (batched) shape.push_back(sent[0]);
-  shape.insert(shape.end(), input.reshape().shape().begin(), input.reshape().shape().end());
+  size_t next = 0;
+  for (int64_t dim : input.reshape().shape()) shape.push_back(dim == -1 ? variable[next++] : dim);
   return shape;
+}
+
+bool ShapeMatchesDims(const google::protobuf::RepeatedField<int64_t>& dims,
+                      const tensor::Shape& shape, size_t offset) {
+  if (shape.size() != static_cast<size_t>(dims.size()) + offset) return false;
+  for (int i = 0; i < dims.size(); ++i) {
+    if (dims[i] != -1 && dims[i] != shape[offset + static_cast<size_t>(i)]) return false;
+  }
+  return true;
 }
 
 }  // namespace rampart::model

@@ -53,10 +53,20 @@ std::string ConfigToJson(const ModelConfig& config);
 // A config's data type as a wire tensor type (TYPE_STRING -> BYTES).
 tensor::DataType ToTensorType(inference::DataType type);
 
-// The shape the model sees for `input`, which has a `reshape`, given the shape it was sent in:
-// the reshape's dims in place of the sent ones, after the batch dimension when `batched`.
+// The shape the model sees for `input`, which has a `reshape`, given the shape it was sent in
+// (which matches the input's dims): the reshape's dims in place of the sent ones, after the batch
+// dimension when `batched`, its variable dims taking the sent sizes of the input's variable dims
+// in order (as Triton does).
 tensor::Shape ReshapedShape(const inference::ModelInput& input, const tensor::Shape& sent,
                             bool batched);
+
+// Whether `shape` from position `offset` on (1 to skip a batch dimension) has the config `dims`,
+// -1 matching any size.
+bool ShapeMatchesDims(const google::protobuf::RepeatedField<int64_t>& dims,
+                      const tensor::Shape& shape, size_t offset);
+
+// The most instances one model may ask for, over all its instance groups.
+inline constexpr int64_t kMaxInstances = 1024;
 
 // The canonical platform/backend names of the backends Rampart knows about.
 inline constexpr std::string_view kPytorchPlatform = "pytorch_libtorch";

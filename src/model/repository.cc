@@ -14,8 +14,10 @@ constexpr std::string_view kConfigFile = "config.pbtxt";
 // A config file larger than this is not a model config; refuse instead of reading it all.
 constexpr uintmax_t kMaxConfigBytes = 4 << 20;
 
+// A version folder's name: digits without leading zeros ("0" itself is a version). Triton skips
+// "01" and the like, whose version would name another folder.
 bool ParseVersion(const std::string& name, int64_t& version) {
-  if (name.empty()) return false;
+  if (name.empty() || (name.size() > 1 && name[0] == '0')) return false;
   const char* end = name.data() + name.size();
   auto [ptr, error] = std::from_chars(name.data(), end, version);
   return error == std::errc() && ptr == end && version >= 0;
@@ -32,7 +34,12 @@ Result<ModelSource> Select(const std::filesystem::path& model_directory, ModelCo
   source.name = model_directory.filename().string();
   source.directory = model_directory;
   source.config = std::move(config);
-  const std::vector<int64_t> available = ListVersions(model_directory);
+  std::vector<std::string> leading_zeros;
+  const std::vector<int64_t> available = ListVersions(model_directory, &leading_zeros);
+  for (const std::string& name : leading_zeros) {
+    LOG_WARN("{}: ignoring version folder '{}': version folders are numbers without leading zeros",
+             model_directory.string(), name);
+  }
   if (available.empty()) {
     return NotFound("{}: no version folders (e.g. {}/1/) found", model_directory.string(),
                     model_directory.string());
@@ -46,13 +53,19 @@ Result<ModelSource> Select(const std::filesystem::path& model_directory, ModelCo
 
 }  // namespace
 
-std::vector<int64_t> ListVersions(const std::filesystem::path& model_directory) {
+std::vector<int64_t> ListVersions(const std::filesystem::path& model_directory,
+                                  std::vector<std::string>* leading_zeros) {
   std::vector<int64_t> versions;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(model_directory, error)) {
     int64_t version = 0;
-    if (entry.is_directory(error) && ParseVersion(entry.path().filename().string(), version)) {
+    if (!entry.is_directory(error)) continue;
+    const std::string name = entry.path().filename().string();
+    if (ParseVersion(name, version)) {
       versions.push_back(version);
+    } else if (leading_zeros && name.size() > 1 &&
+               name.find_first_not_of("0123456789") == std::string::npos) {
+      leading_zeros->push_back(name);
     }
   }
   std::sort(versions.begin(), versions.end());

@@ -41,8 +41,11 @@ std::string Fingerprint(const std::filesystem::path& model_directory);
 // The same digest for one version folder's files only.
 std::string VersionFingerprint(const std::filesystem::path& model_directory, int64_t version);
 
-// Version folders present under a model folder, ascending.
-std::vector<int64_t> ListVersions(const std::filesystem::path& model_directory);
+// Version folders present under a model folder, ascending: folders named by a number without
+// leading zeros ("0" included). Numbered folders skipped for a leading zero ("01", as Triton
+// skips them) are added to `leading_zeros` when given.
+std::vector<int64_t> ListVersions(const std::filesystem::path& model_directory,
+                                  std::vector<std::string>* leading_zeros = nullptr);
 
 // Applies a version policy to the versions present.
 std::vector<int64_t> SelectVersions(const inference::ModelVersionPolicy& policy,

@@ -68,6 +68,12 @@ Result<BatchPolicy> BatchPolicy::FromConfig(const model::ModelConfig& config) {
   ASSIGN_OR_RETURN(policy.max_queue_delay, QueueMicros(config, "max_queue_delay_microseconds",
                                                        batching.max_queue_delay_microseconds()));
   policy.preserve_ordering = batching.preserve_ordering();
+  if (batching.priority_levels() > kMaxPriorityLevels) {
+    return InvalidArgument(
+        "model '{}': dynamic_batching.priority_levels must be at most {} (each level is a queue "
+        "the batcher scans), got {}",
+        config.name(), kMaxPriorityLevels, batching.priority_levels());
+  }
   policy.priority_levels = std::max<uint64_t>(1, batching.priority_levels());
   if (batching.priority_levels() == 0) {
     policy.default_priority_level = 1;

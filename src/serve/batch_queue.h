@@ -64,6 +64,9 @@ struct BatchPolicy {
 
 inline constexpr size_t kUnbatchedQueueLimit = 1024;
 
+// The most priority levels a model may have.
+inline constexpr uint64_t kMaxPriorityLevels = 1024;
+
 // The longest queue delay or timeout, in microseconds (about 31.7 years): a config asking for
 // more is refused, a request's longer timeout counts as none. Keeps every deadline far inside
 // SteadyTime's range.

@@ -9,15 +9,6 @@
 namespace rampart::serve {
 namespace {
 
-bool DimsMatch(const google::protobuf::RepeatedField<int64_t>& dims, const tensor::Shape& shape,
-               size_t offset) {
-  if (shape.size() != static_cast<size_t>(dims.size()) + offset) return false;
-  for (int i = 0; i < dims.size(); ++i) {
-    if (dims[i] != -1 && dims[i] != shape[offset + static_cast<size_t>(i)]) return false;
-  }
-  return true;
-}
-
 std::string ExpectedShape(const google::protobuf::RepeatedField<int64_t>& dims, bool batched) {
   tensor::Shape shape;
   if (batched) shape.push_back(-1);
@@ -149,7 +140,7 @@ Status ModelVersion::Validate(InferRequest& request) const {
       }
       batch_size = it->shape[0];
     }
-    if (!DimsMatch(input.dims(), it->shape, batched ? 1 : 0)) {
+    if (!model::ShapeMatchesDims(input.dims(), it->shape, batched ? 1 : 0)) {
       return InvalidArgument("unexpected shape for input '{}' for model '{}'. Expected {}, got {}",
                              input.name(), model, ExpectedShape(input.dims(), batched),
                              tensor::ShapeToString(it->shape));

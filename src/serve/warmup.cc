@@ -4,6 +4,8 @@
 #include <random>
 #include <sstream>
 
+#include <fmt/ranges.h>
+
 namespace rampart::serve {
 namespace {
 
@@ -28,6 +30,12 @@ Result<tensor::Tensor> SampleInput(const model::ModelConfig& config,
   if (config.max_batch_size() > 0)
     tensor.shape.push_back(std::max<uint32_t>(1, sample.batch_size()));
   tensor.shape.insert(tensor.shape.end(), spec.dims().begin(), spec.dims().end());
+  // As a request's shape is checked: a reshape, or the model itself, relies on it.
+  if (!model::ShapeMatchesDims(input.dims(), tensor.shape, config.max_batch_size() > 0 ? 1 : 0)) {
+    return InvalidArgument("model_warmup '{}': input '{}' has dims [{}] but the model takes [{}]",
+                           sample.name(), input.name(), fmt::join(spec.dims(), ","),
+                           fmt::join(input.dims(), ","));
+  }
   const std::optional<int64_t> count = tensor::ElementCount(tensor.shape);
   if (!count) {
     return InvalidArgument("model_warmup '{}': input '{}' has invalid dims", sample.name(),

@@ -86,6 +86,22 @@ TEST(Settings, ValidateRejectsImpossibleValues) {
   settings.http_port = 0;
   settings.http_max_input_size = 0;
   EXPECT_FALSE(Validate(settings).ok());
+  settings.http_max_input_size = 1024;
+  settings.http_threads = -4;  // was taken as "the default"
+  EXPECT_EQ(Validate(settings).message(),
+            "--http-thread-count must be >= 0 (0: the default), got -4");
+  settings.http_threads = 0;
+  settings.threads_per_instance = -1;
+  EXPECT_EQ(Validate(settings).message(),
+            "--threads-per-instance must be >= 0 (0: the default), got -1");
+  settings.threads_per_instance = 0;
+  // Distinct in microseconds, one bound in seconds: the histogram would refuse them at load.
+  settings.metrics_histogram_buckets = "504516.0769861755,504516.07698617555";
+  EXPECT_NE(Validate(settings).message().find("--metrics-histogram-buckets: in seconds"),
+            std::string::npos)
+      << Validate(settings).message();
+  settings.metrics_histogram_buckets = "1000,5000";
+  EXPECT_TRUE(Validate(settings).ok());
 }
 
 TEST(Settings, GrpcKeysLiveUnderServer) {

@@ -206,7 +206,69 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"backend: \"pytorch\" max_batch_size: 4 input [ { name: \"x\" data_type: "
                   "TYPE_FP32 dims: [-1] } ] output [ { name: \"y\" data_type: TYPE_FP32 dims: "
                   "[-1, -1] } ] batch_output [ { target_name: \"y\" source_input: \"x\" } ]",
-                  "output 'y' dim 2 is -1 but input 'x' has no dim 2 to take it from"}));
+                  "output 'y' dim 2 is -1 but input 'x' has no dim 2 to take it from"},
+        // A reshape holds what dims hold (a request is checked against dims, and the model reads
+        // the reshape's element count from its buffer).
+        BadConfig{"backend: \"pytorch\" input [ { name: \"x\" data_type: TYPE_FP32 dims: [4] "
+                  "reshape { shape: [1000000] } } ] output [ { name: \"y\" data_type: TYPE_FP32 "
+                  "dims: [1] } ]",
+                  "input[0] 'x': dims [4] and reshape [1000000] differ in size"},
+        BadConfig{"backend: \"pytorch\" input [ { name: \"x\" data_type: TYPE_FP32 dims: [-1, 2] "
+                  "reshape { shape: [2, -1] } } ] output [ { name: \"y\" data_type: TYPE_FP32 "
+                  "dims: [1] } ]",
+                  "dims [-1,2] and reshape [2,-1] differ in size"},
+        BadConfig{"backend: \"pytorch\" input [ { name: \"x\" data_type: TYPE_FP32 dims: [4] "
+                  "reshape { shape: [-2, -2] } } ] output [ { name: \"y\" data_type: TYPE_FP32 "
+                  "dims: [1] } ]",
+                  "reshape dims must be positive or -1 (variable), got -2"},
+        BadConfig{
+            "backend: \"pytorch\" input [ { name: \"x\" data_type: TYPE_FP32 dims: [1] } ] "
+            "output [ { name: \"y\" data_type: TYPE_FP32 dims: [6] reshape { shape: [4] } } ]",
+            "output[0] 'y': dims [6] and reshape [4] differ in size"},
+        BadConfig{"backend: \"pytorch\" input [ { name: \"x\" data_type: TYPE_FP32 dims: "
+                  "[4611686018427387904, 4] reshape { shape: [1] } } ] output [ { name: \"y\" "
+                  "data_type: TYPE_FP32 dims: [1] } ]",
+                  "differ in size"},
+        BadConfig{"backend: \"pytorch\" instance_group [ { count: 2147483647 }, { count: "
+                  "2147483647 } ] input [ { name: \"x\" data_type: TYPE_FP32 dims: [1] } ] "
+                  "output [ { name: \"y\" data_type: TYPE_FP32 dims: [1] } ]",
+                  "instance_group: 4294967294 instances in all; at most 1024 are allowed"}));
+
+TEST(CompleteAndValidate, AcceptsReshapesThatKeepTheSizeBetweenVariableDims) {
+  for (std::string_view io :
+       {"dims: [ 4 ] reshape { shape: [ 2, 2 ] }", "dims: [ -1 ] reshape { shape: [ -1 ] }",
+        "dims: [ 2, 4, -1, 6 ] reshape { shape: [ 8, -1, 1, 6 ] }",
+        "dims: [ 1 ] reshape { shape: [ ] }"}) {
+    ModelConfig config = ParseOrDie(fmt::format(
+        "backend: \"pytorch\" input [ {{ name: \"x\" data_type: TYPE_FP32 {} }} ] output [ {{ "
+        "name: \"y\" data_type: TYPE_FP32 dims: [ 1 ] }} ]",
+        io));
+    EXPECT_TRUE(CompleteAndValidate(config, "m", "f").ok()) << io;
+  }
+}
+
+TEST(ReshapedShape, VariableDimsTakeTheSizesTheyWereSentWith) {
+  ModelConfig config = ParseOrDie(R"pb(
+    backend: "pytorch"
+    max_batch_size: 8 input
+    [ {
+      name: "x"
+      data_type: TYPE_FP32
+      dims: [ 2, 4, -1, 6 ]
+      reshape { shape: [ 8, -1, 1, 6 ] }
+    }] output
+    [ {
+      name: "y"
+      data_type: TYPE_FP32
+      dims: [ 1 ]
+    }]
+  )pb");
+  ASSERT_TRUE(CompleteAndValidate(config, "m", "f").ok());
+  EXPECT_EQ(ReshapedShape(config.input(0), {3, 2, 4, 7, 6}, /*batched=*/true),
+            (tensor::Shape{3, 8, 7, 1, 6}));
+  EXPECT_EQ(ReshapedShape(config.input(0), {2, 4, 5, 6}, /*batched=*/false),
+            (tensor::Shape{8, 5, 1, 6}));
+}
 
 TEST(CompleteAndValidate, AcceptsTritonsRaggedBatchingExample) {
   ModelConfig config = ParseOrDie(R"pb(

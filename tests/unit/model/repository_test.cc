@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 namespace rampart::model {
@@ -48,6 +49,15 @@ TEST_F(RepositoryTest, ListsModelFoldersOnly) {
 TEST_F(RepositoryTest, VersionFoldersAreNumericOnly) {
   WriteModel("m", "", {"3", "1", "10", "latest", "-2"});
   EXPECT_EQ(ListVersions(root_ / "m"), (std::vector<int64_t>{1, 3, 10}));
+}
+
+// "02" would be version 2, loaded from the folder "2": skipped (and named), as Triton skips it.
+TEST_F(RepositoryTest, VersionFoldersWithLeadingZerosAreSkipped) {
+  WriteModel("m", "", {"0", "1", "02", "007", "00"});
+  std::vector<std::string> skipped;
+  EXPECT_EQ(ListVersions(root_ / "m", &skipped), (std::vector<int64_t>{0, 1}));
+  std::sort(skipped.begin(), skipped.end());
+  EXPECT_EQ(skipped, (std::vector<std::string>{"00", "007", "02"}));
 }
 
 TEST(SelectVersions, AppliesEachPolicy) {

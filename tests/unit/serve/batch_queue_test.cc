@@ -388,6 +388,13 @@ TEST(BatchPolicy, RefusesDelaysAndTimeoutsPastAnyClock) {
             "model 'm': dynamic_batching.priority_queue_policy[2].default_timeout_microseconds: "
             "9223372036854775808 is too large (at most 1000000000000000)");
   EXPECT_TRUE(policy_for("max_queue_delay_microseconds: 1000000000000000").ok());
+  // One queue per level: ten trillion would not fit in memory.
+  auto levels = policy_for("priority_levels: 10000000000000 default_priority_level: 1");
+  ASSERT_FALSE(levels.ok());
+  EXPECT_EQ(levels.status().message(),
+            "model 'm': dynamic_batching.priority_levels must be at most 1024 (each level is a "
+            "queue the batcher scans), got 10000000000000");
+  EXPECT_TRUE(policy_for("priority_levels: 1024 default_priority_level: 1").ok());
 }
 
 }  // namespace

@@ -290,28 +290,35 @@ TEST(ModelVersionLoad, UnknownBackendIsAClearError) {
   EXPECT_NE(loaded.status().message().find("unknown backend 'fake'"), std::string::npos);
 }
 
-TEST(ModelVersionLoad, WarmUpSamplesReachTheModelReshaped) {
+// `add` with both inputs [4] reshaped to [2, 2], warmed up with a sample of `warmup_dims`.
+model::ModelSource ReshapingAddModel(std::string_view warmup_dims) {
   model::ModelSource source = AddModel();
-  auto parsed = model::ParseConfigText(R"config(
+  auto parsed = model::ParseConfigText(fmt::format(R"config(
 name: "add"
 backend: "fake"
 max_batch_size: 4
 input [
-  { name: "INPUT0" data_type: TYPE_INT32 dims: [ 4 ] reshape: { shape: [ 2, 2 ] } },
-  { name: "INPUT1" data_type: TYPE_INT32 dims: [ 4 ] reshape: { shape: [ 2, 2 ] } }
+  {{ name: "INPUT0" data_type: TYPE_INT32 dims: [ 4 ] reshape: {{ shape: [ 2, 2 ] }} }},
+  {{ name: "INPUT1" data_type: TYPE_INT32 dims: [ 4 ] reshape: {{ shape: [ 2, 2 ] }} }}
 ]
 output [
-  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 2, 2 ] },
-  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 2, 2 ] }
+  {{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 2, 2 ] }},
+  {{ name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 2, 2 ] }}
 ]
-model_warmup [ { name: "zeros" batch_size: 1 inputs [
-  { key: "INPUT0" value: { data_type: TYPE_INT32 dims: [ 4 ] zero_data: true } },
-  { key: "INPUT1" value: { data_type: TYPE_INT32 dims: [ 4 ] zero_data: true } } ] } ]
+model_warmup [ {{ name: "zeros" batch_size: 1 inputs [
+  {{ key: "INPUT0" value: {{ data_type: TYPE_INT32 dims: [ {0} ] zero_data: true }} }},
+  {{ key: "INPUT1" value: {{ data_type: TYPE_INT32 dims: [ {0} ] zero_data: true }} }} ] }} ]
 )config",
+                                                   warmup_dims),
                                        "add");
-  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
   source.config = parsed->config;
-  ASSERT_TRUE(model::CompleteAndValidate(source.config, "add", "add").ok());
+  EXPECT_TRUE(model::CompleteAndValidate(source.config, "add", "add").ok());
+  return source;
+}
+
+TEST(ModelVersionLoad, WarmUpSamplesReachTheModelReshaped) {
+  const model::ModelSource source = ReshapingAddModel("4");
   backend::BackendRegistry backends;
   backends.Register(std::make_unique<AddBackend>());
   {
@@ -324,6 +331,19 @@ model_warmup [ { name: "zeros" batch_size: 1 inputs [
   ASSERT_FALSE(SeenShapes().empty());
   EXPECT_EQ(SeenShapes().front(), (tensor::Shape{1, 2, 2}));  // as a request's would be
   (*loaded)->Stop();
+}
+
+// A sample is checked against the input's dims as a request is: reshaped to [2, 2], one element
+// would have been read as four.
+TEST(ModelVersionLoad, AWarmUpSampleWithOtherDimsIsRefused) {
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  auto loaded = ModelVersion::Load(ReshapingAddModel("1"), 1, backends, {.default_threads = 1});
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find(
+                "model_warmup 'zeros': input 'INPUT0' has dims [1] but the model takes [4]"),
+            std::string::npos)
+      << loaded.status().ToString();
 }
 
 TEST(InferenceServer, UnknownModelAndVersionUseTritonWording) {
