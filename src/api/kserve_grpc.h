@@ -7,11 +7,13 @@
 // Every RPC uses gRPC's callback API: handlers run on gRPC's own threads, hand infer requests to
 // the server and return at once; the completion callback (on an instance thread) finishes the
 // call. No thread waits while a model runs. ModelStreamInfer keeps any number of requests in
-// flight per stream (reading pauses above kMaxStreamPending unanswered ones) and writes each
-// response as it completes; a failed request is answered in the stream with `error_message`,
-// and the stream stays open. A cancelled call (client gone, deadline passed) marks its requests
-// cancelled, so the batcher drops those still queued. RepositoryModelLoad/Unload run on a
-// control thread of their own (loading builds models), as HTTP's load/unload do.
+// flight per stream (reading pauses above kMaxStreamPending unanswered or unwritten ones) and
+// writes the responses in request order, as Triton does for models that are not decoupled (an
+// answer that completes early waits for those before it); a failed request is answered in the
+// stream with `error_message`, and the stream stays open. A cancelled call (client gone, deadline
+// passed) marks its requests cancelled, so the batcher drops those still queued.
+// RepositoryModelLoad/Unload run on a control thread of their own (loading builds models), as
+// HTTP's load/unload do.
 //
 // gRPC's headers stay inside this module: this header only declares the front end's surface.
 //

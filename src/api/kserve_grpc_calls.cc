@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "api/kserve_grpc.h"
@@ -57,64 +58,67 @@ class InferCall final : public grpc::ServerUnaryReactor {
 }  // namespace
 
 // One ModelStreamInfer call. Reads requests one after another and hands each to the server
-// without waiting for the previous one; responses are queued and written one at a time, in
-// completion order. The stream finishes once reading has ended (client half-close, cancellation
-// or a drain) and every request in flight has been answered.
+// without waiting for the previous one; responses are written one at a time in request order,
+// as Triton writes them for models that are not decoupled (clients that send no `id` match
+// answers by position): each request read gets the next slot in answers_, and a slot is written
+// once it and every slot before it are filled. The stream finishes once reading has ended
+// (client half-close, cancellation or a drain) and every request in flight has been answered.
 //
-// Every gRPC operation (StartRead, StartWrite, Finish) is started under mutex_: gRPC runs the
-// reactions of a bidi stream on its own threads, never inline, so this cannot deadlock, and it
-// keeps "finished" and "start another operation" from racing.
+// StartRead and StartWrite are started under mutex_ (gRPC runs the reactions of a bidi stream on
+// its own threads, never inline, so this cannot deadlock), which keeps "finished" and "start
+// another operation" from racing. Finish is decided under mutex_ (finished_) but called after it
+// is released, as the caller's last step: once Finish is called gRPC may run OnDone, which
+// deletes the call, at any time unless the caller is itself a reaction; Respond, on an instance
+// thread, is not.
 class StreamCall final
     : public grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse> {
  public:
   explicit StreamCall(CallShared& shared) : shared_(shared) {
     const bool registered = shared_.streams.Register(this);
-    std::lock_guard lock(mutex_);
-    stopping_ = !registered;
-    ProgressLocked();
+    Progress([&] { stopping_ = !registered; });
   }
 
   // The server is draining: end the stream once its requests in flight are answered.
   void Stop() {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-    ProgressLocked();
+    Progress([&] { stopping_ = true; });
   }
 
   void OnReadDone(bool ok) override {
-    {
-      std::lock_guard lock(mutex_);
+    uint64_t slot = 0;
+    bool handle = false;
+    Progress([&] {
       // A request that arrives as the stream finishes (a drain raced with it) is dropped: once
       // Finish is called nothing may be handed to the server, whose answer would outlive us.
       if (!ok || finished_) {
         reading_ = false;
         reads_done_ = reads_done_ || !ok;
-        ProgressLocked();
         return;
       }
       // Counted from here, so the stream cannot finish (and be deleted) while Handle runs or
       // before the server's callback for this request has run.
       ++in_flight_;
-    }
-    Handle();
-    std::lock_guard lock(mutex_);
-    reading_ = false;
-    ProgressLocked();
+      slot = first_slot_ + answers_.size();
+      answers_.emplace_back();
+      handle = true;
+    });
+    if (!handle) return;
+    Handle(slot);
+    Progress([&] { reading_ = false; });
   }
 
   void OnWriteDone(bool ok) override {
-    std::lock_guard lock(mutex_);
-    writing_ = false;
-    writes_.pop_front();
-    if (!ok) write_failed_ = true;
-    ProgressLocked();
+    Progress([&] {
+      writing_ = false;
+      answers_.pop_front();
+      ++first_slot_;
+      if (!ok) write_failed_ = true;
+    });
   }
 
   void OnCancel() override {
     cancelled_->store(true, std::memory_order_relaxed);
     shared_.cancelled_calls.fetch_add(1, std::memory_order_relaxed);
-    std::lock_guard lock(mutex_);
-    ProgressLocked();
+    Progress([] {});
   }
 
   void OnDone() override {
@@ -123,26 +127,26 @@ class StreamCall final
   }
 
  private:
-  // Decodes request_ and hands it to the server, or answers the error in the stream. The request
-  // is already counted in in_flight_; Respond uncounts it.
-  void Handle() {
+  // Decodes request_ and hands it to the server, or answers the error in the stream, into
+  // answers_'s `slot`. The request is already counted in in_flight_; Respond uncounts it.
+  void Handle(uint64_t slot) {
     const SteadyTime arrival = Clock::Real().Now();
     Result<std::unique_ptr<serve::InferRequest>> decoded = SafeDecode(request_);
     if (!decoded.ok()) {
-      Respond(
-          Error(decoded.status(), request_.model_name(), request_.model_version(), request_.id()));
+      Respond(slot, Error(decoded.status(), request_.model_name(), request_.model_version(),
+                          request_.id()));
       return;
     }
     (*decoded)->arrival = arrival;
     (*decoded)->cancelled = cancelled_;
-    shared_.server.Infer(std::move(decoded).value(), [this, model = request_.model_name(),
+    shared_.server.Infer(std::move(decoded).value(), [this, slot, model = request_.model_name(),
                                                       version = request_.model_version(),
                                                       id = request_.id()](InferResult result) {
       ModelStreamInferResponse response;
       if (Status encoded = SafeEncode(result, *response.mutable_infer_response()); !encoded.ok()) {
         response = Error(encoded, model, version, id);
       }
-      Respond(std::move(response));
+      Respond(slot, std::move(response));
     });
   }
 
@@ -157,41 +161,56 @@ class StreamCall final
     return response;
   }
 
-  void Respond(ModelStreamInferResponse response) {
-    std::lock_guard lock(mutex_);
-    --in_flight_;
-    if (!write_failed_ && !cancelled_->load(std::memory_order_relaxed)) {
-      writes_.push_back(std::move(response));
-    }
-    ProgressLocked();
+  // On an instance thread (or in Handle): the answer for answers_'s `slot`.
+  void Respond(uint64_t slot, ModelStreamInferResponse response) {
+    Progress([&] {
+      --in_flight_;
+      // Once cancelled or broken, answers_ is cut back and nothing more is written.
+      if (!write_failed_ && !cancelled_->load(std::memory_order_relaxed)) {
+        answers_[slot - first_slot_] = std::move(response);
+      }
+    });
   }
 
-  // REQUIRES: mutex_ held. Starts the next write, resumes reading or finishes, as the state
-  // allows.
-  void ProgressLocked() {
-    if (finished_) return;
+  // Runs `change` under mutex_, then starts the next write, resumes reading or finishes, as the
+  // state allows. Finish is called last, after the lock is released (see the class comment), so
+  // a caller must not touch the call after Progress returns unless it is a reaction.
+  template <typename Change>
+  void Progress(Change change) {
+    std::optional<grpc::Status> finish;
+    {
+      std::lock_guard lock(mutex_);
+      change();
+      finish = ProgressLocked();
+    }
+    if (finish) Finish(std::move(*finish));
+  }
+
+  // REQUIRES: mutex_ held. Starts the next write or resumes reading as the state allows; returns
+  // the status to finish with once nothing is left to do (finished_ is set then).
+  std::optional<grpc::Status> ProgressLocked() {
+    if (finished_) return std::nullopt;
     const bool cancelled = cancelled_->load(std::memory_order_relaxed);
     if (cancelled || write_failed_) {
-      // Nobody will read what is still queued (the write on the wire completes by itself).
-      while (writes_.size() > (writing_ ? 1u : 0u)) writes_.pop_back();
-    } else if (!writing_ && !writes_.empty()) {
+      // Nobody will read the answers (the write on the wire completes by itself).
+      while (answers_.size() > (writing_ ? 1u : 0u)) answers_.pop_back();
+    } else if (!writing_ && !answers_.empty() && answers_.front()) {
       writing_ = true;
-      StartWrite(&writes_.front());
+      StartWrite(&*answers_.front());
     }
     const bool ending = reads_done_ || stopping_ || cancelled || write_failed_;
-    if (!ending && !reading_ && in_flight_ + static_cast<int>(writes_.size()) < kMaxStreamPending) {
+    // answers_ holds a slot for every request in flight and every answer not yet written.
+    if (!ending && !reading_ && answers_.size() < static_cast<size_t>(kMaxStreamPending)) {
       reading_ = true;
       StartRead(&request_);
     }
-    if (!ending || in_flight_ > 0 || writing_ || !writes_.empty()) return;
+    if (!ending || in_flight_ > 0 || writing_ || !answers_.empty()) return std::nullopt;
     finished_ = true;
     if (cancelled || write_failed_) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the stream was cancelled"));
-    } else if (stopping_ && !reads_done_) {
-      Finish(ToGrpcStatus(Unavailable("the server is shutting down")));
-    } else {
-      Finish(grpc::Status::OK);
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the stream was cancelled");
     }
+    if (stopping_ && !reads_done_) return ToGrpcStatus(Unavailable("the server is shutting down"));
+    return grpc::Status::OK;
   }
 
   CallShared& shared_;
@@ -199,8 +218,11 @@ class StreamCall final
   ModelInferRequest request_;  // target of the read in progress; used by the read path only
 
   std::mutex mutex_;
-  std::deque<ModelStreamInferResponse> writes_;  // guarded; front() is on the wire if writing_
-  bool writing_ = false;                         // guarded by mutex_
+  // Guarded. One slot per request read and not yet written, in request order, filled by its
+  // answer; front() is on the wire if writing_. first_slot_ numbers the front slot.
+  std::deque<std::optional<ModelStreamInferResponse>> answers_;
+  uint64_t first_slot_ = 0;    // guarded by mutex_
+  bool writing_ = false;       // guarded by mutex_
   bool reading_ = false;       // guarded; a read is outstanding or its request being handled
   bool reads_done_ = false;    // guarded; the client half-closed (or the read side broke)
   bool write_failed_ = false;  // guarded; the write side broke: nobody reads the answers

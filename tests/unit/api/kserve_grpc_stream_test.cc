@@ -11,15 +11,25 @@
 namespace rampart::api {
 namespace {
 
-TEST_F(GrpcTest, StreamKeepsRequestsInFlightAndAnswersInCompletionOrder) {
+// Triton writes a stream's answers in request order (for models that are not decoupled):
+// clients that send no `id` match them by position.
+TEST_F(GrpcTest, StreamKeepsRequestsInFlightAndAnswersInRequestOrder) {
   grpc::ClientContext context;
   context.set_deadline(Deadline());
   auto stream = stub_->ModelStreamInfer(&context);
   for (int32_t key : {1, 2, 3}) ASSERT_TRUE(stream->Write(GateRequest("gate", key)));
-  // All three are executing at once, on the gate model's three instances.
+  // All three are executing at once, on the gate model's three instances; they finish last
+  // first.
   ASSERT_TRUE(gate_.WaitEntered(3));
-  for (int32_t key : {3, 1, 2}) {
+  auto gate = server_->GetModel("gate", serve::kLatestVersion);
+  ASSERT_TRUE(gate.ok());
+  for (int32_t key : {3, 2, 1}) {
     gate_.Release(key);
+    const uint64_t done = static_cast<uint64_t>(4 - key);
+    ASSERT_TRUE(testing::Eventually(
+        [&] { return (*gate)->statistics().Snapshot().success.count == done; }));
+  }
+  for (int32_t key : {1, 2, 3}) {
     inference::ModelStreamInferResponse response;
     ASSERT_TRUE(stream->Read(&response));
     EXPECT_EQ(response.error_message(), "");
