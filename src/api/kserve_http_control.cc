@@ -29,6 +29,10 @@ net::HttpResponse KServeHttp::RepositoryIndex(const net::HttpRequest& request) c
     writer.StartObject();
     writer.Key("name");
     writer.String(entry.name);
+    if (entry.state.empty()) {  // never loaded: the name alone, as Triton writes it
+      writer.EndObject();
+      continue;
+    }
     if (!entry.version.empty()) {
       writer.Key("version");
       writer.String(entry.version);

@@ -66,8 +66,15 @@ bool InferenceServer::IsReady() const {
 }
 
 std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex() const {
+  // Clients look for the models they may load here, so those no load has tried are listed too.
+  Result<std::vector<std::string>> in_repository = model::ListModels(options_.repository);
   std::lock_guard lock(models_mutex_);
   std::vector<ModelIndexEntry> index;
+  if (in_repository.ok()) {
+    for (std::string& name : *in_repository) {
+      if (!models_.contains(name)) index.push_back({std::move(name), "", "", ""});
+    }
+  }
   for (const auto& [name, entry] : models_) {
     if (entry.loading && entry.versions.empty()) index.push_back({name, "", "LOADING", ""});
     if (!entry.reason.empty()) {
@@ -81,6 +88,8 @@ std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex() const {
       index.push_back({name, std::to_string(version), "UNAVAILABLE", reason});
     }
   }
+  std::stable_sort(index.begin(), index.end(),
+                   [](const auto& a, const auto& b) { return a.name < b.name; });
   return index;
 }
 

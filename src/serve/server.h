@@ -74,8 +74,10 @@ struct ServerOptions {
 struct ModelIndexEntry {
   std::string name;
   std::string version;  // empty when the model never got as far as choosing versions
-  std::string state;    // READY, LOADING, UNAVAILABLE
-  std::string reason;   // why it is not ready
+  // READY, LOADING, UNAVAILABLE; empty for a model of the repository that no load has tried
+  // (Triton lists those by name only).
+  std::string state;
+  std::string reason;  // why it is not ready
 };
 
 class InferenceServer {
@@ -91,13 +93,13 @@ class InferenceServer {
   Status LoadStartupModels();
 
   // Loads or reloads one model (the repository API). `config_json`, when given, replaces the
-  // model's config.pbtxt (protobuf JSON mapping, Triton's field names). Errors: FailedPrecondition
-  // outside explicit mode, NotFound for a model not in the repository, InvalidArgument for a bad
-  // config, or why a version failed to load (the serving versions stay).
+  // model's config.pbtxt (protobuf JSON mapping, Triton's field names). Errors: Unavailable (as
+  // Triton) outside explicit mode, NotFound for a model not in the repository, InvalidArgument for
+  // a bad config, or why a version failed to load (the serving versions stay).
   Status LoadModel(std::string_view name, std::optional<std::string> config_json = std::nullopt);
   // Unloads every version of a model, and the loaded ensembles that call it (directly or through
   // other ensembles), which could not run any more, as Triton does; requests already queued still
-  // finish. Errors: FailedPrecondition outside explicit mode, NotFound for a model not loaded.
+  // finish. Errors: Unavailable outside explicit mode, NotFound for a model not loaded.
   Status UnloadModel(std::string_view name);
   // One poll-mode scan: loads new and changed models whose files have settled, unloads removed
   // ones. Runs by itself every poll interval in poll mode; public for tests.

@@ -102,8 +102,9 @@ Status InferenceServer::LoadStartupModels() {
 }
 
 Status InferenceServer::LoadModel(std::string_view name, std::optional<std::string> config_json) {
+  // Unavailable (HTTP 503), as Triton answers.
   if (options_.control_mode != ModelControlMode::kExplicit) {
-    return FailedPrecondition(
+    return Unavailable(
         "explicit model load / unload is not allowed in model control mode '{}'; start with "
         "--model-control-mode=explicit",
         options_.control_mode == ModelControlMode::kPoll ? "poll" : "none");
@@ -114,9 +115,8 @@ Status InferenceServer::LoadModel(std::string_view name, std::optional<std::stri
 
 Status InferenceServer::UnloadModel(std::string_view name) {
   if (options_.control_mode != ModelControlMode::kExplicit) {
-    return FailedPrecondition(
-        "explicit model load / unload is not allowed in model control mode '{}'",
-        options_.control_mode == ModelControlMode::kPoll ? "poll" : "none");
+    return Unavailable("explicit model load / unload is not allowed in model control mode '{}'",
+                       options_.control_mode == ModelControlMode::kPoll ? "poll" : "none");
   }
   std::lock_guard lock(lifecycle_mutex_);
   return Unload(std::string(name));

@@ -288,7 +288,7 @@ TEST_F(GrpcTest, RepositoryIndexAndControl) {
   load.set_model_name("add");
   inference::RepositoryModelLoadResponse loaded;
   grpc::Status status = Call([&](auto* c) { return stub_->RepositoryModelLoad(c, load, &loaded); });
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);  // as Triton
   EXPECT_NE(status.error_message().find("not allowed in model control mode 'none'"),
             std::string::npos)
       << status.error_message();
@@ -298,7 +298,7 @@ TEST_F(GrpcTest, RepositoryIndexAndControl) {
   EXPECT_EQ(Call([&](auto* c) {
               return stub_->RepositoryModelUnload(c, unload, &unloaded);
             }).error_code(),
-            grpc::StatusCode::FAILED_PRECONDITION);
+            grpc::StatusCode::UNAVAILABLE);
   (*load.mutable_parameters())["file:1/model.pt"].set_bytes_param("x");
   EXPECT_EQ(
       Call([&](auto* c) { return stub_->RepositoryModelLoad(c, load, &loaded); }).error_code(),

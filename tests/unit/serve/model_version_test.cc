@@ -405,6 +405,33 @@ TEST(InferenceServer, StrictReadinessNeedsEveryModelButUnloadedOnes) {
   EXPECT_FALSE(server.IsReady());
 }
 
+// Clients find the models they may load in the index: Triton lists those no load has tried by
+// name only, and so does Rampart; load and unload outside explicit mode are Unavailable (503).
+TEST(InferenceServer, TheIndexListsModelsNoLoadHasTriedByNameOnly) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends;
+  backends.Register(std::make_unique<AddBackend>());
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  std::vector<ModelIndexEntry> index = server.RepositoryIndex();
+  ASSERT_EQ(index.size(), 2u);
+  EXPECT_EQ(index[0].name, "add");
+  EXPECT_EQ(index[0].state, "");
+  EXPECT_EQ(index[1].name, "broken");
+  EXPECT_EQ(index[1].state, "");
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  index = server.RepositoryIndex();
+  ASSERT_EQ(index.size(), 2u);
+  EXPECT_EQ(index[0].name, "add");
+  EXPECT_EQ(index[0].version, "1");
+  EXPECT_EQ(index[0].state, "READY");
+  EXPECT_EQ(index[1].name, "broken");
+  EXPECT_EQ(index[1].state, "");
+
+  InferenceServer fixed(ServerOptions{.repository = repository.path()}, backends);
+  EXPECT_EQ(fixed.LoadModel("add").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(fixed.UnloadModel("add").code(), StatusCode::kUnavailable);
+}
+
 TEST(InferenceServer, WithoutStrictReadinessAFailedModelLeavesTheServerReady) {
   RepositoryDir repository;
   backend::BackendRegistry backends;
