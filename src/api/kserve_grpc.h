@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,8 +46,9 @@ struct KServeGrpcOptions {
   int port = 8001;  // 0 picks a free port; see KServeGrpc::port()
   std::string server_name = "rampart";
   std::string server_version;
-  // Largest request message accepted; larger ones fail with RESOURCE_EXHAUSTED.
-  int max_receive_bytes = 64 << 20;
+  // Largest request message accepted; larger ones fail with RESOURCE_EXHAUSTED. Triton's (and
+  // its clients' send limit): INT32_MAX.
+  int max_receive_bytes = std::numeric_limits<int>::max();
   std::optional<GrpcTlsOptions> tls;  // plaintext when empty
 };
 

@@ -4,6 +4,7 @@
 // command-line flags (Triton's names), each layer overriding the one before.
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,8 @@ struct ServeSettings {
   bool allow_grpc = true;
   std::string grpc_address = "0.0.0.0";
   int grpc_port = 8001;
-  uint64_t grpc_max_input_size = 64ull << 20;
+  // Triton's limit, which its clients send up to (HTTP's is 64 MiB in both).
+  uint64_t grpc_max_input_size = std::numeric_limits<int32_t>::max();
   // TLS for gRPC (Triton's flags); --grpc-use-ssl-mutual implies --grpc-use-ssl.
   bool grpc_use_ssl = false;
   bool grpc_use_ssl_mutual = false;

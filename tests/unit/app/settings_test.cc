@@ -106,6 +106,8 @@ TEST(Settings, ValidateRejectsImpossibleValues) {
 
 TEST(Settings, GrpcKeysLiveUnderServer) {
   ServeSettings settings;
+  // Triton's message limit, which tritonclient sends up to.
+  EXPECT_EQ(settings.grpc_max_input_size, 2147483647u);
   const std::string path = WriteTemp(
       "server:\n  allow_grpc: false\n  grpc_address: 127.0.0.1\n  grpc_port: 0\n"
       "  grpc_use_ssl_mutual: true\n  grpc_server_cert: /c.pem\n  grpc_server_key: /k.pem\n"
