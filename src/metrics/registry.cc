@@ -121,6 +121,13 @@ Metric& Family<Metric>::WithLabels(const std::vector<std::string>& label_values,
 }
 
 template <typename Metric>
+void Family<Metric>::RemoveChildrenIf(
+    const std::function<bool(const std::vector<std::string>&)>& remove) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(children_, [&](const auto& child) { return remove(child.first); });
+}
+
+template <typename Metric>
 void Family<Metric>::AppendExposition(std::string& out) const {
   std::lock_guard lock(mutex_);
   if (children_.empty()) return;

@@ -11,8 +11,8 @@
 //   std::string body = registry.Exposition();   // GET /metrics
 //
 // Ownership: the Registry owns every family, every child and every collector. References it
-// returns (families, children) stay valid until the Registry is destroyed; children are never
-// removed.
+// returns (families, children) stay valid until the Registry is destroyed, except for children a
+// Collector removes (RemoveChildrenIf), which only it may hold.
 //
 // Thread safety: every method of Registry and Family may be called from any thread. Creating or
 // finding families and children takes a mutex (do it when a model loads, not per request);
@@ -80,6 +80,12 @@ class Family final : public FamilyBase {
   // As above, creating the child with `options` (e.g. a model's own histogram buckets). When the
   // child already exists it is returned unchanged: options apply only at creation.
   Metric& WithLabels(const std::vector<std::string>& label_values, const Options& options);
+
+  // Removes the children whose label values `remove` picks, so they are no longer exposed (a
+  // series whose subject is gone, e.g. an unloaded model's queue depth). Invalidates references
+  // to them: only for children that a Collector looks up again at every scrape, never for ones
+  // held across scrapes.
+  void RemoveChildrenIf(const std::function<bool(const std::vector<std::string>&)>& remove);
 
   void AppendExposition(std::string& out) const override;
 

@@ -1,6 +1,7 @@
 #include "metrics/serve_metrics.h"
 
 #include <array>
+#include <set>
 
 #include "core/logging.h"
 
@@ -155,7 +156,9 @@ class VersionMetrics final : public serve::VersionObserver {
   metrics::Summary* infer_summary_ = nullptr;
 };
 
-// Reads queue depths and canary states at scrape time.
+// Reads queue depths and canary states at scrape time; the series of versions no longer loaded
+// and of canaries no longer running go (Triton drops an unloaded model's metrics), instead of
+// keeping their last value.
 class ServerCollector final : public Collector {
  public:
   ServerCollector(Registry& registry, const serve::InferenceServer& server)
@@ -174,11 +177,16 @@ class ServerCollector final : public Collector {
         server_(server) {}
 
   void Collect() override {
+    std::set<std::vector<std::string>> loaded;
     for (const auto& version : server_.AllModels()) {
-      pending_.WithLabels({version->name(), std::to_string(version->version())})
-          .Set(static_cast<double>(version->QueueSize()));
+      std::vector<std::string> labels = {version->name(), std::to_string(version->version())};
+      pending_.WithLabels(labels).Set(static_cast<double>(version->QueueSize()));
+      loaded.insert(std::move(labels));
     }
+    pending_.RemoveChildrenIf([&](const auto& labels) { return !loaded.contains(labels); });
+    std::set<std::string> canaries;
     for (const auto& [model, status] : server_.Canaries()) {
+      canaries.insert(model);
       canary_weight_.WithLabels({model}).Set(status.weight_percent);
       canary_stage_.WithLabels({model}).Set(static_cast<double>(status.stage));
       for (auto state : {serve::CanaryState::kRunning, serve::CanaryState::kPromoted,
@@ -186,6 +194,12 @@ class ServerCollector final : public Collector {
         canary_state_.WithLabels({model, serve::CanaryStateName(state)})
             .Set(status.state == state ? 1 : 0);
       }
+    }
+    const auto ended = [&](const std::vector<std::string>& labels) {
+      return !canaries.contains(labels[0]);  // the model label comes first
+    };
+    for (GaugeFamily* family : {&canary_weight_, &canary_stage_, &canary_state_}) {
+      family->RemoveChildrenIf(ended);
     }
   }
 

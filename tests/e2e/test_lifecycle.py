@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from typing import Callable, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -42,6 +43,16 @@ def index(client: e2e.Client) -> dict:
     return {(entry["name"], entry.get("version", "")): entry for entry in reply.json()}
 
 
+PENDING = "nv_inference_pending_request_count"
+
+
+def scrape(server: e2e.Server) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics",
+                                timeout=10) as reply:
+        check(reply.status == 200, f"/metrics: {reply.status}")
+        return reply.read().decode()
+
+
 def rss_kib(pid: int) -> int:
     with open(f"/proc/{pid}/status") as status:
         for line in status:
@@ -65,12 +76,19 @@ def test_explicit_load_unload(binary: str, repository: str) -> str:
               "load mlp_classifier")
         check(client.infer("mlp_classifier", MLP).status == 200, "mlp after load")
         check(index(client)[("mlp_classifier", "1")]["state"] == "READY", "index state")
+        check(f'{PENDING}{{model="mlp_classifier"' in scrape(server), "mlp's queue depth")
         missing = client.request("POST", "/v2/repository/models/nope/load")
         check(missing.status == 404, f"loading an unknown model: {missing.status}")
         check(client.request("POST", "/v2/repository/models/mlp_classifier/unload").status == 200,
               "unload")
         check(client.infer("mlp_classifier", MLP).status == 404, "mlp still served after unload")
         check(index(client)[("mlp_classifier", "")]["reason"] == "unloaded", "index after unload")
+        # Its queue depth is no longer reported (as Triton drops an unloaded model's metrics).
+        exposition = scrape(server)
+        check(f'{PENDING}{{model="simple"' in exposition,
+              "the loaded model's queue depth must be reported")
+        check(f'{PENDING}{{model="mlp_classifier"' not in exposition,
+              "an unloaded model's queue depth must not be reported")
         # A config override: a bad one is refused and changes nothing.
         bad = client.request("POST", "/v2/repository/models/simple/load",
                              json.dumps({"parameters": {"config": json.dumps(

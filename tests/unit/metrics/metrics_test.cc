@@ -346,6 +346,19 @@ TEST(Registry, ReturnsTheSameFamilyAndStableChildren) {
   EXPECT_EQ(family.WithLabels({"a"}).Value(), 5.0);
 }
 
+TEST(Registry, RemovedChildrenAreNoLongerExposed) {
+  Registry registry;
+  GaugeFamily& pending = registry.Gauge("pending", "Pending", {"model", "version"});
+  pending.WithLabels({"a", "1"}).Set(3);
+  pending.WithLabels({"b", "1"}).Set(4);
+  pending.RemoveChildrenIf([](const auto& labels) { return labels[0] == "a"; });
+  EXPECT_EQ(registry.Exposition(),
+            "# HELP pending Pending\n# TYPE pending gauge\npending{model=\"b\",version=\"1\"} 4\n");
+  EXPECT_EQ(pending.WithLabels({"a", "1"}).Value(), 0.0);  // made anew
+  pending.RemoveChildrenIf([](const auto&) { return true; });
+  EXPECT_EQ(registry.Exposition(), "");
+}
+
 TEST(Registry, PerChildHistogramBucketsApplyAtCreation) {
   Registry registry;
   HistogramFamily& family = registry.Histogram("h", "help", {"model"}, {1, 2});
