@@ -233,6 +233,11 @@ Result<std::unique_ptr<serve::InferRequest>> DecodeInferRequest(ModelInferReques
   out->id = request.id();
   RETURN_IF_ERROR(DecodeParameters(request, *out));
 
+  // First: tritonclient sends no raw_input_contents entry for a shared-memory input, so a
+  // request mixing one with raw inputs would otherwise fail the count check below, unclearly.
+  for (const auto& input : request.inputs()) {
+    RETURN_IF_ERROR(RejectSharedMemory(input.parameters(), "input", input.name()));
+  }
   const bool raw = request.raw_input_contents_size() > 0;
   if (raw && request.raw_input_contents_size() != request.inputs_size()) {
     return InvalidArgument(
@@ -246,7 +251,6 @@ Result<std::unique_ptr<serve::InferRequest>> DecodeInferRequest(ModelInferReques
     tensor::Tensor t;
     t.name = input.name();
     if (t.name.empty()) return InvalidArgument("inputs[{}]: 'name' is required", i);
-    RETURN_IF_ERROR(RejectSharedMemory(input.parameters(), "input", t.name));
     const std::optional<DataType> type = tensor::DataTypeFromName(input.datatype());
     if (!type) {
       return InvalidArgument("input '{}': unknown datatype '{}'", t.name, input.datatype());

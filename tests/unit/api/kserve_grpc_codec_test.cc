@@ -245,6 +245,16 @@ TEST(DecodeGrpcInfer, BadInputNamesTheProblem) {
          (*input->mutable_parameters())["shared_memory_region"].set_string_param("r");
        },
        StatusCode::kUnimplemented, "input 'a': shared memory is not supported"},
+      // tritonclient sends no raw entry for a shared-memory input: the reason is named, not the
+      // count.
+      {"shared memory beside raw inputs",
+       [](auto& r) {
+         AddInput(r, "a", "INT32", {1});
+         auto* input = AddInput(r, "b", "INT32", {1});
+         (*input->mutable_parameters())["shared_memory_region"].set_string_param("r");
+         r.add_raw_input_contents(Bytes<int32_t>({1}));
+       },
+       StatusCode::kUnimplemented, "input 'b': shared memory is not supported"},
       {"shared memory output",
        [](auto& r) {
          auto* output = r.add_outputs();
