@@ -95,11 +95,13 @@ class InferenceServer {
   // Loads or reloads one model (the repository API). `config_json`, when given, replaces the
   // model's config.pbtxt (protobuf JSON mapping, Triton's field names). Errors: Unavailable (as
   // Triton) outside explicit mode, NotFound for a model not in the repository, InvalidArgument for
-  // a bad config, or why a version failed to load (the serving versions stay).
+  // a bad config, or why a version failed to load (the serving versions stay); Unavailable once a
+  // shutdown has begun.
   Status LoadModel(std::string_view name, std::optional<std::string> config_json = std::nullopt);
   // Unloads every version of a model, and the loaded ensembles that call it (directly or through
   // other ensembles), which could not run any more, as Triton does; requests already queued still
-  // finish. Errors: Unavailable outside explicit mode, NotFound for a model not loaded.
+  // finish. Errors: Unavailable outside explicit mode or once a shutdown has begun, NotFound for
+  // a model not loaded.
   Status UnloadModel(std::string_view name);
   // One poll-mode scan: loads new and changed models whose files have settled, unloads removed
   // ones. Runs by itself every poll interval in poll mode; public for tests.

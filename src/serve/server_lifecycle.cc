@@ -110,6 +110,9 @@ Status InferenceServer::LoadModel(std::string_view name, std::optional<std::stri
         options_.control_mode == ModelControlMode::kPoll ? "poll" : "none");
   }
   std::lock_guard lock(lifecycle_mutex_);
+  // Checked once this call's turn has come: loads queued behind a long one while a shutdown
+  // began would otherwise hold the exit past its timeout.
+  if (in_flight_.draining()) return Unavailable("the server is shutting down");
   return Load(std::string(name), std::move(config_json));
 }
 
@@ -119,6 +122,7 @@ Status InferenceServer::UnloadModel(std::string_view name) {
                        options_.control_mode == ModelControlMode::kPoll ? "poll" : "none");
   }
   std::lock_guard lock(lifecycle_mutex_);
+  if (in_flight_.draining()) return Unavailable("the server is shutting down");
   return Unload(std::string(name));
 }
 
@@ -354,6 +358,7 @@ void InferenceServer::Poll() {
   EnsemblesLast(changed);
   bool loaded_any = false;
   for (const std::string& name : changed) {
+    if (in_flight_.draining()) return;  // shutting down: no more loads
     bool known = false;
     {
       std::lock_guard models_lock(models_mutex_);

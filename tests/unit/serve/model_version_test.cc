@@ -430,6 +430,11 @@ TEST(InferenceServer, TheIndexListsModelsNoLoadHasTriedByNameOnly) {
   InferenceServer fixed(ServerOptions{.repository = repository.path()}, backends);
   EXPECT_EQ(fixed.LoadModel("add").code(), StatusCode::kUnavailable);
   EXPECT_EQ(fixed.UnloadModel("add").code(), StatusCode::kUnavailable);
+
+  // Once a shutdown began, loads (which can take long) are refused, so the exit keeps its timeout.
+  server.Shutdown(std::chrono::milliseconds(0));
+  EXPECT_EQ(server.LoadModel("add").message(), "the server is shutting down");
+  EXPECT_EQ(server.UnloadModel("add").message(), "the server is shutting down");
 }
 
 TEST(InferenceServer, WithoutStrictReadinessAFailedModelLeavesTheServerReady) {
