@@ -112,6 +112,7 @@ if [ "$thread_budget" -gt 0 ]; then
   offline_thread_args=(--threads "$thread_budget")
   rampart_extra_args=(--threads-per-instance "$thread_budget")
 fi
+require_tools wrk curl python3
 offline_prefix=()
 placement=""
 if [ "$split_cpus" -eq 1 ]; then
@@ -137,9 +138,8 @@ rampart_extra_args+=($serve_args)
 [[ "$start_timeout" =~ ^[1-9][0-9]*$ ]] || die "--start-timeout must be a positive integer"
 
 # ---------------------------------------------------------------------------------------------
-# Prerequisites.
+# Prerequisites (the tools are checked above, before --split-cpus needs python3).
 
-require_tools wrk curl python3
 require_executable "$binary" "Rampart binary (--binary)" "build it first: make build"
 require_executable "$offline_bin" "offline baseline (--offline)" \
   "make build builds it as build/bench/torch_offline"

@@ -7,7 +7,7 @@
 // Every RPC uses gRPC's callback API: handlers run on gRPC's own threads, hand infer requests to
 // the server and return at once; the completion callback (on an instance thread) finishes the
 // call. No thread waits while a model runs. ModelStreamInfer keeps any number of requests in
-// flight per stream (reading pauses above kMaxStreamPending unanswered or unwritten ones) and
+// flight per stream (reading pauses at kMaxStreamPending unanswered or unwritten ones) and
 // writes the responses in request order, as Triton does for models that are not decoupled (an
 // answer that completes early waits for those before it); a failed request is answered in the
 // stream with `error_message`, and the stream stays open. A cancelled call (client gone, deadline

@@ -62,7 +62,8 @@ class InferCall final : public grpc::ServerUnaryReactor {
 // as Triton writes them for models that are not decoupled (clients that send no `id` match
 // answers by position): each request read gets the next slot in answers_, and a slot is written
 // once it and every slot before it are filled. The stream finishes once reading has ended
-// (client half-close, cancellation or a drain) and every request in flight has been answered.
+// (client half-close, cancellation or a drain) and every request in flight has been answered
+// and its answer written (or dropped, when the stream was cancelled or its write side broke).
 //
 // StartRead and StartWrite are started under mutex_ (gRPC runs the reactions of a bidi stream on
 // its own threads, never inline, so this cannot deadlock), which keeps "finished" and "start

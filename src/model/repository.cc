@@ -17,7 +17,9 @@ constexpr uintmax_t kMaxConfigBytes = 4 << 20;
 // A version folder's name: digits without leading zeros ("0" itself is a version). Triton skips
 // "01" and the like, whose version would name another folder.
 bool ParseVersion(const std::string& name, int64_t& version) {
-  if (name.empty() || (name.size() > 1 && name[0] == '0')) return false;
+  if (name.empty() || name[0] < '0' || name[0] > '9' || (name.size() > 1 && name[0] == '0')) {
+    return false;  // "-0" and "+1" would name another folder too
+  }
   const char* end = name.data() + name.size();
   auto [ptr, error] = std::from_chars(name.data(), end, version);
   return error == std::errc() && ptr == end && version >= 0;

@@ -388,6 +388,7 @@ void InferenceServer::Poll() {
     }
   }
   for (const std::string& name : waiting) {
+    if (in_flight_.draining()) return;
     if (!IsEnsembleInRepository(name)) continue;
     LOG_INFO("poll: retrying ensemble '{}' after a model loaded", name);
     (void)Load(name, std::nullopt);

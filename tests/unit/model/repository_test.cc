@@ -53,7 +53,7 @@ TEST_F(RepositoryTest, VersionFoldersAreNumericOnly) {
 
 // "02" would be version 2, loaded from the folder "2": skipped (and named), as Triton skips it.
 TEST_F(RepositoryTest, VersionFoldersWithLeadingZerosAreSkipped) {
-  WriteModel("m", "", {"0", "1", "02", "007", "00"});
+  WriteModel("m", "", {"0", "1", "02", "007", "00", "-0", "+3"});
   std::vector<std::string> skipped;
   EXPECT_EQ(ListVersions(root_ / "m", &skipped), (std::vector<int64_t>{0, 1}));
   std::sort(skipped.begin(), skipped.end());

@@ -311,7 +311,10 @@ model_warmup [ {{ name: "zeros" batch_size: 1 inputs [
 )config",
                                                    warmup_dims),
                                        "add");
-  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+  if (!parsed.ok()) {
+    ADD_FAILURE() << parsed.status().ToString();
+    return source;
+  }
   source.config = parsed->config;
   EXPECT_TRUE(model::CompleteAndValidate(source.config, "add", "add").ok());
   return source;
@@ -751,7 +754,6 @@ TEST(InferenceServer, AReplacedVersionStopsOnlyOnceNoRequestHoldsIt) {
   config.replace(config.find("max_batch_size: 4"), 17, "max_batch_size: 8");
   WriteModel(repository.path(), "add", config);
   ASSERT_TRUE(server.LoadModel("add").ok());  // both versions replaced, with one buffer window
-  ASSERT_EQ(server.RetiringVersions(), 2u);
   // Version 2 goes when the window has passed; version 1, considered in the same pass, stays.
   ASSERT_TRUE(testing::Eventually([&] { return server.RetiringVersions() < 2; }));
   EXPECT_EQ(server.RetiringVersions(), 1u);
