@@ -47,6 +47,14 @@ Result<ModelSource> Select(const std::filesystem::path& model_directory, ModelCo
                     model_directory.string());
   }
   source.versions = SelectVersions(source.config.version_policy(), available);
+  if (source.config.version_policy().has_specific()) {
+    for (int64_t wanted : source.config.version_policy().specific().versions()) {
+      if (!std::binary_search(available.begin(), available.end(), wanted)) {
+        LOG_WARN("{}: version_policy.specific names version {}, but {}/{}/ is not present", file,
+                 wanted, model_directory.string(), wanted);
+      }
+    }
+  }
   if (source.versions.empty()) {
     return NotFound("{}: version_policy selects none of the versions present", file);
   }
