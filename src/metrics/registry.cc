@@ -99,12 +99,11 @@ Metric& Family<Metric>::WithLabels(const std::vector<std::string>& label_values)
 }
 
 template <typename Metric>
-Metric& Family<Metric>::WithLabels(const std::vector<std::string>& label_values,
-                                   const Options& options) {
+typename Family<Metric>::Child& Family<Metric>::ChildLocked(
+    const std::vector<std::string>& label_values, const Options& options) {
   CHECK(label_values.size() == label_names().size());
-  std::lock_guard lock(mutex_);
   auto it = children_.find(label_values);
-  if (it != children_.end()) return *it->second.metric;
+  if (it != children_.end()) return it->second;
 
   Child child;
   for (size_t i = 0; i < label_values.size(); ++i) {
@@ -115,9 +114,30 @@ Metric& Family<Metric>::WithLabels(const std::vector<std::string>& label_values,
     child.labels_text += '"';
   }
   child.metric = std::make_unique<Metric>(options);
-  Metric& metric = *child.metric;
-  children_.emplace(label_values, std::move(child));
-  return metric;
+  return children_.emplace(label_values, std::move(child)).first->second;
+}
+
+template <typename Metric>
+Metric& Family<Metric>::WithLabels(const std::vector<std::string>& label_values,
+                                   const Options& options) {
+  std::lock_guard lock(mutex_);
+  return *ChildLocked(label_values, options).metric;
+}
+
+template <typename Metric>
+Metric& Family<Metric>::Hold(const std::vector<std::string>& label_values, const Options& options) {
+  std::lock_guard lock(mutex_);
+  Child& child = ChildLocked(label_values, options);
+  ++child.holders;
+  return *child.metric;
+}
+
+template <typename Metric>
+void Family<Metric>::Release(const std::vector<std::string>& label_values) {
+  std::lock_guard lock(mutex_);
+  auto it = children_.find(label_values);
+  CHECK(it != children_.end() && it->second.holders > 0);
+  if (--it->second.holders == 0) children_.erase(it);
 }
 
 template <typename Metric>

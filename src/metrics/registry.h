@@ -12,7 +12,8 @@
 //
 // Ownership: the Registry owns every family, every child and every collector. References it
 // returns (families, children) stay valid until the Registry is destroyed, except for children a
-// Collector removes (RemoveChildrenIf), which only it may hold.
+// Collector removes (RemoveChildrenIf), which only it may hold, and held children (Hold), which
+// go when their last holder releases them.
 //
 // Thread safety: every method of Registry and Family may be called from any thread. Creating or
 // finding families and children takes a mutex (do it when a model loads, not per request);
@@ -87,13 +88,27 @@ class Family final : public FamilyBase {
   // held across scrapes.
   void RemoveChildrenIf(const std::function<bool(const std::vector<std::string>&)>& remove);
 
+  // WithLabels for a holder that keeps the reference for its own life and calls Release with the
+  // same label values when done: the child is removed (no longer exposed, the reference invalid)
+  // when its last holder releases it. Two holders of the same labels share the child (a model
+  // version reloaded under the same number keeps counting).
+  Metric& Hold(const std::vector<std::string>& label_values, const Options& options);
+  Metric& Hold(const std::vector<std::string>& label_values) {
+    return Hold(label_values, default_options_);
+  }
+  void Release(const std::vector<std::string>& label_values);
+
   void AppendExposition(std::string& out) const override;
 
  private:
   struct Child {
     std::string labels_text;  // `model="simple",version="1"`, escaped, without braces
     std::unique_ptr<Metric> metric;
+    int holders = 0;  // Hold calls not yet released
   };
+
+  // The child for `label_values`, created with `options` when new. REQUIRES: mutex_ held.
+  Child& ChildLocked(const std::vector<std::string>& label_values, const Options& options);
 
   const Options default_options_;
   mutable std::mutex mutex_;

@@ -1,6 +1,7 @@
 #include "metrics/serve_metrics.h"
 
 #include <array>
+#include <functional>
 #include <set>
 
 #include "core/logging.h"
@@ -17,34 +18,34 @@ std::vector<double> ToSeconds(const std::vector<double>& microseconds) {
   return seconds;
 }
 
-// One version's handles, resolved once at load.
+// One version's handles, resolved once at load and held for the version's life: its series go
+// when the version does (as Triton drops an unloaded model's metrics), unless a version loaded
+// again under the same number still holds them, which then keeps counting.
 class VersionMetrics final : public serve::VersionObserver {
  public:
   VersionMetrics(Registry& registry, const std::vector<std::string>& labels,
                  const std::vector<double>& buckets_seconds, bool summaries, bool is_ensemble)
-      : success_(registry
-                     .Counter("nv_inference_request_success",
-                              "Number of successful inference requests, all batch sizes",
-                              kModelLabels)
-                     .WithLabels(labels)),
-        inference_count_(registry
-                             .Counter("nv_inference_count",
-                                      "Number of inferences performed (batch items)", kModelLabels)
-                             .WithLabels(labels)),
-        execution_count_(registry
-                             .Counter("nv_inference_exec_count",
-                                      "Number of model executions performed", kModelLabels)
-                             .WithLabels(labels)),
+      : success_(Hold(registry.Counter("nv_inference_request_success",
+                                       "Number of successful inference requests, all batch sizes",
+                                       kModelLabels),
+                      labels)),
+        inference_count_(
+            Hold(registry.Counter("nv_inference_count",
+                                  "Number of inferences performed (batch items)", kModelLabels),
+                 labels)),
+        execution_count_(
+            Hold(registry.Counter("nv_inference_exec_count", "Number of model executions performed",
+                                  kModelLabels),
+                 labels)),
         request_us_(DurationCounter(registry, "request", "end-to-end inference request", labels)),
         queue_us_(DurationCounter(registry, "queue", "queue", labels)),
         input_us_(DurationCounter(registry, "compute_input", "compute input", labels)),
         infer_us_(DurationCounter(registry, "compute_infer", "compute infer", labels)),
         output_us_(DurationCounter(registry, "compute_output", "compute output", labels)),
-        load_seconds_(registry
-                          .Gauge("nv_model_load_duration_secs",
-                                 "Time the last load of a model version took, in seconds",
-                                 kModelLabels)
-                          .WithLabels(labels)),
+        load_seconds_(Hold(
+            registry.Gauge("nv_model_load_duration_secs",
+                           "Time the last load of a model version took, in seconds", kModelLabels),
+            labels)),
         request_histogram_(
             Histogram(registry, "request", "End-to-end request", labels, buckets_seconds)),
         queue_histogram_(Histogram(registry, "queue", "Queue", labels, buckets_seconds)),
@@ -54,17 +55,16 @@ class VersionMetrics final : public serve::VersionObserver {
                                       "Number of failed inference requests, all batch sizes",
                                       {"model", "version", "reason"});
     for (int reason = 0; reason < serve::kFailureReasons; ++reason) {
-      failures_[static_cast<size_t>(reason)] = &failures.WithLabels(
-          {labels[0], labels[1],
-           serve::FailureReasonName(static_cast<serve::FailureReason>(reason))});
+      failures_[static_cast<size_t>(reason)] =
+          &Hold(failures, {labels[0], labels[1],
+                           serve::FailureReasonName(static_cast<serve::FailureReason>(reason))});
     }
     if (is_ensemble) {
-      alignment_ = &registry
-                        .Histogram("rampart_ensemble_alignment_seconds",
-                                   "Spread between the finish times of an ensemble's parallel "
-                                   "branches, in seconds",
-                                   kModelLabels, buckets_seconds)
-                        .WithLabels(labels, HistogramOptions{buckets_seconds});
+      alignment_ = &Hold(registry.Histogram("rampart_ensemble_alignment_seconds",
+                                            "Spread between the finish times of an ensemble's "
+                                            "parallel branches, in seconds",
+                                            kModelLabels, buckets_seconds),
+                         labels, HistogramOptions{buckets_seconds});
     }
     if (summaries) {
       request_summary_ = &Summary(registry, "request", labels);
@@ -72,6 +72,12 @@ class VersionMetrics final : public serve::VersionObserver {
       infer_summary_ = &Summary(registry, "compute_infer", labels);
     }
   }
+
+  ~VersionMetrics() override {
+    for (auto& release : releases_) release();
+  }
+  VersionMetrics(const VersionMetrics&) = delete;
+  VersionMetrics& operator=(const VersionMetrics&) = delete;
 
   void OnLoaded(double seconds) override { load_seconds_.Set(seconds); }
 
@@ -108,35 +114,46 @@ class VersionMetrics final : public serve::VersionObserver {
   }
 
  private:
-  static Counter& DurationCounter(Registry& registry, std::string_view stage, std::string_view what,
-                                  const std::vector<std::string>& labels) {
-    return registry
-        .Counter(fmt::format("nv_inference_{}_duration_us", stage),
-                 fmt::format("Cumulative {} duration in microseconds (successful requests)", what),
-                 kModelLabels)
-        .WithLabels(labels);
+  // The child of `family` for `labels`, held until this version's metrics go.
+  template <typename Metric, typename... Options>
+  Metric& Hold(Family<Metric>& family, const std::vector<std::string>& labels,
+               const Options&... options) {
+    Metric& metric = family.Hold(labels, options...);
+    releases_.push_back([&family, labels] { family.Release(labels); });
+    return metric;
   }
 
-  static metrics::Histogram& Histogram(Registry& registry, std::string_view stage,
-                                       std::string_view what,
-                                       const std::vector<std::string>& labels,
-                                       const std::vector<double>& buckets_seconds) {
-    return registry
-        .Histogram(fmt::format("rampart_inference_{}_duration_seconds", stage),
-                   fmt::format("{} duration of successful inference requests, in seconds", what),
-                   kModelLabels, buckets_seconds)
-        .WithLabels(labels, HistogramOptions{buckets_seconds});
+  Counter& DurationCounter(Registry& registry, std::string_view stage, std::string_view what,
+                           const std::vector<std::string>& labels) {
+    return Hold(
+        registry.Counter(
+            fmt::format("nv_inference_{}_duration_us", stage),
+            fmt::format("Cumulative {} duration in microseconds (successful requests)", what),
+            kModelLabels),
+        labels);
   }
 
-  static metrics::Summary& Summary(Registry& registry, std::string_view stage,
-                                   const std::vector<std::string>& labels) {
-    return registry
-        .Summary(fmt::format("nv_inference_{}_summary_us", stage),
-                 fmt::format("Summary of {} durations in microseconds (Triton's name)", stage),
-                 kModelLabels)
-        .WithLabels(labels);
+  metrics::Histogram& Histogram(Registry& registry, std::string_view stage, std::string_view what,
+                                const std::vector<std::string>& labels,
+                                const std::vector<double>& buckets_seconds) {
+    return Hold(registry.Histogram(
+                    fmt::format("rampart_inference_{}_duration_seconds", stage),
+                    fmt::format("{} duration of successful inference requests, in seconds", what),
+                    kModelLabels, buckets_seconds),
+                labels, HistogramOptions{buckets_seconds});
   }
 
+  metrics::Summary& Summary(Registry& registry, std::string_view stage,
+                            const std::vector<std::string>& labels) {
+    return Hold(registry.Summary(
+                    fmt::format("nv_inference_{}_summary_us", stage),
+                    fmt::format("Summary of {} durations in microseconds (Triton's name)", stage),
+                    kModelLabels),
+                labels);
+  }
+
+  // First: the helpers above fill it while the members below are initialized.
+  std::vector<std::function<void()>> releases_;
   Counter& success_;
   Counter& inference_count_;
   Counter& execution_count_;

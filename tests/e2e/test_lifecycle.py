@@ -76,19 +76,24 @@ def test_explicit_load_unload(binary: str, repository: str) -> str:
               "load mlp_classifier")
         check(client.infer("mlp_classifier", MLP).status == 200, "mlp after load")
         check(index(client)[("mlp_classifier", "1")]["state"] == "READY", "index state")
-        check(f'{PENDING}{{model="mlp_classifier"' in scrape(server), "mlp's queue depth")
+        exposition = scrape(server)
+        for series in (PENDING, "nv_inference_request_success"):
+            check(f'{series}{{model="mlp_classifier"' in exposition, f"mlp's {series}")
         missing = client.request("POST", "/v2/repository/models/nope/load")
         check(missing.status == 404, f"loading an unknown model: {missing.status}")
         check(client.request("POST", "/v2/repository/models/mlp_classifier/unload").status == 200,
               "unload")
         check(client.infer("mlp_classifier", MLP).status == 404, "mlp still served after unload")
         check(index(client)[("mlp_classifier", "")]["reason"] == "unloaded", "index after unload")
-        # Its queue depth is no longer reported (as Triton drops an unloaded model's metrics).
+        # Its series go (as Triton drops an unloaded model's metrics) once the version has
+        # finished what it held and been released.
+        series = (PENDING, "nv_inference_request_success", "nv_inference_count")
+        wait_for(lambda: not any(f'{name}{{model="mlp_classifier"' in scrape(server)
+                                 for name in series), "mlp_classifier's series to go")
         exposition = scrape(server)
-        check(f'{PENDING}{{model="simple"' in exposition,
-              "the loaded model's queue depth must be reported")
-        check(f'{PENDING}{{model="mlp_classifier"' not in exposition,
-              "an unloaded model's queue depth must not be reported")
+        for name in series:
+            check(f'{name}{{model="simple"' in exposition,
+                  f"the loaded model's {name} must be reported")
         # A config override: a bad one is refused and changes nothing.
         bad = client.request("POST", "/v2/repository/models/simple/load",
                              json.dumps({"parameters": {"config": json.dumps(

@@ -359,6 +359,23 @@ TEST(Registry, RemovedChildrenAreNoLongerExposed) {
   EXPECT_EQ(registry.Exposition(), "");
 }
 
+TEST(Registry, AHeldChildGoesWithItsLastHolder) {
+  Registry registry;
+  CounterFamily& success = registry.Counter("success_total", "Successes", {"model"});
+  Counter& first = success.Hold({"m"});
+  first.Increment(2);
+  Counter& second = success.Hold({"m"});  // the same model loaded again under the same labels
+  EXPECT_EQ(&second, &first);
+  success.Release({"m"});
+  second.Increment();
+  EXPECT_EQ(registry.Exposition(),
+            "# HELP success_total Successes\n# TYPE success_total counter\n"
+            "success_total{model=\"m\"} 3\n");
+  success.Release({"m"});
+  EXPECT_EQ(registry.Exposition(), "");
+  EXPECT_EQ(success.Hold({"m"}).Value(), 0.0);  // a new series
+}
+
 TEST(Registry, PerChildHistogramBucketsApplyAtCreation) {
   Registry registry;
   HistogramFamily& family = registry.Histogram("h", "help", {"model"}, {1, 2});
