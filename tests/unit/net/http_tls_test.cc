@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
@@ -67,10 +68,16 @@ class HttpTlsTest : public ::testing::Test {
     options.port = 0;
     options.threads = 1;
     options.tls = std::move(tls);
-    auto started = HttpServer::Start(options, [](HttpRequest&& request, Responder responder) {
+    auto started = HttpServer::Start(options, [this](HttpRequest&& request, Responder responder) {
       HttpResponse response;
-      response.body = "hello " + std::string(request.path()) + " " + request.body;
+      const bool big = request.path() == "/big";
+      if (big) {
+        response.body.assign(32 << 20, 'x');  // far more than the socket buffers hold
+      } else {
+        response.body = "hello " + std::string(request.path()) + " " + request.body;
+      }
       responder.Send(std::move(response));
+      if (big) big_answered_.set_value();
     });
     if (!started.ok()) return started.status();
     server_ = std::move(started).value();
@@ -115,20 +122,31 @@ class HttpTlsTest : public ::testing::Test {
     return status;
   }
 
-  // Writes `raw` on a new TLS connection that trusts the CA, then reads until the server ends it
-  // (synchronous reads have no timeout here: start the server with a short idle timeout).
-  std::string Exchange(const std::string& raw) {
-    asio::io_context io;
-    ssl::context context(ssl::context::tls_client);
-    context.add_certificate_authority(asio::buffer(ca_.cert_pem));
-    context.set_verify_mode(ssl::verify_peer);
-    beast::ssl_stream<beast::tcp_stream> stream(io, context);
+  // Connects `stream` (whose context trusts the CA) to the server and shakes hands.
+  beast::error_code Open(beast::ssl_stream<beast::tcp_stream>& stream) {
     SSL_set_tlsext_host_name(stream.native_handle(), "localhost");
     beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
     beast::error_code error;
     beast::get_lowest_layer(stream).connect(
         asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()), error);
     if (!error) stream.handshake(ssl::stream_base::client, error);
+    return error;
+  }
+
+  ssl::context TrustingClientContext() const {
+    ssl::context context(ssl::context::tls_client);
+    context.add_certificate_authority(asio::buffer(ca_.cert_pem));
+    context.set_verify_mode(ssl::verify_peer);
+    return context;
+  }
+
+  // Writes `raw` on a new TLS connection that trusts the CA, then reads until the server ends it
+  // (synchronous reads have no timeout here: start the server with a short idle timeout).
+  std::string Exchange(const std::string& raw) {
+    asio::io_context io;
+    ssl::context context = TrustingClientContext();
+    beast::ssl_stream<beast::tcp_stream> stream(io, context);
+    beast::error_code error = Open(stream);
     if (!error) asio::write(stream, asio::buffer(raw), error);
     std::string received;
     char chunk[4096];
@@ -143,6 +161,7 @@ class HttpTlsTest : public ::testing::Test {
   KeyAndCert ca_;
   KeyAndCert server_cert_;
   KeyAndCert client_cert_;
+  std::promise<void> big_answered_;  // the handler has sent its answer to GET /big
   std::unique_ptr<HttpServer> server_;
 };
 
@@ -179,6 +198,24 @@ TEST_F(HttpTlsTest, HeadIsAnsweredWithoutABodyAndTheConnectionGoesOn) {
   EXPECT_NE(received.find("Content-Length: 9\r\n"), std::string::npos) << received;
   EXPECT_EQ(received.compare(end_of_head + 4, 17, "HTTP/1.1 200 OK\r\n"), 0) << received;
   EXPECT_EQ(received.substr(received.size() - 9), "hello /b ") << received;
+}
+
+// As over plain HTTP: an answer the client does not take (it stops reading) is given up after
+// the idle timeout, so a shutdown does not wait for it.
+TEST_F(HttpTlsTest, AnAnswerTheClientDoesNotTakeIsGivenUpAfterTheTimeout) {
+  ASSERT_TRUE(Start(Tls(/*mutual=*/false), /*idle_timeout=*/std::chrono::seconds(1)).ok());
+  asio::io_context io;
+  ssl::context context = TrustingClientContext();
+  beast::ssl_stream<beast::tcp_stream> stream(io, context);
+  ASSERT_FALSE(Open(stream));
+  asio::write(stream, asio::buffer(std::string("GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n")));
+  big_answered_.get_future().wait();  // and never read
+  const auto started = std::chrono::steady_clock::now();
+  server_->Shutdown(std::chrono::seconds(20));
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(elapsed, std::chrono::milliseconds(900));
+  EXPECT_LT(elapsed, std::chrono::seconds(10));  // not the shutdown's own timeout
+  EXPECT_EQ(server_->stats().requests, 0u);      // never written in full
 }
 
 TEST_F(HttpTlsTest, MutualTlsRequiresAClientCertificateFromTheRootCa) {
