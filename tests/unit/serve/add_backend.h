@@ -133,7 +133,8 @@ inline model::ModelSource AddModel() {
   return source;
 }
 
-inline tensor::Tensor Int32Tensor(std::string name, tensor::Shape shape, std::vector<int32_t> values) {
+inline tensor::Tensor Int32Tensor(std::string name, tensor::Shape shape,
+                                  std::vector<int32_t> values) {
   tensor::Tensor t{std::move(name), tensor::DataType::kInt32, std::move(shape), {}};
   t.data.resize(values.size() * 4);
   std::memcpy(t.data.data(), values.data(), t.data.size());

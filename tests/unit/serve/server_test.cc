@@ -440,6 +440,5 @@ TEST(InferenceServer, AShutdownPastItsDeadlineAlsoAnswersWhatAReplacedVersionHol
   held.ExpectQueuedRefusedAndRunningDone();
 }
 
-
 }  // namespace
 }  // namespace rampart::serve
