@@ -13,7 +13,10 @@
 #    average batch size and mean batch compute time.
 # 4. Goal rounds at 64 connections: offline batch 32 (server idle), then the batched model
 #    served, back to back, --rounds times; served / offline is the median of the rounds' paired
-#    ratios, so the machine's drift over minutes weighs on both sides alike.
+#    ratios, so the machine's drift over minutes weighs on both sides alike. With --stall-probe,
+#    each round ends with bench/stall_probe on every CPU (server idle): how often the machine
+#    itself stalls a running thread for longer than the round's p99 bound leaves above its
+#    median, and so roughly what share of requests no server could keep within the bound.
 # Reports throughput (samples/s = req/s, one row per request), p50/p99 latency, served/offline
 # and batched/unbatched ratios, and p99 against queue delay + 2 x batch compute time with the
 # share of wrk's latency samples over that bound. It reports; it does not assert.
@@ -21,7 +24,8 @@
 # Usage: bench/batching_bench.sh --binary build/rampart --offline build/bench/torch_offline
 #                                --repository examples/models [--duration 10] [--warmup 2]
 #                                [--offline-seconds 5] [--rounds 3] [--threads N]
-#                                [--split-cpus] [--serve-args "FLAGS"] [--out FILE]
+#                                [--split-cpus] [--stall-probe PATH] [--probe-seconds 5]
+#                                [--serve-args "FLAGS"] [--out FILE]
 #                                [--start-timeout 120] [--keep-workdir]
 # See docs/benchmarks.md.
 set -euo pipefail
@@ -48,6 +52,8 @@ offline_seconds=5
 rounds=3
 thread_budget=0
 split_cpus=0
+probe_bin=""
+probe_seconds=5
 serve_args=""
 out_file=""
 start_timeout=120
@@ -74,6 +80,9 @@ Options:
                            the offline baseline on the instance's CPUs (Triton's host policy
                            does the same with `cpu-cores`); keeps the load generator off the
                            computing core
+  --stall-probe PATH       stall_probe binary (built in build/bench): each goal round ends with
+                           it, and the report gives the machine's own stalls beside the p99
+  --probe-seconds SECS     probing time per round (default 5)
   --serve-args "FLAGS"     more `rampart serve` flags for the served side, e.g.
                            "--instance-cpus 1 --http-cpus 0" (split into words on spaces)
   --out FILE               also write the results as a markdown snippet to FILE
@@ -93,6 +102,8 @@ while [ $# -gt 0 ]; do
     --rounds) rounds="${2:?--rounds needs a value}"; shift 2 ;;
     --threads) thread_budget="${2:?--threads needs a value}"; shift 2 ;;
     --split-cpus) split_cpus=1; shift ;;
+    --stall-probe) probe_bin="${2:?--stall-probe needs a value}"; shift 2 ;;
+    --probe-seconds) probe_seconds="${2:?--probe-seconds needs a value}"; shift 2 ;;
     --serve-args) serve_args="${2?--serve-args needs a value}"; shift 2 ;;
     --out) out_file="${2:?--out needs a value}"; shift 2 ;;
     --start-timeout) start_timeout="${2:?--start-timeout needs a value}"; shift 2 ;;
@@ -106,6 +117,7 @@ done
 [[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, got '$warmup'"
 [[ "$offline_seconds" =~ ^[1-9][0-9]*$ ]] || die "--offline-seconds must be a positive integer"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, got '$rounds'"
+[[ "$probe_seconds" =~ ^[1-9][0-9]*$ ]] || die "--probe-seconds must be a positive integer"
 [[ "$thread_budget" =~ ^[0-9]+$ ]] || die "--threads must be a non-negative integer"
 offline_thread_args=()
 if [ "$thread_budget" -gt 0 ]; then
@@ -153,9 +165,15 @@ source_model="$repository/$batched_model"
   die "'$source_model/1/model.pt' is missing (make build generates the example models)"
 binary="$(absolute_path "$binary")"
 offline_bin="$(absolute_path "$offline_bin")"
+if [ -n "$probe_bin" ]; then
+  require_executable "$probe_bin" "stall probe (--stall-probe)" \
+    "make build builds it as build/bench/stall_probe"
+  probe_bin="$(absolute_path "$probe_bin")"
+fi
 
 offline_pid=""
-cleanup_pid_vars+=(offline_pid)
+probe_pid=""
+cleanup_pid_vars+=(offline_pid probe_pid)
 make_workdir "repository, logs and raw wrk output"
 
 # ---------------------------------------------------------------------------------------------
@@ -447,6 +465,44 @@ percent() {
   }'
 }
 
+# probe_value FILE KEY: KEY's number in the stall probe's output FILE.
+probe_value() { sed -n -E "s/^$2=([0-9.]+)$/\1/p" "$1"; }
+
+# stall_figures KEY CONNECTIONS: runs the stall probe on every CPU (the server idle) and sets
+# result[KEY.stalled_ms] (ms per second during which some CPU was stalled), result[KEY.max_stall]
+# (µs), result[KEY.stalls_1ms] (stalls per second of 1 ms or more), result[KEY.slack] (the
+# bound less the p50, µs), result[KEY.stalls_slack] (stalls per second at least that long) and
+# result[KEY.stall_floor] (≈ % of requests over the bound from those stalls alone). A stall that
+# long holds up every request in flight, CONNECTIONS of them in a closed loop, past the bound,
+# whatever the server does; so stalls per second × CONNECTIONS / requests per second estimates
+# the share no server could keep within it (an estimate: it counts requests, while wrk's
+# histogram weighs a long stall by the requests it held up, and the machine stalls differently
+# loaded than idle).
+stall_figures() {
+  local key="$1" connections="$2" slack out="$workdir/probe.$1.stdout" status
+  local -a threshold=()
+  slack="$(awk -v b="${result[$key.bound]}" -v p="${result[$key.p50]}" \
+    'BEGIN { print (b == "nan" || p == "nan" || b - p < 1) ? "nan" : int(b - p) }')"
+  result[$key.slack]="$slack"
+  [ "$slack" = nan ] || threshold=(--threshold-us "$slack")
+  log "stall probe: every CPU for ${probe_seconds}s${threshold:+ (counting stalls ≥ $slack µs)}"
+  "$probe_bin" --seconds "$probe_seconds" "${threshold[@]}" >"$out" 2>"$workdir/probe.$key.stderr" &
+  probe_pid=$!
+  wait "$probe_pid" && status=0 || status=$?
+  probe_pid=""
+  [ "$status" -eq 0 ] || die "the stall probe exited with status $status (see $workdir)"
+  result[$key.stalled_ms]="$(probe_value "$out" stalled_ms_per_s)"
+  result[$key.max_stall]="$(probe_value "$out" max_stall_us)"
+  result[$key.stalls_1ms]="$(probe_value "$out" stalls_per_s_ge_1000us)"
+  result[$key.stalls_slack]="$(probe_value "$out" stalls_per_s_ge_threshold)"
+  [ -n "${result[$key.stalls_slack]}" ] || result[$key.stalls_slack]="nan"
+  result[$key.stall_floor]="$(awk -v r="${result[$key.stalls_slack]}" -v c="$connections" \
+    -v rps="${result[$key.rps]}" 'BEGIN {
+      if (r == "nan" || rps + 0 <= 0) { print "nan"; exit }
+      v = 100 * r * c / rps; printf "%.2f", (v > 100) ? 100 : v
+    }')"
+}
+
 # ---------------------------------------------------------------------------------------------
 # Measurement, 1: per level, the batched model, then the unbatched one, on the same server.
 
@@ -476,6 +532,10 @@ round_bounds=()
 rounds_within=0
 pooled_over=0
 pooled_all=0
+# For the pooled stall estimate: Σ stalls per second × connections, and Σ requests per second.
+pooled_stalled_requests=0
+pooled_rps=0
+read -r _ _ goal_connections <<<"$goal_level_spec"
 for round in $(seq "$rounds"); do
   run_offline "$offline_batch"
   result[round$round.offline]="$offline_rate"
@@ -490,12 +550,21 @@ for round in $(seq "$rounds"); do
     pooled_over=$((pooled_over + ${result[round$round.over]}))
     pooled_all=$((pooled_all + ${result[round$round.all]}))
   fi
+  if [ -n "$probe_bin" ]; then
+    stall_figures "round$round" "$goal_connections"
+    if [ "${result[round$round.stall_floor]}" != nan ]; then
+      pooled_stalled_requests="$(calc "$pooled_stalled_requests + \
+        ${result[round$round.stalls_slack]} * $goal_connections" 4)"
+      pooled_rps="$(calc "$pooled_rps + ${result[round$round.rps]}" 1)"
+    fi
+  fi
   log "round $round: served ${result[round$round.rps]} / offline $offline_rate samples/s =" \
     "${result[round$round.ratio]}; p99 ${result[round$round.p99]} µs, bound" \
     "${result[round$round.bound]} µs (${result[round$round.over_pct]} % of samples over it)"
 done
 # Every round's requests against their own round's bound, together.
 result[goal.over_pct]="$(percent "$pooled_over" "$pooled_all")"
+result[goal.stall_floor]="$(percent "$pooled_stalled_requests" "$pooled_rps")"
 result[goal.ratio_offline]="$(calc "$(median "${round_ratios[@]}")" 2)"
 result[goal.p99]="$(calc "$(median "${round_p99s[@]}")" 0)"
 result[goal.bound]="$(calc "$(median "${round_bounds[@]}")" 0)"
@@ -616,6 +685,29 @@ report() {
     "$rounds rounds (median p99 ${result[goal.p99]} µs, median bound ${result[goal.bound]} µs);" \
     "all rounds' requests together: **${result[goal.over_pct]} %** over their round's bound" \
     "(goal ≤ 1 %)"
+  [ -n "$probe_bin" ] || return 0
+  echo
+  echo "The machine's own stalls, from bench/stall_probe on every CPU for ${probe_seconds}s at" \
+    "the end of each round (server idle): a stall is a gap in a pinned thread's run of clock" \
+    "reads, on any CPU (overlapping ones merged). One at least as long as the bound leaves" \
+    "above the median holds every request in flight past the bound, whatever the server does:"
+  echo
+  echo "| round | stalled (ms per s) | longest (µs) | stalls ≥ 1 ms (per s) |" \
+    "bound − p50 (µs) | stalls ≥ bound − p50 (per s) | ≈ requests over the bound from them |"
+  echo "|---:|---:|---:|---:|---:|---:|---:|"
+  for round in $(seq "$rounds"); do
+    printf '| %s | %s | %s | %s | %s | %s | %s %% |\n' "$round" \
+      "${result[round$round.stalled_ms]}" "${result[round$round.max_stall]}" \
+      "${result[round$round.stalls_1ms]}" \
+      "${result[round$round.slack]}" \
+      "${result[round$round.stalls_slack]}" "${result[round$round.stall_floor]}"
+  done
+  echo
+  echo "≈ requests over the bound = stalls per second × $goal_connections connections ÷" \
+    "requests per second: **${result[goal.stall_floor]} %** over all rounds, against" \
+    "${result[goal.over_pct]} % of wrk's samples measured over the bound. An estimate: the" \
+    "machine may stall differently loaded than idle, and wrk weighs a long stall by the" \
+    "requests it held up."
 }
 
 summary() {
@@ -653,12 +745,19 @@ summary() {
     echo "round${round}_p99_us=${result[round$round.p99]}"
     echo "round${round}_p99_bound_us=${result[round$round.bound]}"
     echo "round${round}_over_bound_pct=${result[round$round.over_pct]}"
+    [ -n "$probe_bin" ] || continue
+    echo "round${round}_stalled_ms_per_s=${result[round$round.stalled_ms]}"
+    echo "round${round}_max_stall_us=${result[round$round.max_stall]}"
+    echo "round${round}_stalls_per_s_ge_1ms=${result[round$round.stalls_1ms]}"
+    echo "round${round}_stalls_per_s_over_slack=${result[round$round.stalls_slack]}"
+    echo "round${round}_stall_floor_pct=${result[round$round.stall_floor]}"
   done
   echo "goal_ratio_served_offline_$goal_level=${result[goal.ratio_offline]}"
   echo "goal_rounds_p99_within_bound_$goal_level=$rounds_within/$rounds"
   echo "goal_median_p99_us_$goal_level=${result[goal.p99]}"
   echo "goal_median_p99_bound_us_$goal_level=${result[goal.bound]}"
   echo "goal_pooled_over_bound_pct_$goal_level=${result[goal.over_pct]}"
+  [ -z "$probe_bin" ] || echo "goal_stall_floor_pct_$goal_level=${result[goal.stall_floor]}"
 }
 
 stop_process "$rampart_pid" 30
