@@ -117,10 +117,12 @@ Result<BatchQueue::Admission> BatchQueue::Admit(const InferRequest& request, Ste
       level.queue.size() + level.delayed.size() >= queue_policy.max_queue_size) {
     return Unavailable("Exceeds maximum queue size");
   }
-  // In uint64, as the request sends it: a timeout past int64's range must not turn negative.
+  // In uint64, as the request sends it: a timeout past int64's range must not turn negative. As
+  // in Triton's PolicyQueue::Enqueue, a request's timeout only shortens a default: where the level
+  // has none, it is ignored.
   auto timeout_us = static_cast<uint64_t>(queue_policy.default_timeout.count());
   if (request.timeout_us > 0 && queue_policy.allow_timeout_override &&
-      (timeout_us == 0 || request.timeout_us < timeout_us)) {
+      request.timeout_us < timeout_us) {
     timeout_us = request.timeout_us;
   }
   if (timeout_us > 0 && timeout_us <= kMaxQueueMicros) {

@@ -91,8 +91,8 @@ class BatchQueue {
 
   // Resolves the request's priority level and queue deadline, and checks there is room. As in
   // Triton, priority 0 or one past the model's levels means the default level, and a request's
-  // timeout (any uint64) can only shorten the level's default; timeouts past kMaxQueueMicros
-  // count as none. Errors: Unavailable "Exceeds maximum queue size".
+  // timeout (any uint64) can only shorten the level's default timeout, so it is ignored where the
+  // level has none. Errors: Unavailable "Exceeds maximum queue size".
   struct Admission {
     uint64_t level;
     std::optional<SteadyTime> deadline;

@@ -29,6 +29,15 @@ std::vector<bool> FinalSteps(const inference::ModelEnsembling& scheduling) {
   return final;
 }
 
+// How many steps read each tensor.
+std::map<std::string, int> Readers(const inference::ModelEnsembling& scheduling) {
+  std::map<std::string, int> readers;
+  for (const Step& step : scheduling.step()) {
+    for (const auto& [input, tensor] : step.input_map()) ++readers[tensor];
+  }
+  return readers;
+}
+
 // The state of one request going through an ensemble. Shared by the step callbacks; every field
 // below the constants is guarded by mutex.
 class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
@@ -41,9 +50,27 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
         final_steps_(FinalSteps(scheduling_)),
         request_(std::move(request)),
         done_(std::move(done)),
-        steps_(static_cast<size_t>(scheduling_.step_size())) {
+        steps_(static_cast<size_t>(scheduling_.step_size())),
+        readers_(Readers(scheduling_)) {
+    // Validate has checked the inputs' shapes: with batching, every input's dim 0 is the batch.
+    if (ensemble_->config().max_batch_size() > 0 && !request_->inputs.empty() &&
+        !request_->inputs[0].shape.empty()) {
+      batch_items_ = static_cast<uint64_t>(std::max<int64_t>(1, request_->inputs[0].shape[0]));
+    }
     for (tensor::Tensor& input : request_->inputs) tensors_[input.name] = std::move(input);
     request_->inputs.clear();
+    // Every step's model now, held until the answer: what is unloaded or replaced meanwhile
+    // still serves the steps to come.
+    for (size_t i = 0; i < steps_.size() && !failed_; ++i) {
+      const Step& step = scheduling_.step(static_cast<int>(i));
+      Result<InferenceServer::Target> target = server_.Resolve(
+          step.model_name(), step.model_version() > 0 ? step.model_version() : kLatestVersion);
+      if (!target.ok()) {
+        Fail(i, target.status());
+      } else {
+        steps_[i].target = std::move(target).value();
+      }
+    }
   }
 
   void Start() {
@@ -53,10 +80,34 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
 
  private:
   struct StepState {
+    InferenceServer::Target target;  // released once the ensemble has answered
     bool launched = false;
     bool finished = false;
     StepTiming timing;
   };
+
+  // The first failure is the answer; the steps running finish first.
+  void Fail(size_t index, const Status& status) {
+    if (failed_) return;
+    failed_ = true;
+    failure_ = status.WithContext(
+        fmt::format("ensemble '{}' step {} (model '{}')", ensemble_->name(), index,
+                    scheduling_.step(static_cast<int>(index)).model_name()));
+  }
+
+  // The tensor as step input: moved out on its last read unless the ensemble returns it, so an
+  // intermediate tensor is freed once no step needs it (as Triton releases them), else copied.
+  tensor::Tensor TakeInput(const std::string& name) {
+    auto it = tensors_.find(name);
+    const bool last_read = --readers_.at(name) == 0;
+    const bool returned =
+        std::any_of(ensemble_->config().output().begin(), ensemble_->config().output().end(),
+                    [&](const auto& output) { return output.name() == name; });
+    if (!last_read || returned) return it->second;
+    tensor::Tensor taken = std::move(it->second);
+    tensors_.erase(it);
+    return taken;
+  }
 
   // Launches every step whose inputs exist. Takes and may release the lock around Infer (a
   // step that fails validation calls back at once, re-entering this object).
@@ -72,11 +123,14 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
         if (!inputs_ready) continue;
         auto sub = std::make_unique<InferRequest>();
         sub->model_name = step.model_name();
-        sub->model_version = step.model_version() > 0 ? step.model_version() : kLatestVersion;
+        sub->model_version = steps_[i].target.model->version();
         sub->id = request_->id;
+        // As Triton's ensemble passes them on to each step's request.
+        sub->priority = request_->priority;
+        sub->timeout_us = request_->timeout_us;
         sub->cancelled = request_->cancelled;
         for (const auto& [model_input, tensor_name] : step.input_map()) {
-          tensor::Tensor input = tensors_.at(tensor_name);
+          tensor::Tensor input = TakeInput(tensor_name);
           input.name = model_input;
           sub->inputs.push_back(std::move(input));
         }
@@ -94,7 +148,7 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
       running_ += ready.size();
       lock.unlock();
       for (auto& [index, sub] : ready) {
-        server_.InferStep(std::move(sub),
+        server_.InferStep(steps_[index].target, std::move(sub),
                           [self = shared_from_this(),
                            index = index](Result<std::unique_ptr<InferResponse>> result) mutable {
                             self->StepDone(index, std::move(result));
@@ -111,13 +165,14 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
     steps_[index].finished = true;
     steps_[index].timing.end_ns = NanosBetween(request_->arrival, Clock::Real().Now());
     if (!result.ok()) {
-      if (!failed_) {
-        failed_ = true;
-        failure_ = result.status().WithContext(fmt::format("ensemble '{}' step {} (model '{}')",
-                                                           ensemble_->name(), index,
-                                                           steps_[index].timing.model));
-      }
+      Fail(index, result.status());
     } else {
+      // Triton's ensemble statistics: the steps' queue and compute times, added up.
+      const RequestTiming& step_timing = (*result)->timing;
+      timing_.queue_ns += step_timing.queue_ns;
+      timing_.compute_input_ns += step_timing.compute_input_ns;
+      timing_.compute_infer_ns += step_timing.compute_infer_ns;
+      timing_.compute_output_ns += step_timing.compute_output_ns;
       const Step& step = scheduling_.step(static_cast<int>(index));
       for (tensor::Tensor& output : (*result)->outputs) {
         auto mapped = step.output_map().find(output.name);
@@ -140,11 +195,19 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
     if (!outcome.ok()) {
       stats.RecordFailure(FailureReason::kOther, total_ns);
     } else {
-      stats.RecordSuccess({total_ns, (*outcome)->timing, 1});
+      // As Triton counts an ensemble request: one execution of its batch, which took the steps'
+      // compute time.
+      (*outcome)->timing = timing_;
+      const Statistics::Success success{total_ns, timing_, batch_items_};
+      stats.RecordExecution(
+          batch_items_,
+          {timing_.compute_input_ns, timing_.compute_infer_ns, timing_.compute_output_ns},
+          {&success, 1});
       if (VersionObserver* observer = stats.observer()) {
         observer->OnEnsembleAlignment((*outcome)->alignment_ns);
       }
     }
+    for (StepState& step : steps_) step.target = {};  // the versions may retire now
     InferCallback done = std::move(done_);
     lock.unlock();
     done(std::move(outcome));
@@ -187,10 +250,14 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
   const std::vector<bool> final_steps_;
   const std::unique_ptr<InferRequest> request_;
 
+  uint64_t batch_items_ = 1;  // set by the constructor
+
   std::mutex mutex_;
   InferCallback done_;
   std::map<std::string, tensor::Tensor> tensors_;
   std::vector<StepState> steps_;
+  std::map<std::string, int> readers_;  // steps yet to read each tensor
+  RequestTiming timing_;                // the finished steps' times, added up
   size_t running_ = 0;
   bool failed_ = false;
   bool answered_ = false;
@@ -263,6 +330,57 @@ Status ValidateEnsemble(const model::ModelConfig& config) {
   for (const auto& output : config.output()) {
     if (!available.contains(output.name())) {
       return InvalidArgument("ensemble '{}': no step produces output '{}'", name, output.name());
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckEnsembleTensors(const model::ModelConfig& config,
+                            const std::vector<const model::ModelConfig*>& step_configs) {
+  const std::string& name = config.name();
+  // Each tensor's data type, and where it was first seen.
+  std::map<std::string, std::pair<inference::DataType, std::string>> types;
+  const auto agree = [&](const std::string& tensor, inference::DataType type,
+                         std::string where) -> Status {
+    auto [it, first] = types.try_emplace(tensor, type, where);
+    if (first || it->second.first == type) return Status::Ok();
+    return InvalidArgument("ensemble '{}': tensor '{}' is {} as {} but {} as {}", name, tensor,
+                           inference::DataType_Name(it->second.first), it->second.second,
+                           inference::DataType_Name(type), where);
+  };
+  for (const auto& input : config.input()) {
+    RETURN_IF_ERROR(agree(input.name(), input.data_type(), "an ensemble input"));
+  }
+  for (const auto& output : config.output()) {
+    RETURN_IF_ERROR(agree(output.name(), output.data_type(), "an ensemble output"));
+  }
+  const auto& steps = config.ensemble_scheduling().step();
+  for (int i = 0; i < steps.size(); ++i) {
+    const Step& step = steps.Get(i);
+    const model::ModelConfig& model = *step_configs.at(static_cast<size_t>(i));
+    const auto find = [](const auto& tensors, const std::string& wanted) {
+      return std::find_if(tensors.begin(), tensors.end(),
+                          [&](const auto& tensor) { return tensor.name() == wanted; });
+    };
+    for (const auto& [model_input, tensor] : step.input_map()) {
+      auto input = find(model.input(), model_input);
+      if (input == model.input().end()) {
+        return InvalidArgument("ensemble '{}' step {}: model '{}' has no input '{}'", name, i,
+                               step.model_name(), model_input);
+      }
+      RETURN_IF_ERROR(
+          agree(tensor, input->data_type(),
+                fmt::format("input '{}' of step {} ('{}')", model_input, i, step.model_name())));
+    }
+    for (const auto& [model_output, tensor] : step.output_map()) {
+      auto output = find(model.output(), model_output);
+      if (output == model.output().end()) {
+        return InvalidArgument("ensemble '{}' step {}: model '{}' has no output '{}'", name, i,
+                               step.model_name(), model_output);
+      }
+      RETURN_IF_ERROR(
+          agree(tensor, output->data_type(),
+                fmt::format("output '{}' of step {} ('{}')", model_output, i, step.model_name())));
     }
   }
   return Status::Ok();

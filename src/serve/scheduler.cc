@@ -14,9 +14,7 @@ namespace {
 
 bool NeedsTimer(const BatchPolicy& policy) {
   return std::any_of(policy.queue_policies.begin(), policy.queue_policies.end(),
-                     [](const QueuePolicy& queue) {
-                       return queue.default_timeout.count() > 0 || queue.allow_timeout_override;
-                     });
+                     [](const QueuePolicy& queue) { return queue.default_timeout.count() > 0; });
 }
 
 }  // namespace

@@ -102,36 +102,43 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
     done(Unavailable("the server is shutting down"));
     return;
   }
-  Dispatch(std::move(request), std::move(done), /*counted=*/true);
-}
-
-void InferenceServer::InferStep(std::unique_ptr<InferRequest> request, InferCallback done) {
-  Dispatch(std::move(request), std::move(done), /*counted=*/false);
-}
-
-void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, InferCallback done,
-                               bool counted) {
-  std::shared_ptr<CanaryController> canary;
-  Result<std::shared_ptr<ModelVersion>> model = std::shared_ptr<ModelVersion>();
-  {
-    std::lock_guard lock(models_mutex_);  // once per request: the two I/O threads meet here
-    if (request->model_version == kLatestVersion) {
-      auto it = canaries_.find(request->model_name);
-      if (it != canaries_.end()) {
-        canary = it->second;
-        request->model_version = canary->Route();
-      }
-    }
-    model = GetModelLocked(request->model_name, request->model_version);
+  Result<Target> target = Resolve(request->model_name, request->model_version);
+  if (!target.ok()) {
+    done(target.status());
+    in_flight_.Leave();
+    return;
   }
-  Status refused = model.status();
-  if (refused.ok()) refused = (*model)->Validate(*request);
-  if (!refused.ok()) {
+  Dispatch(*target, std::move(request), std::move(done), /*counted=*/true);
+}
+
+void InferenceServer::InferStep(const Target& target, std::unique_ptr<InferRequest> request,
+                                InferCallback done) {
+  Dispatch(target, std::move(request), std::move(done), /*counted=*/false);
+}
+
+Result<InferenceServer::Target> InferenceServer::Resolve(std::string_view name, int64_t version) {
+  Target target;
+  std::lock_guard lock(models_mutex_);  // once per request: the two I/O threads meet here
+  if (version == kLatestVersion) {
+    auto it = canaries_.find(name);
+    if (it != canaries_.end()) {
+      target.canary = it->second;
+      version = target.canary->Route();
+    }
+  }
+  ASSIGN_OR_RETURN(target.model, GetModelLocked(name, version));
+  return target;
+}
+
+void InferenceServer::Dispatch(const Target& target, std::unique_ptr<InferRequest> request,
+                               InferCallback done, bool counted) {
+  request->model_version = target.model->version();
+  if (Status refused = target.model->Validate(*request); !refused.ok()) {
     done(std::move(refused));
     if (counted) in_flight_.Leave();
     return;
   }
-  InferCallback finish = [this, done = std::move(done), canary = std::move(canary),
+  InferCallback finish = [this, done = std::move(done), canary = target.canary,
                           version = request->model_version, arrival = request->arrival,
                           counted](Result<std::unique_ptr<InferResponse>> result) mutable {
     // A request its client gave up on says nothing about the version it went to.
@@ -141,10 +148,10 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, InferCallb
     done(std::move(result));
     if (counted) in_flight_.Leave();
   };
-  if ((*model)->IsEnsemble()) {
-    RunEnsemble(*this, std::move(model).value(), std::move(request), std::move(finish));
+  if (target.model->IsEnsemble()) {
+    RunEnsemble(*this, target.model, std::move(request), std::move(finish));
   } else {
-    (*model)->Enqueue(std::move(request), std::move(finish));
+    target.model->Enqueue(std::move(request), std::move(finish));
   }
 }
 

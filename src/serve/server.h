@@ -120,9 +120,19 @@ class InferenceServer {
   // (for requests that fail validation) or later on an instance thread. Refused once a shutdown
   // has begun; a request taken is counted until it is answered, and Shutdown waits for it.
   void Infer(std::unique_ptr<InferRequest> request, InferCallback done);
-  // Infer for an ensemble's step: part of a request already counted in flight, so it is not
-  // refused while a shutdown drains (the ensemble's answer waits for it).
-  void InferStep(std::unique_ptr<InferRequest> request, InferCallback done);
+  // Where a request goes: the loaded version, and the canary that chose it, if one did.
+  struct Target {
+    std::shared_ptr<ModelVersion> model;
+    std::shared_ptr<CanaryController> canary;
+  };
+  // The version a request for `name` and `version` (kLatestVersion: the highest, or the canary's
+  // choice while one runs) goes to now. An ensemble resolves its steps' models when its request
+  // starts and holds them until it ends, as Triton's ensemble holds its models' handles, so an
+  // unload or reload meanwhile does not fail the steps still to run. Errors: NotFound as GetModel.
+  Result<Target> Resolve(std::string_view name, int64_t version);
+  // Infer for an ensemble's step, to the version Resolve gave: part of a request already counted
+  // in flight, so it is not refused while a shutdown drains (the ensemble's answer waits for it).
+  void InferStep(const Target& target, std::unique_ptr<InferRequest> request, InferCallback done);
 
   // A loaded version: the exact one, or the highest when version is kLatestVersion.
   // Errors: NotFound with Triton's wording.
@@ -151,9 +161,10 @@ class InferenceServer {
   size_t RetiringVersions() const;
 
  private:
-  // Routes (canary), finds the model, validates and queues. `counted`: the request was entered in
-  // in_flight_, which its answer leaves.
-  void Dispatch(std::unique_ptr<InferRequest> request, InferCallback done, bool counted);
+  // Validates the request against `target` and queues it there (or runs the ensemble). `counted`:
+  // the request was entered in in_flight_, which its answer leaves.
+  void Dispatch(const Target& target, std::unique_ptr<InferRequest> request, InferCallback done,
+                bool counted);
   // ModelEntry::reason of a model unloaded on request (the repository index shows it; Triton's
   // wording).
   static constexpr std::string_view kUnloadedReason = "unloaded";

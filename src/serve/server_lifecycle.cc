@@ -7,6 +7,7 @@
 #include "core/logging.h"
 #include "core/thread_name.h"
 #include "model/repository.h"
+#include "serve/ensemble.h"
 #include "serve/server.h"
 
 namespace rampart::serve {
@@ -167,12 +168,20 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
   }
   if (!source.ok()) return fail(source.status());
   if (source->config.platform() == model::kEnsemblePlatform) {
+    std::vector<std::shared_ptr<ModelVersion>> step_models;
+    std::vector<const model::ModelConfig*> step_configs;
     for (const auto& step : source->config.ensemble_scheduling().step()) {
       const int64_t version = step.model_version() > 0 ? step.model_version() : kLatestVersion;
-      if (Status ready = GetModel(step.model_name(), version).status(); !ready.ok()) {
+      Result<std::shared_ptr<ModelVersion>> ready = GetModel(step.model_name(), version);
+      if (!ready.ok()) {
         return fail(InvalidArgument("ensemble '{}': step model '{}' is not loaded: {}", name,
-                                    step.model_name(), ready.message()));
+                                    step.model_name(), ready.status().message()));
       }
+      step_configs.push_back(&(*ready)->config());
+      step_models.push_back(std::move(ready).value());
+    }
+    if (Status tensors = CheckEnsembleTensors(source->config, step_configs); !tensors.ok()) {
+      return fail(tensors);
     }
     if (Status acyclic = CheckEnsembleCycle(name, source->config); !acyclic.ok()) {
       return fail(acyclic);

@@ -92,7 +92,11 @@ constexpr char kQueueConfig[] = R"pb(
     dims: [ 1 ]
   }]
   dynamic_batching {
-    default_queue_policy { timeout_action: REJECT allow_timeout_override: true }
+    default_queue_policy {
+      timeout_action: REJECT
+      default_timeout_microseconds: 3600000000
+      allow_timeout_override: true
+    }
   } instance_group
   [ { count: 1 kind: KIND_CPU }]
 )pb";

@@ -269,19 +269,30 @@ TEST_F(BatchQueueTest, RequestTimeoutsPastInt64StillOnlyShorten) {
   EXPECT_TRUE(queue_->Expire(At(999), next).empty());
   EXPECT_EQ(queue_->Expire(At(1000), next).size(), 2u);  // the default held for both
 
-  // Without a default, a timeout too long for any clock means none.
-  Configure("default_queue_policy { allow_timeout_override: true }");
+  // Under the longest default, a timeout just below it still shortens it.
+  Configure(fmt::format(
+      "default_queue_policy {{ default_timeout_microseconds: {} allow_timeout_override: true }}",
+      kMaxQueueMicros));
   ASSERT_TRUE(Add(0, 1, 0, 0, /*timeout_us=*/std::numeric_limits<uint64_t>::max()).ok());
+  ASSERT_TRUE(Add(1, 1, 0, 0, /*timeout_us=*/kMaxQueueMicros - 1).ok());
   EXPECT_TRUE(queue_->Expire(At(0), next).empty());
+  EXPECT_EQ(next, At(static_cast<int64_t>(kMaxQueueMicros - 1)));
+}
+
+// Triton's PolicyQueue::Enqueue: a request's timeout can shorten the level's default timeout, and
+// where the level has none, there is nothing to shorten.
+TEST_F(BatchQueueTest, RequestTimeoutIsIgnoredWithoutADefault) {
+  Configure("default_queue_policy { allow_timeout_override: true }");
+  ASSERT_TRUE(Add(0, 1, 0, 0, /*timeout_us=*/100).ok());
+  std::optional<SteadyTime> next;
+  EXPECT_TRUE(queue_->Expire(At(1000), next).empty());
   EXPECT_FALSE(next.has_value());
-  ASSERT_TRUE(Add(1, 1, 0, 0, /*timeout_us=*/kMaxQueueMicros).ok());
-  EXPECT_TRUE(queue_->Expire(At(0), next).empty());
-  EXPECT_EQ(next, At(static_cast<int64_t>(kMaxQueueMicros)));
+  EXPECT_EQ(queue_->size(), 1u);
 }
 
 TEST_F(BatchQueueTest, DelayActionMovesBehindUnexpiredRequests) {
   Configure(
-      "default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 0 "
+      "default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 1000000 "
       "allow_timeout_override: true }",
       /*max_batch_size=*/1);
   ASSERT_TRUE(Add(0, 1, 0, 0, /*timeout_us=*/10).ok());
@@ -304,7 +315,9 @@ TEST_F(BatchQueueTest, CancelledRequestsNeverReachABatch) {
 }
 
 TEST_F(BatchQueueTest, RequestsLeavingFromTheMiddleKeepTheOthersInOrder) {
-  Configure("default_queue_policy { allow_timeout_override: true }");
+  Configure(
+      "default_queue_policy { default_timeout_microseconds: 1000000 "
+      "allow_timeout_override: true }");
   for (int id : {0, 1, 2, 3, 4, 5}) {
     const uint64_t timeout_us = id == 1 || id == 4 ? 10 : 0;  // 1 and 4 time out
     ASSERT_TRUE(Add(id, 1, 0, 0, timeout_us).ok());
@@ -338,9 +351,13 @@ TEST_F(BatchQueueTest, OneAtATimeDropsCancelledRequestsWhenTheyComeUp) {
 }
 
 TEST_F(BatchQueueTest, TimeoutsStillApplyAfterRequestsWithoutThemLeave) {
-  Configure("default_queue_policy { allow_timeout_override: true }", /*max_batch_size=*/1);
+  // Level 1 has no timeout; level 2 a 10 µs one.
+  Configure(
+      "priority_levels: 2 default_priority_level: 1 "
+      "priority_queue_policy { key: 2 value: { default_timeout_microseconds: 10 } }",
+      /*max_batch_size=*/1);
   ASSERT_TRUE(Add(0, 1, 0).ok());
-  ASSERT_TRUE(Add(1, 1, 0, 0, /*timeout_us=*/10).ok());
+  ASSERT_TRUE(Add(1, 1, 0, /*priority=*/2).ok());
   EXPECT_EQ(Ids(queue_->Next(At(0))), (std::vector<std::string>{"0"}));
   std::optional<SteadyTime> next;
   EXPECT_TRUE(queue_->Expire(At(5), next).empty());

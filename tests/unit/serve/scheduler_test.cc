@@ -90,12 +90,13 @@ class RecordingInstance final : public backend::ModelInstance {
   Recorder& recorder_;
 };
 
-// No default queue timeout, but requests may set their own.
+// A default queue timeout no test reaches (an hour), which requests may shorten.
 BatchPolicy Policy(int max_batch_size, bool preserve_ordering = false) {
   BatchPolicy policy;
   policy.max_batch_size = max_batch_size;
   policy.preserve_ordering = preserve_ordering;
   QueuePolicy queue;
+  queue.default_timeout = std::chrono::hours(1);
   queue.allow_timeout_override = true;
   policy.queue_policies.push_back(queue);
   return policy;

@@ -117,7 +117,13 @@ TEST(InferenceServer, WithoutStrictReadinessAFailedModelLeavesTheServerReady) {
 }
 
 // An ensemble `name` of `steps` chained `add` calls: A + B, then (A + B) + B, ...; its output SUM.
-std::string ChainConfig(std::string_view name, int steps, std::string_view step_model = "add") {
+// `step_model` is called by the fake backend's names (INPUT0, INPUT1, OUTPUT0), or, when
+// `step_is_chain`, by those of another such ensemble (A, B, SUM).
+std::string ChainConfig(std::string_view name, int steps, std::string_view step_model = "add",
+                        bool step_is_chain = false) {
+  const char* first_input = step_is_chain ? "A" : "INPUT0";
+  const char* second_input = step_is_chain ? "B" : "INPUT1";
+  const char* output = step_is_chain ? "SUM" : "OUTPUT0";
   std::string text = fmt::format(
       "name: \"{}\" platform: \"ensemble\" max_batch_size: 4 "
       "input [ {{ name: \"A\" data_type: TYPE_INT32 dims: [ -1 ] }}, "
@@ -129,10 +135,10 @@ std::string ChainConfig(std::string_view name, int steps, std::string_view step_
     const std::string in = i == 0 ? "A" : fmt::format("T{}", i);
     const std::string out = i == steps - 1 ? "SUM" : fmt::format("T{}", i + 1);
     text += fmt::format(
-        "{}{{ model_name: \"{}\" input_map {{ key: \"INPUT0\" value: \"{}\" }} "
-        "input_map {{ key: \"INPUT1\" value: \"B\" }} "
-        "output_map {{ key: \"OUTPUT0\" value: \"{}\" }} }}",
-        i == 0 ? "" : ", ", step_model, in, out);
+        "{}{{ model_name: \"{}\" input_map {{ key: \"{}\" value: \"{}\" }} "
+        "input_map {{ key: \"{}\" value: \"B\" }} "
+        "output_map {{ key: \"{}\" value: \"{}\" }} }}",
+        i == 0 ? "" : ", ", step_model, first_input, in, second_input, output, out);
   }
   return text + " ] }";
 }
@@ -227,12 +233,12 @@ TEST(InferenceServer, EnsemblesThatWouldCallEachOtherAreRefused) {
   backend::BackendRegistry backends = AddBackends();
   InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
   WriteModel(repository.path(), "one", ChainConfig("one", 1));
-  WriteModel(repository.path(), "two", ChainConfig("two", 1, "one"));
+  WriteModel(repository.path(), "two", ChainConfig("two", 1, "one", /*step_is_chain=*/true));
   ASSERT_TRUE(server.LoadModel("add").ok());
   ASSERT_TRUE(server.LoadModel("one").ok());
   ASSERT_TRUE(server.LoadModel("two").ok());
   // Reloading `one` with `two` as its step would make a request recurse without end.
-  WriteModel(repository.path(), "one", ChainConfig("one", 1, "two"));
+  WriteModel(repository.path(), "one", ChainConfig("one", 1, "two", /*step_is_chain=*/true));
   Status cycle = server.LoadModel("one");
   ASSERT_FALSE(cycle.ok());
   EXPECT_EQ(cycle.message(), "ensemble 'one': its steps call it again (one -> two -> one)");
@@ -266,6 +272,112 @@ TEST(InferenceServer, AShutdownLetsAnEnsembleInFlightFinishItsSteps) {
   server.Infer(EnsembleRequest("chain", 1),
                [&refused](Result<std::unique_ptr<InferResponse>> r) { refused = r.status(); });
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
+}
+
+// Triton's ensemble holds its models' handles for the request's life: unloading a step model
+// while a request is on its first step does not fail the second.
+TEST(InferenceServer, AnEnsembleInFlightKeepsItsStepModelsThroughAnUnload) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  WriteModel(repository.path(), "chain", ChainConfig("chain", 2));
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  ASSERT_TRUE(server.LoadModel("chain").ok());
+  Gate().Close();
+  std::promise<Result<std::unique_ptr<InferResponse>>> answer;
+  server.Infer(EnsembleRequest("chain", kHold),
+               [&answer](Result<std::unique_ptr<InferResponse>> result) {
+                 answer.set_value(std::move(result));
+               });
+  Gate().WaitForWaiting(1);  // step 1 is executing
+  ASSERT_TRUE(server.UnloadModel("add").ok());
+  EXPECT_FALSE(server.GetModel("chain", kLatestVersion).ok());  // unloaded with it
+  Gate().Open();
+  Result<std::unique_ptr<InferResponse>> result = answer.get_future().get();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  const auto* sum = reinterpret_cast<const int32_t*>((*result)->outputs[0].data.data());
+  EXPECT_EQ(sum[0], kHold + 2);  // (A + B) + B
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+// Triton's ensemble gives each step's request the ensemble request's priority: a priority-1
+// ensemble request's step overtakes a request waiting at the step model's default level 2.
+TEST(InferenceServer, AnEnsembleStepCarriesTheRequestsPriority) {
+  RepositoryDir repository;
+  std::string prioritized = kAddConfig;
+  prioritized.replace(prioritized.find("name: \"add\""), 11, "name: \"levels\"");
+  prioritized.replace(prioritized.find("max_batch_size: 4"), 17, "max_batch_size: 1");
+  prioritized += "dynamic_batching { priority_levels: 2 default_priority_level: 2 }\n";
+  WriteModel(repository.path(), "levels", prioritized);
+  std::string chain = ChainConfig("chain", 1, "levels");
+  chain.replace(chain.find("max_batch_size: 4"), 17, "max_batch_size: 1");
+  WriteModel(repository.path(), "chain", chain);
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  ASSERT_TRUE(server.LoadModel("levels").ok());
+  ASSERT_TRUE(server.LoadModel("chain").ok());
+
+  std::mutex mutex;
+  std::vector<std::string> answered;  // in the order the instance ran them
+  std::promise<void> all_answered;
+  auto record = [&](std::string what) {
+    return [&, what](Result<std::unique_ptr<InferResponse>> result) {
+      EXPECT_TRUE(result.ok()) << what << ": " << result.status().ToString();
+      std::lock_guard lock(mutex);
+      answered.push_back(what);
+      if (answered.size() == 3) all_answered.set_value();
+    };
+  };
+  auto direct = [](int32_t first) {
+    auto request =
+        Request({Int32Tensor("INPUT0", {1, 2}, {first, 1}), Int32Tensor("INPUT1", {1, 2}, {1, 1})});
+    request->model_name = "levels";
+    return request;
+  };
+  Gate().Close();
+  server.Infer(direct(kHold), record("held"));
+  Gate().WaitForWaiting(1);  // the one instance is busy
+  server.Infer(direct(1), record("level 2"));
+  auto ensemble = EnsembleRequest("chain", 2);
+  ensemble->priority = 1;
+  server.Infer(std::move(ensemble), record("ensemble at level 1"));
+  Gate().Open();
+  all_answered.get_future().wait();
+  EXPECT_EQ(answered, (std::vector<std::string>{"held", "ensemble at level 1", "level 2"}));
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+// Triton's ensemble statistics: one execution of the request's batch, with the steps' queue and
+// compute times added up.
+TEST(InferenceServer, AnEnsembleCountsItsBatchAndItsStepsTimes) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  WriteModel(repository.path(), "chain", ChainConfig("chain", 2));
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  ASSERT_TRUE(server.LoadModel("chain").ok());
+  auto request = Request({Int32Tensor("A", {2, 1}, {1, 2}), Int32Tensor("B", {2, 1}, {1, 1})});
+  request->model_name = "chain";
+  std::promise<Result<std::unique_ptr<InferResponse>>> answer;
+  server.Infer(std::move(request), [&answer](Result<std::unique_ptr<InferResponse>> result) {
+    answer.set_value(std::move(result));
+  });
+  ASSERT_TRUE(answer.get_future().get().ok());
+
+  const StatisticsSnapshot steps = (*server.GetModel("add", 1))->statistics().Snapshot();
+  const StatisticsSnapshot ensemble = (*server.GetModel("chain", 1))->statistics().Snapshot();
+  EXPECT_EQ(steps.execution_count, 2u);
+  EXPECT_EQ(ensemble.inference_count, 2u);
+  EXPECT_EQ(ensemble.execution_count, 1u);
+  ASSERT_TRUE(ensemble.batch_stats.contains(2));
+  EXPECT_EQ(ensemble.batch_stats.at(2).compute_infer.count, 1u);
+  EXPECT_EQ(ensemble.success.count, 1u);
+  EXPECT_EQ(ensemble.queue.count, 1u);
+  EXPECT_GT(steps.queue.ns, 0u);
+  EXPECT_EQ(ensemble.queue.ns, steps.queue.ns);
+  EXPECT_EQ(ensemble.compute_infer.ns, steps.compute_infer.ns);
+  EXPECT_EQ(ensemble.batch_stats.at(2).compute_infer.ns, steps.compute_infer.ns);
+  server.Shutdown(std::chrono::milliseconds(0));
 }
 
 // `add` loaded in explicit mode, with one request executing on its one instance (held at the
@@ -379,7 +491,8 @@ TEST(InferenceServer, UnloadingAModelTakesTheEnsemblesThatCallIt) {
   backend::BackendRegistry backends = AddBackends();
   InferenceServer server(ExplicitMode(repository.path(), /*strict=*/true), backends);
   WriteModel(repository.path(), "one", ChainConfig("one", 1));
-  WriteModel(repository.path(), "two", ChainConfig("two", 1, "one"));  // through `one`
+  WriteModel(repository.path(), "two",
+             ChainConfig("two", 1, "one", /*step_is_chain=*/true));  // through `one`
   for (const char* name : {"add", "one", "two"}) ASSERT_TRUE(server.LoadModel(name).ok());
   // They could not run without `add` (Triton unloads them too).
   ASSERT_TRUE(server.UnloadModel("add").ok());
