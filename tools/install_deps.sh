@@ -9,6 +9,7 @@ packages=(
   # serving core
   libboost-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libsimdjson-dev rapidjson-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libssl-dev
+  zlib1g-dev
   # LibTorch with a fast BLAS; python3-torch scripts the example/test TorchScript models
   libtorch-dev libopenblas0-pthread python3-torch python3-numpy
   # tcmalloc for the server (see CMakeLists.txt)

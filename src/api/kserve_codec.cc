@@ -16,6 +16,11 @@ using tensor::DataType;
 // How deeply `data` arrays may nest.
 constexpr int kMaxDepth = 32;
 
+// The largest JSON text an I/O thread's parser stays sized for between requests: simdjson keeps
+// about 15 bytes per byte of the largest document it parsed, so this bounds what each I/O thread
+// holds to ~15 MiB; larger requests allocate their parse buffers and free them when decoded.
+constexpr size_t kKeptParserBytes = size_t{1} << 20;
+
 Status NestedTooDeeply(std::string_view tensor) {
   return InvalidArgument("input '{}': 'data' is nested too deeply", tensor);
 }
@@ -341,37 +346,10 @@ Status WriteData(const tensor::Tensor& tensor, json::Writer& writer) {
   return Status::Ok();
 }
 
-}  // namespace
-
-bool OutputEncoding::Binary(std::string_view output) const {
-  for (const auto& [name, binary] : per_output) {
-    if (name == output) return binary;
-  }
-  return all_binary;
-}
-
-Result<DecodedInfer> DecodeInferRequest(std::string_view body,
-                                        std::optional<std::string_view> header_length) {
-  std::string_view json_text = body;
-  std::string_view binary;
-  if (header_length) {
-    size_t length = 0;
-    const char* end = header_length->data() + header_length->size();
-    auto [ptr, error] = std::from_chars(header_length->data(), end, length);
-    if (error != std::errc() || ptr != end) {
-      return InvalidArgument("Inference-Header-Content-Length '{}' is not a byte count",
-                             *header_length);
-    }
-    if (length > body.size()) {
-      return InvalidArgument(
-          "Inference-Header-Content-Length {} is larger than the request body ({} bytes)", length,
-          body.size());
-    }
-    json_text = body.substr(0, length);
-    binary = body.substr(length);
-  }
-
-  thread_local json::Parser parser;
+// The infer request in `json_text`, parsed with `parser`, its binary inputs taken from `binary`.
+// Nothing in the result points into the parser.
+Result<DecodedInfer> DecodeDocument(json::Parser& parser, std::string_view json_text,
+                                    std::string_view binary) {
   ASSIGN_OR_RETURN(json::Value root, parser.Parse(json_text));
   if (!root.IsObject()) return InvalidArgument("the infer request must be a JSON object");
 
@@ -411,21 +389,59 @@ Result<DecodedInfer> DecodeInferRequest(std::string_view body,
       if (!name) return InvalidArgument("outputs[]: 'name' is required");
       ASSIGN_OR_RETURN(std::string_view name_text, name->GetString("outputs[].name"));
       request.requested_outputs.emplace_back(name_text);
+      bool binary_output = false;  // Triton's CheckBinaryOutputData
       if (auto parameters = output.Find("parameters")) {
         if (!parameters->IsObject()) {
           return InvalidArgument("output '{}': 'parameters' must be an object", name_text);
         }
         if (auto binary_flag = parameters->Find("binary_data")) {
-          ASSIGN_OR_RETURN(bool flag, binary_flag->GetBool("parameters.binary_data"));
-          decoded.encoding.per_output.emplace_back(std::string(name_text), flag);
+          ASSIGN_OR_RETURN(binary_output, binary_flag->GetBool("parameters.binary_data"));
         }
         if (parameters->Find("classification")) {
           return Unimplemented("output '{}': the classification extension is not supported",
                                name_text);
         }
       }
+      decoded.encoding.per_output.emplace_back(std::string(name_text), binary_output);
     }
   }
+  return decoded;
+}
+
+}  // namespace
+
+bool OutputEncoding::Binary(std::string_view output) const {
+  for (const auto& [name, binary] : per_output) {
+    if (name == output) return binary;
+  }
+  return all_binary;
+}
+
+Result<DecodedInfer> DecodeInferRequest(std::string_view body,
+                                        std::optional<std::string_view> header_length) {
+  std::string_view json_text = body;
+  std::string_view binary;
+  if (header_length) {
+    size_t length = 0;
+    const char* end = header_length->data() + header_length->size();
+    auto [ptr, error] = std::from_chars(header_length->data(), end, length);
+    if (error != std::errc() || ptr != end) {
+      return InvalidArgument("Inference-Header-Content-Length '{}' is not a byte count",
+                             *header_length);
+    }
+    if (length > body.size()) {
+      return InvalidArgument(
+          "Inference-Header-Content-Length {} is larger than the request body ({} bytes)", length,
+          body.size());
+    }
+    json_text = body.substr(0, length);
+    binary = body.substr(length);
+  }
+
+  thread_local json::Parser parser;
+  Result<DecodedInfer> decoded = DecodeDocument(parser, json_text, binary);
+  // One large request must not pin its parse buffers on this I/O thread once it is decoded.
+  parser.ShrinkTo(kKeptParserBytes);
   return decoded;
 }
 
@@ -452,6 +468,13 @@ Result<EncodedInfer> EncodeInferResponse(const serve::InferResponse& response,
   writer.StartArray();
   bool any_binary = false;
   for (const tensor::Tensor& output : response.outputs) {
+    if (!tensor::HasExpectedByteSize(output.datatype, output.shape, output.data)) {
+      // The model's answer is wrong, not the request: Triton answers "output tensor shape does
+      // not match size of output" as an internal error too.
+      return Internal("{}", tensor::ValidateByteSize(fmt::format("output '{}'", output.name),
+                                                     output.datatype, output.shape, output.data)
+                                .message());
+    }
     writer.StartObject();
     writer.Key("name");
     writer.String(output.name);

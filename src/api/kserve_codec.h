@@ -16,10 +16,12 @@
 
 namespace rampart::api {
 
-// How the caller wants outputs encoded.
+// How the caller wants outputs encoded. As in Triton, an output the request lists is binary only
+// when its own `binary_data` says so; `binary_data_output` applies to the outputs it does not list.
 struct OutputEncoding {
-  bool all_binary = false;                               // request parameter binary_data_output
-  std::vector<std::pair<std::string, bool>> per_output;  // outputs[].parameters.binary_data
+  bool all_binary = false;  // request parameter binary_data_output
+  // Every listed output, with its outputs[].parameters.binary_data (false when absent).
+  std::vector<std::pair<std::string, bool>> per_output;
   bool Binary(std::string_view output) const;
 };
 

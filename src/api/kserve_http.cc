@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "api/http_compression.h"
 #include "api/http_status.h"
 #include "api/kserve_codec.h"
 #include "core/logging.h"
@@ -346,15 +347,36 @@ void KServeHttp::Infer(net::HttpRequest&& request, std::string_view model, int64
   if (auto header = request.Header("traceparent")) parent = TraceContext::Parse(*header);
   const TraceContext trace = parent ? parent->Child() : TraceContext::Start();
 
-  Result<DecodedInfer> decoded = DecodeInferRequest(request.body, request.Header(kHeaderLength));
-  if (!decoded.ok()) {
-    net::HttpResponse response = KServeError(decoded.status());
+  const auto refuse = [&](net::HttpResponse response) {
     response.headers.emplace_back("traceparent", trace.Traceparent());
     if (options_.access_log) {
       WriteAccessLog(request, trace.TraceId(), response.status, response.body.size(), {},
                      NanosBetween(request.received, Clock::Real().Now()));
     }
     responder.Send(std::move(response));
+  };
+  const std::optional<std::string_view> coding = request.Header("content-encoding");
+  const ContentEncoding encoding = ParseContentEncoding(coding);
+  if (encoding == ContentEncoding::kUnsupported) {
+    // Triton's answer: 415, with the codings it takes.
+    net::HttpResponse response =
+        KServeError(InvalidArgument("Unsupported content-encoding '{}'", *coding));
+    response.status = 415;
+    response.headers.emplace_back("Accept-Encoding", kAcceptedEncodings);
+    refuse(std::move(response));
+    return;
+  }
+  if (encoding != ContentEncoding::kIdentity) {
+    Result<std::string> inflated = Inflate(request.body, encoding, options_.max_body_bytes);
+    if (!inflated.ok()) {
+      refuse(KServeError(inflated.status()));
+      return;
+    }
+    request.body = std::move(inflated).value();
+  }
+  Result<DecodedInfer> decoded = DecodeInferRequest(request.body, request.Header(kHeaderLength));
+  if (!decoded.ok()) {
+    refuse(KServeError(decoded.status()));
     return;
   }
   std::unique_ptr<serve::InferRequest> infer = std::move(decoded->request);

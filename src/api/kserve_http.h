@@ -22,6 +22,8 @@ struct KServeHttpOptions {
   std::string server_version;
   // One JSON line per infer request (trace id, status, per-stage timing) at info level.
   bool access_log = false;
+  // The most a compressed infer body may inflate to (the HTTP server's body limit, as a rule).
+  uint64_t max_body_bytes = 64ull << 20;
 };
 
 class KServeHttp {

@@ -195,7 +195,8 @@ int Serve(const ServeSettings& settings) {
 
   api::KServeHttp kserve(*server, {.server_name = "rampart",
                                    .server_version = RAMPART_VERSION,
-                                   .access_log = settings.access_log});
+                                   .access_log = settings.access_log,
+                                   .max_body_bytes = settings.http_max_input_size});
   // gRPC serves the same InferenceServer; it is shut down before the server goes away.
   std::unique_ptr<api::KServeGrpc> grpc;
   if (settings.allow_grpc) {

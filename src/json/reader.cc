@@ -85,4 +85,8 @@ Result<Value> Parser::Parse(std::string_view text) {
   return Value(root);
 }
 
+void Parser::ShrinkTo(size_t keep_bytes) {
+  if (parser_.capacity() > keep_bytes) parser_ = simdjson::dom::parser{};
+}
+
 }  // namespace rampart::json

@@ -55,6 +55,10 @@ class Parser {
  public:
   // Errors: InvalidArgument with simdjson's reason ("malformed JSON: ...").
   Result<Value> Parse(std::string_view text);
+  // simdjson grows its buffers to the largest document parsed (about 15 bytes per byte of JSON)
+  // and never shrinks them: this frees them when they were sized for more than `keep_bytes` of
+  // JSON. Values from earlier Parse calls are invalid afterwards.
+  void ShrinkTo(size_t keep_bytes);
 
  private:
   simdjson::dom::parser parser_;

@@ -32,12 +32,21 @@ class StringOutput {
   }
   std::string_view view() const { return {text_.data(), size_}; }
   std::string Take() {
+    // RapidJSON reserves for the worst case (six bytes per character of a string): a large
+    // answer gives back what it left unused rather than hold it while it is sent.
+    if (text_.size() - size_ > size_ + kKeptSlack) {
+      std::string exact(text_.data(), size_);
+      text_ = std::string();
+      size_ = 0;
+      return exact;
+    }
     text_.resize(size_);
     size_ = 0;
     return std::move(text_);
   }
 
  private:
+  static constexpr size_t kKeptSlack = 64 * 1024;
   std::string text_;
   size_t size_ = 0;
 };

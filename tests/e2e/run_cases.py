@@ -11,11 +11,13 @@ The case format is documented in tests/e2e/README.md. Prints one line per case a
 import argparse
 import copy
 import glob
+import gzip
 import json
 import os
 import re
 import sys
 import time
+import zlib
 from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -254,6 +256,16 @@ def build_request(request: Dict, context: Context) -> Tuple[str, str, Optional[b
         body = request["repeat"]["text"].encode("utf-8") * int(request["repeat"]["count"])
     elif "infer" in request:
         body, headers = build_infer(request["infer"], context)
+    compression = request.get("compress")
+    if compression is not None:
+        # As tritonclient's request_compression_algorithm sends a body.
+        if compression == "gzip":
+            body = gzip.compress(body)
+        elif compression == "deflate":
+            body = zlib.compress(body)
+        else:
+            raise CaseError(f"compress must be gzip or deflate, not {compression}")
+        headers["Content-Encoding"] = compression
     headers.update(request.get("headers", {}))
     method = request.get("method", "POST" if body is not None else "GET")
     return method, request["path"], body, headers

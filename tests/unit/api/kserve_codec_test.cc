@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <malloc.h>
+
 #include <cstdint>
 #include <cstring>
+#include <thread>
 
 namespace rampart::api {
 namespace {
@@ -90,6 +93,22 @@ TEST(DecodeInferRequest, ReadsBinaryTensorData) {
   EXPECT_EQ(Values<int32_t>(decoded->request->inputs[0]), (std::vector<int32_t>{7, -7}));
   EXPECT_EQ(decoded->request->inputs[1].data.size(), 2u);
   EXPECT_TRUE(decoded->encoding.Binary("anything"));
+}
+
+// Triton's HTTP front end: a listed output is binary only when its own binary_data says so;
+// binary_data_output applies to the outputs the request does not list.
+TEST(DecodeInferRequest, BinaryDataOutputLeavesListedOutputsToTheirOwnSetting) {
+  const std::string json =
+      R"({"inputs":[{"name":"a","shape":[1],"datatype":"INT32","data":[1]}],)"
+      R"("parameters":{"binary_data_output":true},)"
+      R"("outputs":[{"name":"plain"},{"name":"binary","parameters":{"binary_data":true}},)"
+      R"({"name":"json","parameters":{"binary_data":false}}]})";
+  auto decoded = DecodeInferRequest(json, std::nullopt);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_FALSE(decoded->encoding.Binary("plain"));
+  EXPECT_TRUE(decoded->encoding.Binary("binary"));
+  EXPECT_FALSE(decoded->encoding.Binary("json"));
+  EXPECT_TRUE(decoded->encoding.Binary("unlisted"));
 }
 
 struct BadBody {
@@ -190,6 +209,56 @@ TEST(EncodeInferResponse, AppendsBinaryOutputsAfterTheJson) {
   EXPECT_NE(json.find(R"("parameters":{"binary_data_size":8})"), std::string::npos) << json;
   EXPECT_NE(json.find(R"("data":["ok"])"), std::string::npos) << json;
   EXPECT_EQ(encoded->body.size(), *encoded->header_length + 8);
+}
+
+// RapidJSON reserves six bytes per character of a string; an 8 MiB BYTES element as JSON must not
+// come back in a 48 MiB buffer.
+TEST(EncodeInferResponse, ALargeStringComesBackWithoutItsWorstCaseReserve) {
+  serve::InferResponse response;
+  tensor::Tensor text{"s", tensor::DataType::kBytes, {1}, {}};
+  tensor::AppendBytesElement(std::string(8 << 20, 'x'), text.data);
+  response.outputs.push_back(std::move(text));
+  auto encoded = EncodeInferResponse(response, {});
+  ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();
+  EXPECT_GT(encoded->body.size(), size_t{8} << 20);
+  EXPECT_LT(encoded->body.capacity(), 2 * encoded->body.size());
+}
+
+// Triton: "output tensor shape does not match size of output", an internal error (the model's
+// answer is wrong, not the request).
+TEST(EncodeInferResponse, AnOutputWhoseBytesDoNotFitItsShapeIsAnInternalError) {
+  serve::InferResponse response;
+  response.outputs.push_back({"y", tensor::DataType::kInt32, {2}, std::string(6, '\0')});
+  EXPECT_EQ(EncodeInferResponse(response, {}).status().code(), StatusCode::kInternal);
+  OutputEncoding binary;
+  binary.all_binary = true;
+  EXPECT_EQ(EncodeInferResponse(response, binary).status().code(), StatusCode::kInternal);
+  serve::InferResponse bytes;
+  bytes.outputs.push_back({"s", tensor::DataType::kBytes, {1}, std::string("\x09\0\0\0ab", 6)});
+  EXPECT_EQ(EncodeInferResponse(bytes, {}).status().code(), StatusCode::kInternal);
+}
+
+// simdjson keeps ~15 bytes per byte of the largest document it parsed; an I/O thread's parser
+// must not keep that for a 4 MiB request once it is decoded.
+TEST(DecodeInferRequest, ALargeRequestLeavesNoParseBuffersBehind) {
+  constexpr int64_t kCount = 2 << 20;  // "0," each: 4 MiB of JSON
+  std::string body = R"({"inputs":[{"name":"a","shape":[)" + std::to_string(kCount) +
+                     R"(],"datatype":"INT8","data":[)";
+  for (int64_t i = 0; i < kCount; ++i) body += i == 0 ? "0" : ",0";
+  body += "]}]}";
+  const auto allocated = [] {
+    const struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;
+  };
+  std::thread([&] {  // a thread of its own, as an I/O thread has its parser
+    const size_t before = allocated();
+    {
+      auto decoded = DecodeInferRequest(body, std::nullopt);
+      ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    }
+    EXPECT_LT(allocated(), before + (size_t{8} << 20));
+  })
+      .join();
 }
 
 TEST(EncodeInferResponse, Fp16NeedsBinary) {
