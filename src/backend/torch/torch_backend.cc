@@ -116,6 +116,9 @@ class TorchInstance final : public ModelInstance {
     // execution; it only changes the setting when another model's instance set it differently.
     thread_local int applied = 0;
     if (applied != threads_) {
+      // LibTorch also keeps the last value set on any thread, and re-applies it on a thread's
+      // first parallel op: done here first, so that it cannot undo this thread's budget later.
+      at::internal::lazy_init_num_threads();
       at::set_num_threads(threads_);
       applied = threads_;
     }

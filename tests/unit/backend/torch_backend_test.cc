@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 namespace rampart::backend {
 namespace {
@@ -25,7 +26,7 @@ class TorchBackendTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(root_); }
 
   Result<std::unique_ptr<ModelInstance>> Load(const std::string& fixture,
-                                              const std::string& config_text) {
+                                              const std::string& config_text, int threads = 1) {
     fs::copy_file(fs::path(RAMPART_FIXTURE_DIR) / fixture, root_ / "1" / "model.pt",
                   fs::copy_options::overwrite_existing);
     auto parsed = model::ParseConfigText(config_text, "config.pbtxt");
@@ -37,7 +38,7 @@ class TorchBackendTest : public ::testing::Test {
     spec.config = &config_;
     spec.version_directory = root_ / "1";
     spec.version = 1;
-    spec.default_threads = 1;
+    spec.default_threads = threads;
     return backend_->CreateInstance(spec);
   }
 
@@ -237,6 +238,34 @@ TEST_F(TorchBackendTest, LoadErrorsAreClear) {
 
   spec.version_directory = root_ / "2";
   EXPECT_EQ(backend_->CreateInstance(spec).status().code(), StatusCode::kNotFound);
+}
+
+// LibTorch's OpenMP build keeps the last thread count set on any thread and applies it to each
+// thread on its first parallel op: an instance's budget must survive another instance setting
+// its own before that.
+TEST_F(TorchBackendTest, EachInstanceThreadKeepsItsOwnIntraOpBudget) {
+  using GetMaxThreads = int (*)();
+  const auto get = reinterpret_cast<GetMaxThreads>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  if (get == nullptr) GTEST_SKIP() << "LibTorch does not use OpenMP here";
+  const std::string config =
+      "name: \"m\" backend: \"pytorch\" max_batch_size: 4 "
+      "input [ { name: \"x\" data_type: TYPE_FP32 dims: [ -1 ] } ] "
+      "output [ { name: \"y\" data_type: TYPE_FP32 dims: [ -1 ] } ]";
+  auto wide = Load("scale.pt", config, /*threads=*/3);
+  ASSERT_TRUE(wide.ok()) << wide.status().ToString();
+  auto narrow = Load("scale.pt", config, /*threads=*/1);
+  ASSERT_TRUE(narrow.ok()) << narrow.status().ToString();
+  int seen = 0;
+  std::thread([&] {
+    (*wide)->OnThreadStart();
+    std::thread([&] { (*narrow)->OnThreadStart(); }).join();
+    // Past LibTorch's grain size (32768 elements), so that the product runs as a parallel op.
+    tensor::Tensor x{"x", DataType::kFp32, {1, 1 << 16}, std::string(4 << 16, '\0')};
+    std::vector<tensor::Tensor> inputs = {x};
+    EXPECT_TRUE((*wide)->Execute(inputs).ok());  // the thread's first parallel op
+    seen = get();
+  }).join();
+  EXPECT_EQ(seen, 3);
 }
 
 }  // namespace
