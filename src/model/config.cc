@@ -353,19 +353,42 @@ tensor::DataType ToTensorType(inference::DataType type) {
   return static_cast<tensor::DataType>(static_cast<int>(type));
 }
 
+namespace {
+
+// `shape` (matching `from` after the batch dimension when `batched`) with `to` in place of `from`,
+// the variable dims keeping their sizes in order; CheckReshape paired `from`'s and `to`'s.
+tensor::Shape MapDims(const google::protobuf::RepeatedField<int64_t>& from,
+                      const google::protobuf::RepeatedField<int64_t>& to,
+                      const tensor::Shape& shape, bool batched) {
+  const size_t offset = batched ? 1 : 0;
+  std::vector<int64_t> variable;
+  for (int i = 0; i < from.size(); ++i) {
+    if (from[i] == -1) variable.push_back(shape[offset + static_cast<size_t>(i)]);
+  }
+  tensor::Shape mapped;
+  if (batched) mapped.push_back(shape[0]);
+  size_t next = 0;
+  for (int64_t dim : to) mapped.push_back(dim == -1 ? variable[next++] : dim);
+  return mapped;
+}
+
+}  // namespace
+
 tensor::Shape ReshapedShape(const inference::ModelInput& input, const tensor::Shape& sent,
                             bool batched) {
-  const size_t offset = batched ? 1 : 0;
-  // The sent sizes of the variable dims, in order; CheckReshape paired them with the reshape's.
-  std::vector<int64_t> variable;
-  for (int i = 0; i < input.dims_size(); ++i) {
-    if (input.dims(i) == -1) variable.push_back(sent[offset + static_cast<size_t>(i)]);
+  return MapDims(input.dims(), input.reshape().shape(), sent, batched);
+}
+
+Result<tensor::Shape> AnsweredShape(const inference::ModelOutput& output,
+                                    const tensor::Shape& produced, bool batched) {
+  if (!ShapeMatchesDims(output.reshape().shape(), produced, batched ? 1 : 0)) {
+    return Internal(
+        "output '{}': the model produced shape {}, which does not match its reshape "
+        "[{}]{}",
+        output.name(), tensor::ShapeToString(produced), fmt::join(output.reshape().shape(), ","),
+        batched ? " after the batch dimension" : "");
   }
-  tensor::Shape shape;
-  if (batched) shape.push_back(sent[0]);
-  size_t next = 0;
-  for (int64_t dim : input.reshape().shape()) shape.push_back(dim == -1 ? variable[next++] : dim);
-  return shape;
+  return MapDims(output.reshape().shape(), output.dims(), produced, batched);
 }
 
 bool ShapeMatchesDims(const google::protobuf::RepeatedField<int64_t>& dims,

@@ -60,6 +60,14 @@ tensor::DataType ToTensorType(inference::DataType type);
 tensor::Shape ReshapedShape(const inference::ModelInput& input, const tensor::Shape& sent,
                             bool batched);
 
+// The shape in which an output with a `reshape` is answered, given the shape the model produced
+// (which must match the reshape): the output's dims in place of the reshape's, after the batch
+// dimension when `batched`, the variable dims keeping the model's sizes in order (Triton's
+// InferenceResponse::Output::Reshape). Errors: Internal when `produced` does not match the
+// reshape.
+Result<tensor::Shape> AnsweredShape(const inference::ModelOutput& output,
+                                    const tensor::Shape& produced, bool batched);
+
 // Whether `shape` from position `offset` on (1 to skip a batch dimension) has the config `dims`,
 // -1 matching any size.
 bool ShapeMatchesDims(const google::protobuf::RepeatedField<int64_t>& dims,

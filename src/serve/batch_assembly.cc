@@ -26,6 +26,10 @@ void AppendValues(const std::vector<int64_t>& values, tensor::DataType datatype,
 
 BatchAssembly BatchAssembly::FromConfig(const model::ModelConfig& config) {
   BatchAssembly assembly;
+  assembly.batching_ = config.max_batch_size() > 0;
+  for (const auto& output : config.output()) {
+    if (output.has_reshape()) assembly.reshaped_outputs_.push_back(output);
+  }
   for (const auto& input : config.input()) {
     if (input.allow_ragged_batch()) assembly.ragged_.push_back(input.name());
   }
@@ -56,6 +60,25 @@ const BatchAssembly::BatchOutput* BatchAssembly::FindBatchOutput(std::string_vie
     if (batch_output.target == output) return &batch_output;
   }
   return nullptr;
+}
+
+Status BatchAssembly::Finish(std::vector<tensor::Tensor>& outputs, int64_t items,
+                             bool passed_through) const {
+  if (passed_through && batching_) {
+    for (const tensor::Tensor& output : outputs) {
+      if (output.shape.empty() || output.shape[0] != items) {
+        return Internal("output '{}' has shape {} but the batch holds {} items", output.name,
+                        tensor::ShapeToString(output.shape), items);
+      }
+    }
+  }
+  for (const inference::ModelOutput& config : reshaped_outputs_) {
+    for (tensor::Tensor& output : outputs) {
+      if (output.name != config.name()) continue;
+      ASSIGN_OR_RETURN(output.shape, model::AnsweredShape(config, output.shape, batching_));
+    }
+  }
+  return Status::Ok();
 }
 
 bool BatchAssembly::IsRagged(std::string_view input) const {

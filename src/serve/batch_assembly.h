@@ -25,6 +25,10 @@
 // 6. except a `batch_output` target (BATCH_SCATTER_WITH_INPUT_SHAPE): request r's part has the
 //    output's config shape (dim 0 the batch) with each -1 taken from the same dim of r's
 //    `source_input`, and the parts follow one another in the model's output, as in Triton.
+// 7. Then each request's outputs are answered in their config shapes (Finish): an output with a
+//    `reshape` gets its dims in place of the reshape's, as Triton reshapes outputs; and the
+//    outputs of rule 4's lone request must have its batch items as dim 0, as rule 5 requires
+//    of a batch (a model answering a scalar or a reduced batch fails either way).
 //
 // Thread safety: const after construction.
 
@@ -55,6 +59,10 @@ class BatchAssembly {
   // same names in each; the tensors may be moved from), `items` each request's batch items.
   std::vector<tensor::Tensor> Assemble(const std::vector<std::vector<tensor::Tensor>*>& requests,
                                        const std::vector<int64_t>& items) const;
+
+  // Rule 7 for one request's outputs, `items` its batch items; `passed_through`: rule 4 applied.
+  // Errors: Internal naming the output.
+  Status Finish(std::vector<tensor::Tensor>& outputs, int64_t items, bool passed_through) const;
 
   // Each request's part of each output, parts[r][o] (rules 5 and 6; the caller handles rule 4's
   // lone request). `requests` as for
@@ -87,6 +95,8 @@ class BatchAssembly {
   std::vector<std::string> ragged_;
   std::vector<BatchInput> batch_inputs_;
   std::vector<BatchOutput> batch_outputs_;
+  std::vector<inference::ModelOutput> reshaped_outputs_;  // config outputs with a reshape
+  bool batching_ = false;                                 // max_batch_size > 0
 };
 
 // Splits one batched output into one tensor per request, by each request's batch items (`total`

@@ -372,6 +372,11 @@ void Scheduler::Execute(backend::ModelInstance& instance,
   } else {
     outputs_per_request = assembly.Scatter(result->outputs, requests, items);
   }
+  for (size_t r = 0; outputs_per_request.ok() && r < outputs_per_request->size(); ++r) {
+    Status finished =
+        assembly.Finish((*outputs_per_request)[r], whole ? total_items : items[r], whole);
+    if (!finished.ok()) outputs_per_request = std::move(finished);
+  }
   // One clock read for the execution's time (what decides direct execution) and the requests'
   // end; the split is part of the execution's work.
   const SteadyTime finished = clock_.Now();

@@ -182,5 +182,58 @@ TEST(BatchAssembly, SplitsOutputsByTheRequestsItems) {
   EXPECT_EQ(SplitOutput(output, {1, 1}, 2).status().code(), StatusCode::kInternal);
 }
 
+// Triton's InferenceResponse::Output::Reshape: an output with a reshape is answered in its dims.
+TEST(BatchAssembly, AnswersReshapedOutputsInTheirConfigDims) {
+  const BatchAssembly batched = BatchAssembly::FromConfig(Config(R"(
+    name: "m" backend: "pytorch" max_batch_size: 8
+    input [ { name: "x" data_type: TYPE_FP32 dims: [ 1 ] } ]
+    output [ { name: "score" data_type: TYPE_FP32 dims: [ 1 ] reshape { shape: [ ] } },
+             { name: "grid" data_type: TYPE_FP32 dims: [ 4, -1 ] reshape { shape: [ 2, 2, -1 ] } },
+             { name: "plain" data_type: TYPE_FP32 dims: [ 2 ] } ]
+  )"));
+  std::vector<Tensor> outputs = {Floats("score", {3}, {1, 2, 3}),
+                                 Floats("grid", {3, 2, 2, 5}, std::vector<float>(60)),
+                                 Floats("plain", {3, 2}, std::vector<float>(6))};
+  ASSERT_TRUE(batched.Finish(outputs, 3, /*passed_through=*/false).ok());
+  EXPECT_EQ(outputs[0].shape, (Shape{3, 1}));
+  EXPECT_EQ(outputs[1].shape, (Shape{3, 4, 5}));
+  EXPECT_EQ(outputs[2].shape, (Shape{3, 2}));
+
+  const BatchAssembly unbatched = BatchAssembly::FromConfig(Config(R"(
+    name: "m" backend: "pytorch"
+    input [ { name: "x" data_type: TYPE_FP32 dims: [ 6 ] } ]
+    output [ { name: "y" data_type: TYPE_FP32 dims: [ 2, 3 ] reshape { shape: [ 6 ] } } ]
+  )"));
+  std::vector<Tensor> flat = {Floats("y", {6}, std::vector<float>(6))};
+  ASSERT_TRUE(unbatched.Finish(flat, 1, /*passed_through=*/true).ok());
+  EXPECT_EQ(flat[0].shape, (Shape{2, 3}));
+
+  // A model output that does not match its reshape is the model's fault.
+  std::vector<Tensor> wrong = {Floats("y", {5}, std::vector<float>(5))};
+  const Status mismatch = unbatched.Finish(wrong, 1, /*passed_through=*/true);
+  EXPECT_EQ(mismatch.code(), StatusCode::kInternal);
+  EXPECT_EQ(mismatch.message(),
+            "output 'y': the model produced shape [5], which does not match its reshape [6]");
+}
+
+// A lone request passed through as it is must get what a batch would: its batch items as each
+// output's dim 0 (a scalar or a reduced batch used to reach the client when the request was
+// alone, and fail when it was batched).
+TEST(BatchAssembly, ALonePassedThroughRequestsOutputsKeepItsBatch) {
+  const BatchAssembly assembly = BatchAssembly::FromConfig(Config(R"(
+    name: "m" backend: "pytorch" max_batch_size: 8
+    input [ { name: "x" data_type: TYPE_FP32 dims: [ 2 ] } ]
+    output [ { name: "y" data_type: TYPE_FP32 dims: [ 2 ] } ]
+  )"));
+  std::vector<Tensor> scalar = {Floats("y", {}, {1})};
+  const Status refused = assembly.Finish(scalar, 2, /*passed_through=*/true);
+  EXPECT_EQ(refused.code(), StatusCode::kInternal);
+  EXPECT_EQ(refused.message(), "output 'y' has shape [] but the batch holds 2 items");
+  std::vector<Tensor> reduced = {Floats("y", {1, 2}, {1, 2})};
+  EXPECT_EQ(assembly.Finish(reduced, 2, /*passed_through=*/true).code(), StatusCode::kInternal);
+  std::vector<Tensor> whole = {Floats("y", {2, 2}, {1, 2, 3, 4})};
+  EXPECT_TRUE(assembly.Finish(whole, 2, /*passed_through=*/true).ok());
+}
+
 }  // namespace
 }  // namespace rampart::serve
