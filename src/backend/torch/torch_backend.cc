@@ -36,9 +36,9 @@ std::optional<c10::ScalarType> ToScalarType(DataType type) {
   }
 }
 
-// "<prefix>__<i>" -> i.
+// "<prefix>__<i>" -> i, with Triton's reading: the first "__", then only digits.
 std::optional<size_t> ConventionIndex(std::string_view name) {
-  const size_t at = name.rfind("__");
+  const size_t at = name.find("__");
   if (at == std::string_view::npos || at + 2 >= name.size()) return std::nullopt;
   size_t index = 0;
   const char* begin = name.data() + at + 2;
@@ -310,10 +310,29 @@ class TorchBackend final : public Backend {
       return FromTorchError(fmt::format("{}: cannot load '{}'", where, path.string()), load_error);
     }
 
+    // Triton's PyTorch backend picks one naming convention for all of a model's inputs: every
+    // one named after a forward() argument, else every one <name>__<index>, else config order.
+    // The config's inputs, then the batch inputs the server makes (ragged batching).
+    const std::vector<model::BackendInput> backend_inputs = model::BackendInputs(config);
+    const bool by_argument_name =
+        std::all_of(backend_inputs.begin(), backend_inputs.end(), [&](const auto& input) {
+          return std::find(argument_names.begin(), argument_names.end(), input.name) !=
+                 argument_names.end();
+        });
+    const bool by_index =
+        !by_argument_name &&
+        std::all_of(backend_inputs.begin(), backend_inputs.end(),
+                    [](const auto& input) { return ConventionIndex(input.name).has_value(); });
+    if (!by_argument_name && !by_index) {
+      LOG_WARN(
+          "{}: the inputs are neither all named after forward() arguments ({}) nor all "
+          "<name>__<index>; they feed the arguments in config order, as Triton does",
+          where, fmt::join(argument_names, ", "));
+    }
     std::vector<InputBinding> inputs;
     std::vector<bool> bound(argument_names.size(), false);
-    // The config's inputs, then the batch inputs the server makes (ragged batching).
-    for (const model::BackendInput& input : model::BackendInputs(config)) {
+    for (size_t position = 0; position < backend_inputs.size(); ++position) {
+      const model::BackendInput& input = backend_inputs[position];
       InputBinding binding;
       binding.datatype = input.datatype;
       binding.scalar_type = ToScalarType(binding.datatype);
@@ -321,16 +340,14 @@ class TorchBackend final : public Backend {
         return InvalidArgument("{}: input '{}': LibTorch has no {} type", where, input.name,
                                tensor::DataTypeName(binding.datatype));
       }
-      const auto by_name = std::find(argument_names.begin(), argument_names.end(), input.name);
-      if (by_name != argument_names.end()) {
-        binding.argument = static_cast<size_t>(by_name - argument_names.begin());
-      } else if (auto index = ConventionIndex(input.name)) {
-        binding.argument = *index;
+      if (by_argument_name) {
+        binding.argument = static_cast<size_t>(
+            std::find(argument_names.begin(), argument_names.end(), input.name) -
+            argument_names.begin());
+      } else if (by_index) {
+        binding.argument = *ConventionIndex(input.name);
       } else {
-        return InvalidArgument(
-            "{}: input '{}' matches no forward() argument (forward takes ({})); name it after "
-            "an argument or use the INPUT__<index> convention",
-            where, input.name, fmt::join(argument_names, ", "));
+        binding.argument = position;
       }
       if (binding.argument >= argument_names.size()) {
         return InvalidArgument("{}: input '{}' refers to argument {} but forward() takes {}", where,
@@ -350,6 +367,10 @@ class TorchBackend final : public Backend {
       }
     }
 
+    // Outputs likewise: every one <name>__<index>, else config order.
+    const bool outputs_by_index =
+        std::all_of(config.output().begin(), config.output().end(),
+                    [](const auto& output) { return ConventionIndex(output.name()).has_value(); });
     std::vector<OutputBinding> outputs;
     for (int i = 0; i < config.output_size(); ++i) {
       const auto& output = config.output(i);
@@ -360,7 +381,14 @@ class TorchBackend final : public Backend {
         return InvalidArgument("{}: output '{}': LibTorch has no {} type", where, output.name(),
                                tensor::DataTypeName(binding.datatype));
       }
-      binding.element = ConventionIndex(output.name()).value_or(static_cast<size_t>(i));
+      binding.element = outputs_by_index ? *ConventionIndex(output.name()) : static_cast<size_t>(i);
+      for (const OutputBinding& other : outputs) {
+        if (other.element == binding.element) {
+          return InvalidArgument(
+              "{}: outputs '{}' and '{}' both name element {} of forward()'s result", where,
+              other.name, binding.name, binding.element);
+        }
+      }
       outputs.push_back(std::move(binding));
     }
 

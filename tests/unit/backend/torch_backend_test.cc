@@ -192,26 +192,23 @@ TEST_F(TorchBackendTest, OutputTypeMismatchIsReported) {
 }
 
 TEST_F(TorchBackendTest, LoadErrorsAreClear) {
+  // One input for forward(a, b): in config order it feeds `a`, and nothing feeds `b`.
   auto unmatched = Load("add_sub.pt", R"pb(name: "m"
                                            backend: "pytorch" input
                                            [ {
                                              name: "left"
                                              data_type: TYPE_FP32
                                              dims: [ 1 ]
-                                           }
-                                             , {
-                                               name: "b"
-                                               data_type: TYPE_FP32
-                                               dims: [ 1 ]
-                                             }] output
+                                           }] output
                                            [ {
                                              name: "y"
                                              data_type: TYPE_FP32
                                              dims: [ 1 ]
                                            }])pb");
   ASSERT_FALSE(unmatched.ok());
-  EXPECT_NE(unmatched.status().message().find("input 'left' matches no forward() argument"),
-            std::string::npos)
+  EXPECT_NE(
+      unmatched.status().message().find("forward() argument 'b' has no matching config input"),
+      std::string::npos)
       << unmatched.status().message();
 
   auto unsupported = Load("identity.pt", IdentityConfig("UINT32"));
@@ -266,6 +263,65 @@ TEST_F(TorchBackendTest, EachInstanceThreadKeepsItsOwnIntraOpBudget) {
     seen = get();
   }).join();
   EXPECT_EQ(seen, 3);
+}
+
+// add_sub.pt with INT32 [2] inputs and outputs of these names.
+std::string AddSubConfig(std::string_view first, std::string_view second,
+                         std::string_view first_output, std::string_view second_output) {
+  const auto tensor = [](std::string_view name) {
+    return "{ name: \"" + std::string(name) + "\" data_type: TYPE_INT32 dims: [ 2 ] }";
+  };
+  return "name: \"m\" backend: \"pytorch\" input [ " + tensor(first) + ", " + tensor(second) +
+         " ] output [ " + tensor(first_output) + ", " + tensor(second_output) + " ]";
+}
+
+// add_sub.pt on a = {10, 20}, b = {1, 2}, sent as the config's first and second input: the
+// first two elements of each output, in config order.
+std::vector<int32_t> RunAddSub(ModelInstance& instance, const model::ModelConfig& config) {
+  const int32_t a[2] = {10, 20};
+  const int32_t b[2] = {1, 2};
+  std::vector<tensor::Tensor> inputs = {{config.input(0).name(),
+                                         DataType::kInt32,
+                                         {2},
+                                         std::string(reinterpret_cast<const char*>(a), 8)},
+                                        {config.input(1).name(),
+                                         DataType::kInt32,
+                                         {2},
+                                         std::string(reinterpret_cast<const char*>(b), 8)}};
+  auto result = instance.Execute(inputs);
+  EXPECT_TRUE(result.ok()) << result.status().ToString();
+  if (!result.ok()) return {};
+  std::vector<int32_t> values;
+  for (const tensor::Tensor& output : result->outputs) {
+    int32_t pair[2];
+    std::memcpy(pair, output.data.data(), 8);
+    values.insert(values.end(), pair, pair + 2);
+  }
+  return values;
+}
+
+// Triton's PyTorch backend picks one naming convention per model: outputs that are not all
+// <name>__<index> follow config order (a lone "diff__0" used to take element 0, the sum, too).
+TEST_F(TorchBackendTest, OutputsNotAllIndexedFollowConfigOrder) {
+  auto instance = Load("add_sub.pt", AddSubConfig("a", "b", "sum", "diff__0"));
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  EXPECT_EQ(RunAddSub(**instance, config_), (std::vector<int32_t>{11, 22, 9, 18}));
+}
+
+// Inputs that are neither all forward() argument names nor all <name>__<index> feed the
+// arguments in config order, as in Triton (they used to fail to load).
+TEST_F(TorchBackendTest, InputsNamedNeitherWayFollowConfigOrder) {
+  auto instance = Load("add_sub.pt", AddSubConfig("p", "q", "OUTPUT__0", "OUTPUT__1"));
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  EXPECT_EQ(RunAddSub(**instance, config_), (std::vector<int32_t>{11, 22, 9, 18}));
+}
+
+TEST_F(TorchBackendTest, TwoOutputsForOneResultElementAreRefused) {
+  auto instance = Load("add_sub.pt", AddSubConfig("a", "b", "x__0", "y__0"));
+  ASSERT_FALSE(instance.ok());
+  EXPECT_NE(instance.status().message().find("outputs 'x__0' and 'y__0' both name element 0"),
+            std::string::npos)
+      << instance.status().message();
 }
 
 }  // namespace
