@@ -484,7 +484,9 @@ stall_figures() {
   slack="$(awk -v b="${result[$key.bound]}" -v p="${result[$key.p50]}" \
     'BEGIN { print (b == "nan" || p == "nan" || b - p < 1) ? "nan" : int(b - p) }')"
   result[$key.slack]="$slack"
-  [ "$slack" = nan ] || threshold=(--threshold-us "$slack")
+  # The probe records gaps from 200 µs on; a smaller slack needs the smaller ones too.
+  [ "$slack" = nan ] ||
+    threshold=(--threshold-us "$slack" --min-gap-us "$((slack < 200 ? (slack < 10 ? 10 : slack) : 200))")
   log "stall probe: every CPU for ${probe_seconds}s${threshold:+ (counting stalls ≥ $slack µs)}"
   "$probe_bin" --seconds "$probe_seconds" "${threshold[@]}" >"$out" 2>"$workdir/probe.$key.stderr" &
   probe_pid=$!
@@ -564,7 +566,8 @@ for round in $(seq "$rounds"); do
 done
 # Every round's requests against their own round's bound, together.
 result[goal.over_pct]="$(percent "$pooled_over" "$pooled_all")"
-result[goal.stall_floor]="$(percent "$pooled_stalled_requests" "$pooled_rps")"
+result[goal.stall_floor]="$(percent "$pooled_stalled_requests" "$pooled_rps" |
+  awk '{ print ($1 != "nan" && $1 + 0 > 100) ? "100.00" : $1 }')"
 result[goal.ratio_offline]="$(calc "$(median "${round_ratios[@]}")" 2)"
 result[goal.p99]="$(calc "$(median "${round_p99s[@]}")" 0)"
 result[goal.bound]="$(calc "$(median "${round_bounds[@]}")" 0)"

@@ -2,7 +2,7 @@
 // tail measured on it (bench/batching_bench.sh reports it beside the batching p99).
 //
 // One thread per CPU, each pinned to its CPU at the caller's priority, reads the monotonic clock
-// in a loop for --seconds. A gap between two reads longer than --min-gap-us is a stall: the
+// in a loop for --seconds. A gap between two reads of --min-gap-us or more is a stall: the
 // thread was not running (an interrupt, a kernel thread, another process, or a hypervisor that
 // descheduled the virtual CPU). Stalls on different CPUs that overlap in time are merged, since
 // a pipeline that uses every CPU (an HTTP front end on one, a model instance on another) is held
@@ -16,11 +16,13 @@
 // machine: it keeps every CPU it probes busy.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -41,11 +43,14 @@ int64_t Nanoseconds(Clock::time_point time) {
 }
 
 // Spins on `cpu` until `end`, recording every gap of at least `min_gap_ns` between clock reads.
-std::vector<Stall> Probe(int cpu, Clock::time_point end, int64_t min_gap_ns) {
+// Sets `failed` (and records nothing) when the thread cannot be pinned.
+std::vector<Stall> Probe(int cpu, Clock::time_point end, int64_t min_gap_ns,
+                         std::atomic<bool>& failed) {
   std::vector<Stall> stalls;
   if (auto status = rampart::PinThisThread({cpu}); !status.ok()) {
     std::fprintf(stderr, "cpu %d: %s\n", cpu, status.ToString().c_str());
-    std::exit(1);
+    failed = true;
+    return stalls;
   }
   stalls.reserve(1 << 16);
   Clock::time_point previous = Clock::now();
@@ -134,12 +139,14 @@ int main(int argc, char** argv) {
   const Clock::time_point end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                    std::chrono::duration<double>(seconds));
   std::vector<std::vector<Stall>> per_cpu(cpus.size());
+  std::atomic<bool> failed = false;
   {
     std::vector<std::jthread> threads;
     for (size_t i = 0; i < cpus.size(); ++i) {
-      threads.emplace_back([&, i] { per_cpu[i] = Probe(cpus[i], end, min_gap_us * 1000); });
+      threads.emplace_back([&, i] { per_cpu[i] = Probe(cpus[i], end, min_gap_us * 1000, failed); });
     }
   }
+  if (failed) return 1;
 
   std::vector<Stall> all;
   for (size_t i = 0; i < cpus.size(); ++i) {

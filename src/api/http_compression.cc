@@ -3,31 +3,16 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <cctype>
 #include <climits>
 #include <memory>
 
+#include "core/strings.h"
+
 namespace rampart::api {
-namespace {
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) ==
-           std::tolower(static_cast<unsigned char>(y));
-  });
-}
-
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
-
-}  // namespace
 
 ContentEncoding ParseContentEncoding(std::optional<std::string_view> header) {
   if (!header) return ContentEncoding::kIdentity;
-  const std::string_view coding = Trim(*header);
+  const std::string_view coding = TrimWhitespace(*header);
   if (coding.empty() || EqualsIgnoringCase(coding, "identity")) return ContentEncoding::kIdentity;
   if (EqualsIgnoringCase(coding, "gzip") || EqualsIgnoringCase(coding, "x-gzip")) {
     return ContentEncoding::kGzip;

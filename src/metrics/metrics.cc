@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/strings.h"
 
 namespace rampart::metrics {
 namespace {
@@ -17,14 +18,6 @@ static_assert(std::atomic<int64_t>::is_always_lock_free);
 static_assert(std::atomic<double>::is_always_lock_free);
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-std::string_view Trim(std::string_view text) {
-  constexpr std::string_view kSpace = " \t\r\n";
-  size_t begin = text.find_first_not_of(kSpace);
-  if (begin == std::string_view::npos) return {};
-  size_t end = text.find_last_not_of(kSpace);
-  return text.substr(begin, end - begin + 1);
-}
 
 }  // namespace
 
@@ -70,16 +63,17 @@ Status ValidateHistogramBuckets(std::span<const double> bounds) {
 }
 
 Result<std::vector<double>> ParseHistogramBuckets(std::string_view text) {
-  std::string_view list = Trim(text);
-  if (list.starts_with('[') && list.ends_with(']')) list = Trim(list.substr(1, list.size() - 2));
+  std::string_view list = TrimWhitespace(text);
+  if (list.starts_with('[') && list.ends_with(']'))
+    list = TrimWhitespace(list.substr(1, list.size() - 2));
   if (list.empty()) return InvalidArgument("histogram buckets: the list is empty");
 
   std::vector<double> bounds;
   size_t position = 0;
   while (true) {
     size_t comma = list.find(',', position);
-    std::string_view entry =
-        Trim(list.substr(position, comma == std::string_view::npos ? comma : comma - position));
+    std::string_view entry = TrimWhitespace(
+        list.substr(position, comma == std::string_view::npos ? comma : comma - position));
     // from_chars reads no leading '+'; allow it for numbers only ("+Inf" is still rejected below).
     std::string_view digits = entry;
     if (digits.size() > 1 && digits[0] == '+' && digits[1] != '-' && digits[1] != '+') {

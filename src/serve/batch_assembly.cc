@@ -78,6 +78,13 @@ Status BatchAssembly::Finish(std::vector<tensor::Tensor>& outputs, int64_t items
       ASSIGN_OR_RETURN(output.shape, model::AnsweredShape(config, output.shape, batching_));
     }
   }
+  for (const tensor::Tensor& output : outputs) {
+    // The model's answer is wrong, not the request: Triton answers "output tensor shape does not
+    // match size of output" as an internal error too.
+    const Status fits = tensor::ValidateByteSize(output.datatype, output.shape, output.data,
+                                                 "output '{}'", output.name);
+    if (!fits.ok()) return Internal("{}", fits.message());
+  }
   return Status::Ok();
 }
 

@@ -26,9 +26,10 @@
 //    output's config shape (dim 0 the batch) with each -1 taken from the same dim of r's
 //    `source_input`, and the parts follow one another in the model's output, as in Triton.
 // 7. Then each request's outputs are answered in their config shapes (Finish): an output with a
-//    `reshape` gets its dims in place of the reshape's, as Triton reshapes outputs; and the
-//    outputs of rule 4's lone request must have its batch items as dim 0, as rule 5 requires
-//    of a batch (a model answering a scalar or a reduced batch fails either way).
+//    `reshape` gets its dims in place of the reshape's, as Triton reshapes outputs; the outputs
+//    of rule 4's lone request must have its batch items as dim 0, as rule 5 requires of a batch
+//    (a model answering a scalar or a reduced batch fails either way); and every output's bytes
+//    must be what its shape holds (for BYTES, that many well-formed elements).
 //
 // Thread safety: const after construction.
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <tuple>
 
 #include <fmt/ranges.h>
 
@@ -14,21 +15,6 @@ namespace {
 
 using Step = inference::ModelEnsembling::Step;
 
-// Steps whose outputs no other step reads: the ends of the graph's branches.
-std::vector<bool> FinalSteps(const inference::ModelEnsembling& scheduling) {
-  std::set<std::string> consumed;
-  for (const Step& step : scheduling.step()) {
-    for (const auto& [input, tensor] : step.input_map()) consumed.insert(tensor);
-  }
-  std::vector<bool> final(static_cast<size_t>(scheduling.step_size()), true);
-  for (int i = 0; i < scheduling.step_size(); ++i) {
-    for (const auto& [output, tensor] : scheduling.step(i).output_map()) {
-      if (consumed.contains(tensor)) final[static_cast<size_t>(i)] = false;
-    }
-  }
-  return final;
-}
-
 // How many steps read each tensor.
 std::map<std::string, int> Readers(const inference::ModelEnsembling& scheduling) {
   std::map<std::string, int> readers;
@@ -36,6 +22,25 @@ std::map<std::string, int> Readers(const inference::ModelEnsembling& scheduling)
     for (const auto& [input, tensor] : step.input_map()) ++readers[tensor];
   }
   return readers;
+}
+
+// Steps whose outputs no other step reads (`readers` from Readers): the ends of the graph's
+// branches.
+std::vector<bool> FinalSteps(const inference::ModelEnsembling& scheduling,
+                             const std::map<std::string, int>& readers) {
+  std::vector<bool> final(static_cast<size_t>(scheduling.step_size()), true);
+  for (int i = 0; i < scheduling.step_size(); ++i) {
+    for (const auto& [output, tensor] : scheduling.step(i).output_map()) {
+      if (readers.contains(tensor)) final[static_cast<size_t>(i)] = false;
+    }
+  }
+  return final;
+}
+
+std::set<std::string> OutputNames(const model::ModelConfig& config) {
+  std::set<std::string> names;
+  for (const auto& output : config.output()) names.insert(output.name());
+  return names;
 }
 
 // The state of one request going through an ensemble. Shared by the step callbacks; every field
@@ -47,11 +52,12 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
       : server_(server),
         ensemble_(std::move(ensemble)),
         scheduling_(ensemble_->config().ensemble_scheduling()),
-        final_steps_(FinalSteps(scheduling_)),
+        returned_(OutputNames(ensemble_->config())),
         request_(std::move(request)),
         done_(std::move(done)),
         steps_(static_cast<size_t>(scheduling_.step_size())),
         readers_(Readers(scheduling_)) {
+    final_steps_ = FinalSteps(scheduling_, readers_);
     // Validate has checked the inputs' shapes: with batching, every input's dim 0 is the batch.
     if (ensemble_->config().max_batch_size() > 0 && !request_->inputs.empty() &&
         !request_->inputs[0].shape.empty()) {
@@ -100,10 +106,7 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
   tensor::Tensor TakeInput(const std::string& name) {
     auto it = tensors_.find(name);
     const bool last_read = --readers_.at(name) == 0;
-    const bool returned =
-        std::any_of(ensemble_->config().output().begin(), ensemble_->config().output().end(),
-                    [&](const auto& output) { return output.name() == name; });
-    if (!last_read || returned) return it->second;
+    if (!last_read || returned_.contains(name)) return it->second;
     tensor::Tensor taken = std::move(it->second);
     tensors_.erase(it);
     return taken;
@@ -113,7 +116,9 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
   // step that fails validation calls back at once, re-entering this object).
   void LaunchReady(std::unique_lock<std::mutex>& lock) {
     while (!failed_) {
-      std::vector<std::pair<size_t, std::unique_ptr<InferRequest>>> ready;
+      // Each with its own hold on its step's version, taken under the lock: once the lock is
+      // let go, a step that finishes at once may answer the request and release the run's.
+      std::vector<std::tuple<size_t, InferenceServer::Target, std::unique_ptr<InferRequest>>> ready;
       for (size_t i = 0; i < steps_.size(); ++i) {
         if (steps_[i].launched) continue;
         const Step& step = scheduling_.step(static_cast<int>(i));
@@ -142,13 +147,13 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
         const SteadyTime now = Clock::Real().Now();
         steps_[i].timing.start_ns = NanosBetween(request_->arrival, now);
         sub->arrival = now;
-        ready.emplace_back(i, std::move(sub));
+        ready.emplace_back(i, steps_[i].target, std::move(sub));
       }
       if (ready.empty()) break;
       running_ += ready.size();
       lock.unlock();
-      for (auto& [index, sub] : ready) {
-        server_.InferStep(steps_[index].target, std::move(sub),
+      for (auto& [index, target, sub] : ready) {
+        server_.InferStep(std::move(target), std::move(sub),
                           [self = shared_from_this(),
                            index = index](Result<std::unique_ptr<InferResponse>> result) mutable {
                             self->StepDone(index, std::move(result));
@@ -247,10 +252,11 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
   InferenceServer& server_;
   const std::shared_ptr<ModelVersion> ensemble_;
   const inference::ModelEnsembling& scheduling_;  // owned by ensemble_'s config
-  const std::vector<bool> final_steps_;
+  const std::set<std::string> returned_;          // the ensemble's outputs
   const std::unique_ptr<InferRequest> request_;
-
-  uint64_t batch_items_ = 1;  // set by the constructor
+  // Set by the constructor.
+  std::vector<bool> final_steps_;
+  uint64_t batch_items_ = 1;
 
   std::mutex mutex_;
   InferCallback done_;

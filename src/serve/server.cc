@@ -111,7 +111,7 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
   Dispatch(*target, std::move(request), std::move(done), /*counted=*/true);
 }
 
-void InferenceServer::InferStep(const Target& target, std::unique_ptr<InferRequest> request,
+void InferenceServer::InferStep(Target target, std::unique_ptr<InferRequest> request,
                                 InferCallback done) {
   Dispatch(target, std::move(request), std::move(done), /*counted=*/false);
 }

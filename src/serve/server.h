@@ -128,11 +128,13 @@ class InferenceServer {
   // The version a request for `name` and `version` (kLatestVersion: the highest, or the canary's
   // choice while one runs) goes to now. An ensemble resolves its steps' models when its request
   // starts and holds them until it ends, as Triton's ensemble holds its models' handles, so an
-  // unload or reload meanwhile does not fail the steps still to run. Errors: NotFound as GetModel.
+  // unload or reload meanwhile does not fail the steps still to run (a canary's choice is made
+  // then too, for every step, also one a failure leaves unrun). Errors: NotFound as GetModel.
   Result<Target> Resolve(std::string_view name, int64_t version);
   // Infer for an ensemble's step, to the version Resolve gave: part of a request already counted
   // in flight, so it is not refused while a shutdown drains (the ensemble's answer waits for it).
-  void InferStep(const Target& target, std::unique_ptr<InferRequest> request, InferCallback done);
+  // `target` is held until the request is queued (or refused).
+  void InferStep(Target target, std::unique_ptr<InferRequest> request, InferCallback done);
 
   // A loaded version: the exact one, or the highest when version is kLatestVersion.
   // Errors: NotFound with Triton's wording.

@@ -224,23 +224,12 @@ TEST(EncodeInferResponse, ALargeStringComesBackWithoutItsWorstCaseReserve) {
   EXPECT_LT(encoded->body.capacity(), 2 * encoded->body.size());
 }
 
-// Triton: "output tensor shape does not match size of output", an internal error (the model's
-// answer is wrong, not the request).
-TEST(EncodeInferResponse, AnOutputWhoseBytesDoNotFitItsShapeIsAnInternalError) {
-  serve::InferResponse response;
-  response.outputs.push_back({"y", tensor::DataType::kInt32, {2}, std::string(6, '\0')});
-  EXPECT_EQ(EncodeInferResponse(response, {}).status().code(), StatusCode::kInternal);
-  OutputEncoding binary;
-  binary.all_binary = true;
-  EXPECT_EQ(EncodeInferResponse(response, binary).status().code(), StatusCode::kInternal);
-  serve::InferResponse bytes;
-  bytes.outputs.push_back({"s", tensor::DataType::kBytes, {1}, std::string("\x09\0\0\0ab", 6)});
-  EXPECT_EQ(EncodeInferResponse(bytes, {}).status().code(), StatusCode::kInternal);
-}
-
 // simdjson keeps ~15 bytes per byte of the largest document it parsed; an I/O thread's parser
 // must not keep that for a 4 MiB request once it is decoded.
 TEST(DecodeInferRequest, ALargeRequestLeavesNoParseBuffersBehind) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "mallinfo2 sees glibc's heap, which AddressSanitizer replaces";
+#endif
   constexpr int64_t kCount = 2 << 20;  // "0," each: 4 MiB of JSON
   std::string body = R"({"inputs":[{"name":"a","shape":[)" + std::to_string(kCount) +
                      R"(],"datatype":"INT8","data":[)";

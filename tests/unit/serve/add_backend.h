@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "model/config.h"
+#include "model/repository.h"
 #include "serve/request.h"
 
 // In rampart::serve itself (not a namespace of its own), as the tests that use it are.

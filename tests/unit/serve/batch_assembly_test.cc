@@ -235,5 +235,24 @@ TEST(BatchAssembly, ALonePassedThroughRequestsOutputsKeepItsBatch) {
   EXPECT_TRUE(assembly.Finish(whole, 2, /*passed_through=*/true).ok());
 }
 
+// Triton: "output tensor shape does not match size of output", an internal error (the model's
+// answer is wrong, not the request). Checked for every protocol (the HTTP encoder used to write
+// a truncated output with 200, gRPC sent it as it was).
+TEST(BatchAssembly, AnOutputWhoseBytesDoNotFitItsShapeIsAnInternalError) {
+  const BatchAssembly assembly = BatchAssembly::FromConfig(Config(R"(
+    name: "m" backend: "pytorch"
+    input [ { name: "x" data_type: TYPE_INT32 dims: [ 2 ] } ]
+    output [ { name: "y" data_type: TYPE_INT32 dims: [ 2 ] },
+             { name: "s" data_type: TYPE_STRING dims: [ 1 ] } ]
+  )"));
+  std::vector<Tensor> short_int = {Tensor{"y", DataType::kInt32, {2}, std::string(6, '\0')}};
+  const Status truncated = assembly.Finish(short_int, 1, /*passed_through=*/true);
+  EXPECT_EQ(truncated.code(), StatusCode::kInternal);
+  EXPECT_NE(truncated.message().find("output 'y'"), std::string::npos) << truncated.message();
+  std::vector<Tensor> bad_bytes = {
+      Tensor{"s", DataType::kBytes, {1}, std::string("\x09\0\0\0ab", 6)}};
+  EXPECT_EQ(assembly.Finish(bad_bytes, 1, /*passed_through=*/true).code(), StatusCode::kInternal);
+}
+
 }  // namespace
 }  // namespace rampart::serve

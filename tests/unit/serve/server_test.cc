@@ -1,5 +1,6 @@
 // InferenceServer over the fake `add` backend: readiness, the repository index, control modes,
-// poll mode, ensembles, canaries, hot reload and shutdown.
+// poll mode, canaries, hot reload, answers in their config shapes, and shutdown (ensembles:
+// server_ensemble_test.cc).
 
 #include "serve/server.h"
 
@@ -11,7 +12,7 @@
 #include <fstream>
 #include <future>
 
-#include "add_backend.h"
+#include "server_repository.h"
 #include "testing/eventually.h"
 
 namespace rampart::serve {
@@ -27,34 +28,6 @@ TEST(InferenceServer, UnknownModelAndVersionUseTritonWording) {
   server.Infer(Request({}),
                [&done](Result<std::unique_ptr<InferResponse>> r) { done = r.status(); });
   EXPECT_EQ(done.code(), StatusCode::kNotFound);
-}
-
-// A repository on disk: `add` (the fake backend, version 1) and `broken` (a config that does not
-// parse).
-class RepositoryDir {
- public:
-  RepositoryDir() {
-    char pattern[] = "/tmp/rampart_server_test.XXXXXX";
-    EXPECT_NE(mkdtemp(pattern), nullptr);
-    path_ = pattern;
-    std::filesystem::create_directories(path_ / "add" / "1");
-    std::ofstream(path_ / "add" / "config.pbtxt") << kAddConfig;
-    std::filesystem::create_directories(path_ / "broken" / "1");
-    std::ofstream(path_ / "broken" / "config.pbtxt") << "name: \"broken\" max_batch_size: eight";
-  }
-  ~RepositoryDir() { std::filesystem::remove_all(path_); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
-
-ServerOptions ExplicitMode(const std::filesystem::path& repository, bool strict) {
-  ServerOptions options;
-  options.repository = repository;
-  options.control_mode = ModelControlMode::kExplicit;
-  options.strict_readiness = strict;
-  return options;
 }
 
 TEST(InferenceServer, StrictReadinessNeedsEveryModelButUnloadedOnes) {
@@ -114,45 +87,6 @@ TEST(InferenceServer, WithoutStrictReadinessAFailedModelLeavesTheServerReady) {
   EXPECT_TRUE(server.IsReady());
   server.Shutdown(std::chrono::milliseconds(0));
   EXPECT_FALSE(server.IsReady());
-}
-
-// An ensemble `name` of `steps` chained `add` calls: A + B, then (A + B) + B, ...; its output SUM.
-// `step_model` is called by the fake backend's names (INPUT0, INPUT1, OUTPUT0), or, when
-// `step_is_chain`, by those of another such ensemble (A, B, SUM).
-std::string ChainConfig(std::string_view name, int steps, std::string_view step_model = "add",
-                        bool step_is_chain = false) {
-  const char* first_input = step_is_chain ? "A" : "INPUT0";
-  const char* second_input = step_is_chain ? "B" : "INPUT1";
-  const char* output = step_is_chain ? "SUM" : "OUTPUT0";
-  std::string text = fmt::format(
-      "name: \"{}\" platform: \"ensemble\" max_batch_size: 4 "
-      "input [ {{ name: \"A\" data_type: TYPE_INT32 dims: [ -1 ] }}, "
-      "{{ name: \"B\" data_type: TYPE_INT32 dims: [ -1 ] }} ] "
-      "output [ {{ name: \"SUM\" data_type: TYPE_INT32 dims: [ -1 ] }} ] "
-      "ensemble_scheduling {{ step [ ",
-      name);
-  for (int i = 0; i < steps; ++i) {
-    const std::string in = i == 0 ? "A" : fmt::format("T{}", i);
-    const std::string out = i == steps - 1 ? "SUM" : fmt::format("T{}", i + 1);
-    text += fmt::format(
-        "{}{{ model_name: \"{}\" input_map {{ key: \"{}\" value: \"{}\" }} "
-        "input_map {{ key: \"{}\" value: \"B\" }} "
-        "output_map {{ key: \"{}\" value: \"{}\" }} }}",
-        i == 0 ? "" : ", ", step_model, first_input, in, second_input, output, out);
-  }
-  return text + " ] }";
-}
-
-void WriteModel(const std::filesystem::path& repository, std::string_view name,
-                const std::string& config) {
-  std::filesystem::create_directories(repository / name / "1");
-  std::ofstream(repository / name / "config.pbtxt") << config;
-}
-
-std::unique_ptr<InferRequest> EnsembleRequest(std::string_view name, int32_t first) {
-  auto request = Request({Int32Tensor("A", {1, 2}, {first, 1}), Int32Tensor("B", {1, 2}, {1, 1})});
-  request->model_name = std::string(name);
-  return request;
 }
 
 ServerOptions PollMode(const std::filesystem::path& repository) {
@@ -225,158 +159,6 @@ TEST(InferenceServer, PollUnloadsAnEnsembleWhoseStepModelLeft) {
   server.Poll();
   EXPECT_FALSE(server.GetModel("add", kLatestVersion).ok());
   EXPECT_FALSE(server.GetModel("pipe", kLatestVersion).ok());  // it could not run
-  server.Shutdown(std::chrono::milliseconds(0));
-}
-
-TEST(InferenceServer, EnsemblesThatWouldCallEachOtherAreRefused) {
-  RepositoryDir repository;
-  backend::BackendRegistry backends = AddBackends();
-  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
-  WriteModel(repository.path(), "one", ChainConfig("one", 1));
-  WriteModel(repository.path(), "two", ChainConfig("two", 1, "one", /*step_is_chain=*/true));
-  ASSERT_TRUE(server.LoadModel("add").ok());
-  ASSERT_TRUE(server.LoadModel("one").ok());
-  ASSERT_TRUE(server.LoadModel("two").ok());
-  // Reloading `one` with `two` as its step would make a request recurse without end.
-  WriteModel(repository.path(), "one", ChainConfig("one", 1, "two", /*step_is_chain=*/true));
-  Status cycle = server.LoadModel("one");
-  ASSERT_FALSE(cycle.ok());
-  EXPECT_EQ(cycle.message(), "ensemble 'one': its steps call it again (one -> two -> one)");
-  EXPECT_TRUE(server.GetModel("one", kLatestVersion).ok());  // the serving version stays
-  server.Shutdown(std::chrono::milliseconds(0));
-}
-
-TEST(InferenceServer, AShutdownLetsAnEnsembleInFlightFinishItsSteps) {
-  RepositoryDir repository;
-  backend::BackendRegistry backends = AddBackends();
-  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
-  WriteModel(repository.path(), "chain", ChainConfig("chain", 2));
-  ASSERT_TRUE(server.LoadModel("add").ok());
-  ASSERT_TRUE(server.LoadModel("chain").ok());
-  Gate().Close();
-  std::promise<Result<std::unique_ptr<InferResponse>>> answer;
-  server.Infer(EnsembleRequest("chain", kHold),
-               [&answer](Result<std::unique_ptr<InferResponse>> result) {
-                 answer.set_value(std::move(result));
-               });
-  Gate().WaitForWaiting(1);  // step 1 is executing
-  auto drained = std::async(std::launch::async,
-                            [&server] { return server.Shutdown(std::chrono::seconds(10)); });
-  while (server.IsReady()) std::this_thread::yield();  // the drain has begun
-  Gate().Open();  // step 1 finishes; step 2 starts while the server drains
-  Result<std::unique_ptr<InferResponse>> result = answer.get_future().get();
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
-  EXPECT_EQ(drained.get(), 0);
-  // New requests are refused.
-  Status refused;
-  server.Infer(EnsembleRequest("chain", 1),
-               [&refused](Result<std::unique_ptr<InferResponse>> r) { refused = r.status(); });
-  EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
-}
-
-// Triton's ensemble holds its models' handles for the request's life: unloading a step model
-// while a request is on its first step does not fail the second.
-TEST(InferenceServer, AnEnsembleInFlightKeepsItsStepModelsThroughAnUnload) {
-  RepositoryDir repository;
-  backend::BackendRegistry backends = AddBackends();
-  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
-  WriteModel(repository.path(), "chain", ChainConfig("chain", 2));
-  ASSERT_TRUE(server.LoadModel("add").ok());
-  ASSERT_TRUE(server.LoadModel("chain").ok());
-  Gate().Close();
-  std::promise<Result<std::unique_ptr<InferResponse>>> answer;
-  server.Infer(EnsembleRequest("chain", kHold),
-               [&answer](Result<std::unique_ptr<InferResponse>> result) {
-                 answer.set_value(std::move(result));
-               });
-  Gate().WaitForWaiting(1);  // step 1 is executing
-  ASSERT_TRUE(server.UnloadModel("add").ok());
-  EXPECT_FALSE(server.GetModel("chain", kLatestVersion).ok());  // unloaded with it
-  Gate().Open();
-  Result<std::unique_ptr<InferResponse>> result = answer.get_future().get();
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
-  const auto* sum = reinterpret_cast<const int32_t*>((*result)->outputs[0].data.data());
-  EXPECT_EQ(sum[0], kHold + 2);  // (A + B) + B
-  server.Shutdown(std::chrono::milliseconds(0));
-}
-
-// Triton's ensemble gives each step's request the ensemble request's priority: a priority-1
-// ensemble request's step overtakes a request waiting at the step model's default level 2.
-TEST(InferenceServer, AnEnsembleStepCarriesTheRequestsPriority) {
-  RepositoryDir repository;
-  std::string prioritized = kAddConfig;
-  prioritized.replace(prioritized.find("name: \"add\""), 11, "name: \"levels\"");
-  prioritized.replace(prioritized.find("max_batch_size: 4"), 17, "max_batch_size: 1");
-  prioritized += "dynamic_batching { priority_levels: 2 default_priority_level: 2 }\n";
-  WriteModel(repository.path(), "levels", prioritized);
-  std::string chain = ChainConfig("chain", 1, "levels");
-  chain.replace(chain.find("max_batch_size: 4"), 17, "max_batch_size: 1");
-  WriteModel(repository.path(), "chain", chain);
-  backend::BackendRegistry backends = AddBackends();
-  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
-  ASSERT_TRUE(server.LoadModel("levels").ok());
-  ASSERT_TRUE(server.LoadModel("chain").ok());
-
-  std::mutex mutex;
-  std::vector<std::string> answered;  // in the order the instance ran them
-  std::promise<void> all_answered;
-  auto record = [&](std::string what) {
-    return [&, what](Result<std::unique_ptr<InferResponse>> result) {
-      EXPECT_TRUE(result.ok()) << what << ": " << result.status().ToString();
-      std::lock_guard lock(mutex);
-      answered.push_back(what);
-      if (answered.size() == 3) all_answered.set_value();
-    };
-  };
-  auto direct = [](int32_t first) {
-    auto request =
-        Request({Int32Tensor("INPUT0", {1, 2}, {first, 1}), Int32Tensor("INPUT1", {1, 2}, {1, 1})});
-    request->model_name = "levels";
-    return request;
-  };
-  Gate().Close();
-  server.Infer(direct(kHold), record("held"));
-  Gate().WaitForWaiting(1);  // the one instance is busy
-  server.Infer(direct(1), record("level 2"));
-  auto ensemble = EnsembleRequest("chain", 2);
-  ensemble->priority = 1;
-  server.Infer(std::move(ensemble), record("ensemble at level 1"));
-  Gate().Open();
-  all_answered.get_future().wait();
-  EXPECT_EQ(answered, (std::vector<std::string>{"held", "ensemble at level 1", "level 2"}));
-  server.Shutdown(std::chrono::milliseconds(0));
-}
-
-// Triton's ensemble statistics: one execution of the request's batch, with the steps' queue and
-// compute times added up.
-TEST(InferenceServer, AnEnsembleCountsItsBatchAndItsStepsTimes) {
-  RepositoryDir repository;
-  backend::BackendRegistry backends = AddBackends();
-  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
-  WriteModel(repository.path(), "chain", ChainConfig("chain", 2));
-  ASSERT_TRUE(server.LoadModel("add").ok());
-  ASSERT_TRUE(server.LoadModel("chain").ok());
-  auto request = Request({Int32Tensor("A", {2, 1}, {1, 2}), Int32Tensor("B", {2, 1}, {1, 1})});
-  request->model_name = "chain";
-  std::promise<Result<std::unique_ptr<InferResponse>>> answer;
-  server.Infer(std::move(request), [&answer](Result<std::unique_ptr<InferResponse>> result) {
-    answer.set_value(std::move(result));
-  });
-  ASSERT_TRUE(answer.get_future().get().ok());
-
-  const StatisticsSnapshot steps = (*server.GetModel("add", 1))->statistics().Snapshot();
-  const StatisticsSnapshot ensemble = (*server.GetModel("chain", 1))->statistics().Snapshot();
-  EXPECT_EQ(steps.execution_count, 2u);
-  EXPECT_EQ(ensemble.inference_count, 2u);
-  EXPECT_EQ(ensemble.execution_count, 1u);
-  ASSERT_TRUE(ensemble.batch_stats.contains(2));
-  EXPECT_EQ(ensemble.batch_stats.at(2).compute_infer.count, 1u);
-  EXPECT_EQ(ensemble.success.count, 1u);
-  EXPECT_EQ(ensemble.queue.count, 1u);
-  EXPECT_GT(steps.queue.ns, 0u);
-  EXPECT_EQ(ensemble.queue.ns, steps.queue.ns);
-  EXPECT_EQ(ensemble.compute_infer.ns, steps.compute_infer.ns);
-  EXPECT_EQ(ensemble.batch_stats.at(2).compute_infer.ns, steps.compute_infer.ns);
   server.Shutdown(std::chrono::milliseconds(0));
 }
 
@@ -486,22 +268,6 @@ TEST(InferenceServer, ACanaryEndsWhenItsBaselineIsNoLongerLoaded) {
   server.Shutdown(std::chrono::milliseconds(0));
 }
 
-TEST(InferenceServer, UnloadingAModelTakesTheEnsemblesThatCallIt) {
-  RepositoryDir repository;
-  backend::BackendRegistry backends = AddBackends();
-  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/true), backends);
-  WriteModel(repository.path(), "one", ChainConfig("one", 1));
-  WriteModel(repository.path(), "two",
-             ChainConfig("two", 1, "one", /*step_is_chain=*/true));  // through `one`
-  for (const char* name : {"add", "one", "two"}) ASSERT_TRUE(server.LoadModel(name).ok());
-  // They could not run without `add` (Triton unloads them too).
-  ASSERT_TRUE(server.UnloadModel("add").ok());
-  EXPECT_FALSE(server.GetModel("one", kLatestVersion).ok());
-  EXPECT_FALSE(server.GetModel("two", kLatestVersion).ok());
-  EXPECT_TRUE(server.IsReady());  // unloaded on request, as far as readiness goes
-  server.Shutdown(std::chrono::milliseconds(0));
-}
-
 // A request that looked a version up before a reload replaced it, and whose thread was then held
 // up past the old version's buffer window, still finds that version working; the version stops
 // once the request has let it go.
@@ -551,6 +317,67 @@ TEST(InferenceServer, AShutdownPastItsDeadlineAlsoAnswersWhatAReplacedVersionHol
   ASSERT_TRUE(held.server().LoadModel("add").ok());
   EXPECT_EQ(held.server().Shutdown(std::chrono::milliseconds(0)), 2);
   held.ExpectQueuedRefusedAndRunningDone();
+}
+
+// Triton's InferenceResponse::Output::Reshape, through the server: an output whose config has a
+// reshape is answered in its dims (the model returns [b, n]; the answer is [b, 1, n]).
+TEST(InferenceServer, OutputsAreAnsweredInTheirConfigDims) {
+  RepositoryDir repository;
+  std::string config = kAddConfig;
+  const std::string plain = "{ name: \"OUTPUT0\" data_type: TYPE_INT32 dims: [ -1 ] }";
+  config.replace(config.find(plain), plain.size(),
+                 "{ name: \"OUTPUT0\" data_type: TYPE_INT32 dims: [ 1, -1 ] "
+                 "reshape { shape: [ -1 ] } }");
+  WriteModel(repository.path(), "add", config);
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  std::promise<Result<std::unique_ptr<InferResponse>>> answer;
+  server.Infer(Request({Int32Tensor("INPUT0", {2, 3}, {1, 2, 3, 4, 5, 6}),
+                        Int32Tensor("INPUT1", {2, 3}, {1, 1, 1, 1, 1, 1})}),
+               [&answer](Result<std::unique_ptr<InferResponse>> result) {
+                 answer.set_value(std::move(result));
+               });
+  Result<std::unique_ptr<InferResponse>> result = answer.get_future().get();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_EQ((*result)->outputs[0].name, "OUTPUT0");
+  EXPECT_EQ((*result)->outputs[0].shape, (tensor::Shape{2, 1, 3}));
+  EXPECT_EQ((*result)->outputs[1].shape, (tensor::Shape{2, 3}));
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+// Triton's PolicyQueue: a request's timeout only shortens a default; without one it is ignored,
+// and a request waiting behind a busy instance longer than it asked is still served.
+TEST(InferenceServer, ARequestTimeoutWithoutADefaultIsIgnored) {
+  RepositoryDir repository;
+  std::string config = kAddConfig;
+  config.replace(config.find("max_batch_size: 4"), 17, "max_batch_size: 1");
+  config += "dynamic_batching { default_queue_policy { allow_timeout_override: true } }\n";
+  WriteModel(repository.path(), "add", config);
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  const auto send = [&](int32_t first, uint64_t timeout_us, std::promise<Status>& answer) {
+    auto request =
+        Request({Int32Tensor("INPUT0", {1, 2}, {first, 1}), Int32Tensor("INPUT1", {1, 2}, {1, 1})});
+    request->timeout_us = timeout_us;
+    server.Infer(std::move(request), [&answer](Result<std::unique_ptr<InferResponse>> result) {
+      answer.set_value(result.status());
+    });
+  };
+  std::promise<Status> held;
+  std::promise<Status> waiting;
+  Gate().Close();
+  send(kHold, 0, held);
+  Gate().WaitForWaiting(1);
+  send(1, /*timeout_us=*/1, waiting);
+  // Past its 1 µs: with the timeout applied, the queue's timer would have answered it by now.
+  std::future<Status> waited = waiting.get_future();
+  EXPECT_EQ(waited.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  Gate().Open();
+  EXPECT_TRUE(held.get_future().get().ok());
+  EXPECT_TRUE(waited.get().ok());
+  server.Shutdown(std::chrono::milliseconds(0));
 }
 
 }  // namespace

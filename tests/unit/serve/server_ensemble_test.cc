@@ -1,0 +1,231 @@
+// InferenceServer's ensembles over the fake `add` backend: loading, cycles, unloading with their
+// step models, and what a request in flight keeps (its step models, priority, timeout) and counts.
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <mutex>
+#include <vector>
+
+#include "server_repository.h"
+
+namespace rampart::serve {
+namespace {
+
+TEST(InferenceServer, EnsemblesThatWouldCallEachOtherAreRefused) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  WriteModel(repository.path(), "one", ChainConfig("one", 1));
+  WriteModel(repository.path(), "two", ChainConfig("two", 1, "one", /*step_is_chain=*/true));
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  ASSERT_TRUE(server.LoadModel("one").ok());
+  ASSERT_TRUE(server.LoadModel("two").ok());
+  // Reloading `one` with `two` as its step would make a request recurse without end.
+  WriteModel(repository.path(), "one", ChainConfig("one", 1, "two", /*step_is_chain=*/true));
+  Status cycle = server.LoadModel("one");
+  ASSERT_FALSE(cycle.ok());
+  EXPECT_EQ(cycle.message(), "ensemble 'one': its steps call it again (one -> two -> one)");
+  EXPECT_TRUE(server.GetModel("one", kLatestVersion).ok());  // the serving version stays
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+TEST(InferenceServer, AShutdownLetsAnEnsembleInFlightFinishItsSteps) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  WriteModel(repository.path(), "chain", ChainConfig("chain", 2));
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  ASSERT_TRUE(server.LoadModel("chain").ok());
+  Gate().Close();
+  std::promise<Result<std::unique_ptr<InferResponse>>> answer;
+  server.Infer(EnsembleRequest("chain", kHold),
+               [&answer](Result<std::unique_ptr<InferResponse>> result) {
+                 answer.set_value(std::move(result));
+               });
+  Gate().WaitForWaiting(1);  // step 1 is executing
+  auto drained = std::async(std::launch::async,
+                            [&server] { return server.Shutdown(std::chrono::seconds(10)); });
+  while (server.IsReady()) std::this_thread::yield();  // the drain has begun
+  Gate().Open();  // step 1 finishes; step 2 starts while the server drains
+  Result<std::unique_ptr<InferResponse>> result = answer.get_future().get();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(drained.get(), 0);
+  // New requests are refused.
+  Status refused;
+  server.Infer(EnsembleRequest("chain", 1),
+               [&refused](Result<std::unique_ptr<InferResponse>> r) { refused = r.status(); });
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
+}
+
+// Triton's ensemble holds its models' handles for the request's life: unloading a step model
+// while a request is on its first step does not fail the second.
+TEST(InferenceServer, AnEnsembleInFlightKeepsItsStepModelsThroughAnUnload) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  WriteModel(repository.path(), "chain", ChainConfig("chain", 2));
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  ASSERT_TRUE(server.LoadModel("chain").ok());
+  Gate().Close();
+  std::promise<Result<std::unique_ptr<InferResponse>>> answer;
+  server.Infer(EnsembleRequest("chain", kHold),
+               [&answer](Result<std::unique_ptr<InferResponse>> result) {
+                 answer.set_value(std::move(result));
+               });
+  Gate().WaitForWaiting(1);  // step 1 is executing
+  ASSERT_TRUE(server.UnloadModel("add").ok());
+  EXPECT_FALSE(server.GetModel("chain", kLatestVersion).ok());  // unloaded with it
+  Gate().Open();
+  Result<std::unique_ptr<InferResponse>> result = answer.get_future().get();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  const auto* sum = reinterpret_cast<const int32_t*>((*result)->outputs[0].data.data());
+  EXPECT_EQ(sum[0], kHold + 2);  // (A + B) + B
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+// Triton's ensemble gives each step's request the ensemble request's priority: a priority-1
+// ensemble request's step overtakes a request waiting at the step model's default level 2.
+TEST(InferenceServer, AnEnsembleStepCarriesTheRequestsPriority) {
+  RepositoryDir repository;
+  std::string prioritized = kAddConfig;
+  prioritized.replace(prioritized.find("name: \"add\""), 11, "name: \"levels\"");
+  prioritized.replace(prioritized.find("max_batch_size: 4"), 17, "max_batch_size: 1");
+  prioritized += "dynamic_batching { priority_levels: 2 default_priority_level: 2 }\n";
+  WriteModel(repository.path(), "levels", prioritized);
+  std::string chain = ChainConfig("chain", 1, "levels");
+  chain.replace(chain.find("max_batch_size: 4"), 17, "max_batch_size: 1");
+  WriteModel(repository.path(), "chain", chain);
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  ASSERT_TRUE(server.LoadModel("levels").ok());
+  ASSERT_TRUE(server.LoadModel("chain").ok());
+
+  std::mutex mutex;
+  std::vector<std::string> answered;  // in the order the instance ran them
+  std::promise<void> all_answered;
+  auto record = [&](std::string what) {
+    return [&, what](Result<std::unique_ptr<InferResponse>> result) {
+      EXPECT_TRUE(result.ok()) << what << ": " << result.status().ToString();
+      std::lock_guard lock(mutex);
+      answered.push_back(what);
+      if (answered.size() == 3) all_answered.set_value();
+    };
+  };
+  auto direct = [](int32_t first) {
+    auto request =
+        Request({Int32Tensor("INPUT0", {1, 2}, {first, 1}), Int32Tensor("INPUT1", {1, 2}, {1, 1})});
+    request->model_name = "levels";
+    return request;
+  };
+  Gate().Close();
+  server.Infer(direct(kHold), record("held"));
+  Gate().WaitForWaiting(1);  // the one instance is busy
+  server.Infer(direct(1), record("level 2"));
+  auto ensemble = EnsembleRequest("chain", 2);
+  ensemble->priority = 1;
+  server.Infer(std::move(ensemble), record("ensemble at level 1"));
+  Gate().Open();
+  all_answered.get_future().wait();
+  EXPECT_EQ(answered, (std::vector<std::string>{"held", "ensemble at level 1", "level 2"}));
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+// Triton's ensemble statistics: one execution of the request's batch, with the steps' queue and
+// compute times added up.
+TEST(InferenceServer, AnEnsembleCountsItsBatchAndItsStepsTimes) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  WriteModel(repository.path(), "chain", ChainConfig("chain", 2));
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  ASSERT_TRUE(server.LoadModel("chain").ok());
+  auto request = Request({Int32Tensor("A", {2, 1}, {1, 2}), Int32Tensor("B", {2, 1}, {1, 1})});
+  request->model_name = "chain";
+  std::promise<Result<std::unique_ptr<InferResponse>>> answer;
+  server.Infer(std::move(request), [&answer](Result<std::unique_ptr<InferResponse>> result) {
+    answer.set_value(std::move(result));
+  });
+  ASSERT_TRUE(answer.get_future().get().ok());
+
+  const StatisticsSnapshot steps = (*server.GetModel("add", 1))->statistics().Snapshot();
+  const StatisticsSnapshot ensemble = (*server.GetModel("chain", 1))->statistics().Snapshot();
+  EXPECT_EQ(steps.execution_count, 2u);
+  EXPECT_EQ(ensemble.inference_count, 2u);
+  EXPECT_EQ(ensemble.execution_count, 1u);
+  ASSERT_TRUE(ensemble.batch_stats.contains(2));
+  EXPECT_EQ(ensemble.batch_stats.at(2).compute_infer.count, 1u);
+  EXPECT_EQ(ensemble.success.count, 1u);
+  EXPECT_EQ(ensemble.queue.count, 1u);
+  EXPECT_GT(steps.queue.ns, 0u);
+  EXPECT_EQ(ensemble.queue.ns, steps.queue.ns);
+  EXPECT_EQ(ensemble.compute_infer.ns, steps.compute_infer.ns);
+  EXPECT_EQ(ensemble.batch_stats.at(2).compute_infer.ns, steps.compute_infer.ns);
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+TEST(InferenceServer, UnloadingAModelTakesTheEnsemblesThatCallIt) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/true), backends);
+  WriteModel(repository.path(), "one", ChainConfig("one", 1));
+  WriteModel(repository.path(), "two",
+             ChainConfig("two", 1, "one", /*step_is_chain=*/true));  // through `one`
+  for (const char* name : {"add", "one", "two"}) ASSERT_TRUE(server.LoadModel(name).ok());
+  // They could not run without `add` (Triton unloads them too).
+  ASSERT_TRUE(server.UnloadModel("add").ok());
+  EXPECT_FALSE(server.GetModel("one", kLatestVersion).ok());
+  EXPECT_FALSE(server.GetModel("two", kLatestVersion).ok());
+  EXPECT_TRUE(server.IsReady());  // unloaded on request, as far as readiness goes
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+// Triton's ensemble gives each step's request the ensemble request's timeout too: a step that
+// waits behind a busy instance past it is rejected, and so is the ensemble request.
+TEST(InferenceServer, AnEnsembleStepCarriesTheRequestsTimeout) {
+  RepositoryDir repository;
+  std::string timed = kAddConfig;
+  timed.replace(timed.find("name: \"add\""), 11, "name: \"timed\"");
+  timed.replace(timed.find("max_batch_size: 4"), 17, "max_batch_size: 1");
+  timed +=
+      "dynamic_batching { default_queue_policy { default_timeout_microseconds: 3600000000 "
+      "allow_timeout_override: true } }\n";
+  WriteModel(repository.path(), "timed", timed);
+  std::string chain = ChainConfig("chain", 1, "timed");
+  chain.replace(chain.find("max_batch_size: 4"), 17, "max_batch_size: 1");
+  WriteModel(repository.path(), "chain", chain);
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  ASSERT_TRUE(server.LoadModel("timed").ok());
+  ASSERT_TRUE(server.LoadModel("chain").ok());
+
+  auto held =
+      Request({Int32Tensor("INPUT0", {1, 2}, {kHold, 1}), Int32Tensor("INPUT1", {1, 2}, {1, 1})});
+  held->model_name = "timed";
+  std::promise<Status> held_answer;
+  Gate().Close();
+  server.Infer(std::move(held), [&](Result<std::unique_ptr<InferResponse>> result) {
+    held_answer.set_value(result.status());
+  });
+  Gate().WaitForWaiting(1);  // the one instance is busy until the gate opens
+  auto ensemble = EnsembleRequest("chain", 2);
+  ensemble->timeout_us = 1000;  // 1 ms in the step model's queue
+  std::promise<Status> answer;
+  server.Infer(std::move(ensemble), [&](Result<std::unique_ptr<InferResponse>> result) {
+    answer.set_value(result.status());
+  });
+  // Answered by the queue's timer while the gate is still closed.
+  std::future<Status> answered = answer.get_future();
+  const std::future_status ready = answered.wait_for(std::chrono::seconds(10));
+  Gate().Open();
+  ASSERT_EQ(ready, std::future_status::ready);
+  const Status status = answered.get();
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_NE(status.message().find("Request timeout expired"), std::string::npos)
+      << status.message();
+  EXPECT_TRUE(held_answer.get_future().get().ok());
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+}  // namespace
+}  // namespace rampart::serve
