@@ -364,30 +364,24 @@ Status CheckEnsembleTensors(const model::ModelConfig& config,
   for (int i = 0; i < steps.size(); ++i) {
     const Step& step = steps.Get(i);
     const model::ModelConfig& model = *step_configs.at(static_cast<size_t>(i));
-    const auto find = [](const auto& tensors, const std::string& wanted) {
-      return std::find_if(tensors.begin(), tensors.end(),
-                          [&](const auto& tensor) { return tensor.name() == wanted; });
+    // Each key of `map` names one of the model's `tensors` (its inputs or outputs: `kind`), whose
+    // type the mapped ensemble tensor must have.
+    const auto check = [&](const auto& map, const auto& tensors, std::string_view kind) -> Status {
+      for (const auto& [model_name, tensor] : map) {
+        auto found = std::find_if(tensors.begin(), tensors.end(),
+                                  [&](const auto& each) { return each.name() == model_name; });
+        if (found == tensors.end()) {
+          return InvalidArgument("ensemble '{}' step {}: model '{}' has no {} '{}'", name, i,
+                                 step.model_name(), kind, model_name);
+        }
+        RETURN_IF_ERROR(agree(
+            tensor, found->data_type(),
+            fmt::format("{} '{}' of step {} ('{}')", kind, model_name, i, step.model_name())));
+      }
+      return Status::Ok();
     };
-    for (const auto& [model_input, tensor] : step.input_map()) {
-      auto input = find(model.input(), model_input);
-      if (input == model.input().end()) {
-        return InvalidArgument("ensemble '{}' step {}: model '{}' has no input '{}'", name, i,
-                               step.model_name(), model_input);
-      }
-      RETURN_IF_ERROR(
-          agree(tensor, input->data_type(),
-                fmt::format("input '{}' of step {} ('{}')", model_input, i, step.model_name())));
-    }
-    for (const auto& [model_output, tensor] : step.output_map()) {
-      auto output = find(model.output(), model_output);
-      if (output == model.output().end()) {
-        return InvalidArgument("ensemble '{}' step {}: model '{}' has no output '{}'", name, i,
-                               step.model_name(), model_output);
-      }
-      RETURN_IF_ERROR(
-          agree(tensor, output->data_type(),
-                fmt::format("output '{}' of step {} ('{}')", model_output, i, step.model_name())));
-    }
+    RETURN_IF_ERROR(check(step.input_map(), model.input(), "input"));
+    RETURN_IF_ERROR(check(step.output_map(), model.output(), "output"));
   }
   return Status::Ok();
 }

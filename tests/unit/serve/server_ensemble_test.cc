@@ -30,25 +30,53 @@ TEST(InferenceServer, EnsemblesThatWouldCallEachOtherAreRefused) {
   server.Shutdown(std::chrono::milliseconds(0));
 }
 
+// Writes `step` (the fake `add` under that name, one row per execution, with `extra` in its
+// config) and `chain`, an ensemble of one call to it, also one row per request.
+void WriteOneRowChain(const std::filesystem::path& repository, std::string_view step,
+                      std::string_view extra) {
+  std::string config = kAddConfig;
+  config.replace(config.find("name: \"add\""), 11, fmt::format("name: \"{}\"", step));
+  config.replace(config.find("max_batch_size: 4"), 17, "max_batch_size: 1");
+  WriteModel(repository, step, config + std::string(extra) + "\n");
+  std::string chain = ChainConfig("chain", 1, step);
+  chain.replace(chain.find("max_batch_size: 4"), 17, "max_batch_size: 1");
+  WriteModel(repository, "chain", chain);
+}
+
+// `chain` (two `add` steps) loaded in explicit mode, with one request on its first step, held at
+// the gate.
+class ChainOnItsFirstStep {
+ public:
+  ChainOnItsFirstStep() {
+    WriteModel(repository_.path(), "chain", ChainConfig("chain", 2));
+    EXPECT_TRUE(server_.LoadModel("add").ok());
+    EXPECT_TRUE(server_.LoadModel("chain").ok());
+    Gate().Close();
+    server_.Infer(EnsembleRequest("chain", kHold),
+                  [this](Result<std::unique_ptr<InferResponse>> result) {
+                    answer_.set_value(std::move(result));
+                  });
+    Gate().WaitForWaiting(1);  // step 1 is executing
+  }
+  InferenceServer& server() { return server_; }
+  Result<std::unique_ptr<InferResponse>> Answer() { return answer_.get_future().get(); }
+
+ private:
+  RepositoryDir repository_;
+  backend::BackendRegistry backends_ = AddBackends();
+  // Before the server, which may still answer it as it goes.
+  std::promise<Result<std::unique_ptr<InferResponse>>> answer_;
+  InferenceServer server_{ExplicitMode(repository_.path(), /*strict=*/false), backends_};
+};
+
 TEST(InferenceServer, AShutdownLetsAnEnsembleInFlightFinishItsSteps) {
-  RepositoryDir repository;
-  backend::BackendRegistry backends = AddBackends();
-  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
-  WriteModel(repository.path(), "chain", ChainConfig("chain", 2));
-  ASSERT_TRUE(server.LoadModel("add").ok());
-  ASSERT_TRUE(server.LoadModel("chain").ok());
-  Gate().Close();
-  std::promise<Result<std::unique_ptr<InferResponse>>> answer;
-  server.Infer(EnsembleRequest("chain", kHold),
-               [&answer](Result<std::unique_ptr<InferResponse>> result) {
-                 answer.set_value(std::move(result));
-               });
-  Gate().WaitForWaiting(1);  // step 1 is executing
+  ChainOnItsFirstStep held;
+  InferenceServer& server = held.server();
   auto drained = std::async(std::launch::async,
                             [&server] { return server.Shutdown(std::chrono::seconds(10)); });
   while (server.IsReady()) std::this_thread::yield();  // the drain has begun
   Gate().Open();  // step 1 finishes; step 2 starts while the server drains
-  Result<std::unique_ptr<InferResponse>> result = answer.get_future().get();
+  Result<std::unique_ptr<InferResponse>> result = held.Answer();
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(drained.get(), 0);
   // New requests are refused.
@@ -61,23 +89,14 @@ TEST(InferenceServer, AShutdownLetsAnEnsembleInFlightFinishItsSteps) {
 // Triton's ensemble holds its models' handles for the request's life: unloading a step model
 // while a request is on its first step does not fail the second.
 TEST(InferenceServer, AnEnsembleInFlightKeepsItsStepModelsThroughAnUnload) {
-  RepositoryDir repository;
-  backend::BackendRegistry backends = AddBackends();
-  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
-  WriteModel(repository.path(), "chain", ChainConfig("chain", 2));
-  ASSERT_TRUE(server.LoadModel("add").ok());
-  ASSERT_TRUE(server.LoadModel("chain").ok());
-  Gate().Close();
-  std::promise<Result<std::unique_ptr<InferResponse>>> answer;
-  server.Infer(EnsembleRequest("chain", kHold),
-               [&answer](Result<std::unique_ptr<InferResponse>> result) {
-                 answer.set_value(std::move(result));
-               });
-  Gate().WaitForWaiting(1);  // step 1 is executing
-  ASSERT_TRUE(server.UnloadModel("add").ok());
-  EXPECT_FALSE(server.GetModel("chain", kLatestVersion).ok());  // unloaded with it
+  ChainOnItsFirstStep held;
+  InferenceServer& server = held.server();
+  const Status unloaded = server.UnloadModel("add");
+  const bool chain_gone = !server.GetModel("chain", kLatestVersion).ok();  // unloaded with it
   Gate().Open();
-  Result<std::unique_ptr<InferResponse>> result = answer.get_future().get();
+  EXPECT_TRUE(unloaded.ok()) << unloaded.ToString();
+  EXPECT_TRUE(chain_gone);
+  Result<std::unique_ptr<InferResponse>> result = held.Answer();
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   const auto* sum = reinterpret_cast<const int32_t*>((*result)->outputs[0].data.data());
   EXPECT_EQ(sum[0], kHold + 2);  // (A + B) + B
@@ -88,14 +107,8 @@ TEST(InferenceServer, AnEnsembleInFlightKeepsItsStepModelsThroughAnUnload) {
 // ensemble request's step overtakes a request waiting at the step model's default level 2.
 TEST(InferenceServer, AnEnsembleStepCarriesTheRequestsPriority) {
   RepositoryDir repository;
-  std::string prioritized = kAddConfig;
-  prioritized.replace(prioritized.find("name: \"add\""), 11, "name: \"levels\"");
-  prioritized.replace(prioritized.find("max_batch_size: 4"), 17, "max_batch_size: 1");
-  prioritized += "dynamic_batching { priority_levels: 2 default_priority_level: 2 }\n";
-  WriteModel(repository.path(), "levels", prioritized);
-  std::string chain = ChainConfig("chain", 1, "levels");
-  chain.replace(chain.find("max_batch_size: 4"), 17, "max_batch_size: 1");
-  WriteModel(repository.path(), "chain", chain);
+  WriteOneRowChain(repository.path(), "levels",
+                   "dynamic_batching { priority_levels: 2 default_priority_level: 2 }");
   backend::BackendRegistry backends = AddBackends();
   InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
   ASSERT_TRUE(server.LoadModel("levels").ok());
@@ -184,16 +197,9 @@ TEST(InferenceServer, UnloadingAModelTakesTheEnsemblesThatCallIt) {
 // waits behind a busy instance past it is rejected, and so is the ensemble request.
 TEST(InferenceServer, AnEnsembleStepCarriesTheRequestsTimeout) {
   RepositoryDir repository;
-  std::string timed = kAddConfig;
-  timed.replace(timed.find("name: \"add\""), 11, "name: \"timed\"");
-  timed.replace(timed.find("max_batch_size: 4"), 17, "max_batch_size: 1");
-  timed +=
-      "dynamic_batching { default_queue_policy { default_timeout_microseconds: 3600000000 "
-      "allow_timeout_override: true } }\n";
-  WriteModel(repository.path(), "timed", timed);
-  std::string chain = ChainConfig("chain", 1, "timed");
-  chain.replace(chain.find("max_batch_size: 4"), 17, "max_batch_size: 1");
-  WriteModel(repository.path(), "chain", chain);
+  WriteOneRowChain(repository.path(), "timed",
+                   "dynamic_batching { default_queue_policy { default_timeout_microseconds: "
+                   "3600000000 allow_timeout_override: true } }");
   backend::BackendRegistry backends = AddBackends();
   InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
   ASSERT_TRUE(server.LoadModel("timed").ok());
