@@ -48,6 +48,28 @@ std::optional<size_t> ConventionIndex(std::string_view name) {
   return index;
 }
 
+// BYTES travels to and from the model as one List[str]: one dimension, the batch's included. As
+// Triton's PyTorch backend, refuses BYTES inputs and outputs whose dims (a reshape's, when there
+// is one) and the batch dimension make more; `dims: [1] reshape { shape: [] }` batches strings.
+Status CheckBytesRanks(const model::ModelConfig& config, std::string_view where) {
+  const int batch_dims = config.max_batch_size() > 0 ? 1 : 0;
+  const auto check = [&](const auto& tensor, std::string_view kind) -> Status {
+    if (tensor.data_type() != inference::TYPE_STRING) return Status::Ok();
+    const auto& dims = tensor.has_reshape() ? tensor.reshape().shape() : tensor.dims();
+    if (dims.size() + batch_dims <= 1) return Status::Ok();
+    return InvalidArgument(
+        "{}: {} '{}' is BYTES, one List[str] of one dimension for the model, but its {} [{}]{} "
+        "make {} (as Triton's PyTorch backend, Rampart refuses this; dims: [1] reshape {{ "
+        "shape: [] }} batches strings)",
+        where, kind, tensor.name(), tensor.has_reshape() ? "reshape" : "dims",
+        fmt::join(dims, ", "), batch_dims > 0 ? " and the batch dimension" : "",
+        static_cast<int>(dims.size()) + batch_dims);
+  };
+  for (const auto& input : config.input()) RETURN_IF_ERROR(check(input, "input"));
+  for (const auto& output : config.output()) RETURN_IF_ERROR(check(output, "output"));
+  return Status::Ok();
+}
+
 Status FromTorchError(std::string_view what, const std::exception& error) {
   if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) {
     return Internal("{}: {}", what, torch_error->what_without_backtrace());
@@ -295,6 +317,7 @@ class TorchBackend final : public Backend {
     }
     ASSIGN_OR_RETURN(const int threads, ThreadCount(config, spec.default_threads));
     ASSIGN_OR_RETURN(const torch::Device device, ChooseDevice(config, spec));
+    RETURN_IF_ERROR(CheckBytesRanks(config, where));
 
     torch::jit::Module module;
     std::vector<std::string> argument_names;

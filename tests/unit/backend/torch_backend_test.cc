@@ -324,5 +324,26 @@ TEST_F(TorchBackendTest, TwoOutputsForOneResultElementAreRefused) {
       << instance.status().message();
 }
 
+// Triton's PyTorch backend: BYTES is one List[str], so its dims (a reshape's when there is one)
+// and the batch dimension may make one dimension at most.
+TEST_F(TorchBackendTest, BatchedStringsNeedTheirDimsReshapedAway) {
+  const auto config = [](std::string_view input) {
+    return "name: \"m\" backend: \"pytorch\" max_batch_size: 4 input [ { name: \"x\" "
+           "data_type: TYPE_STRING " +
+           std::string(input) +
+           " } ] output [ { name: \"y\" data_type: TYPE_STRING dims: [ 1 ] reshape { shape: [ ] "
+           "} } ]";
+  };
+  auto refused = Load("identity.pt", config("dims: [ 1 ]"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find(
+                "input 'x' is BYTES, one List[str] of one dimension for the model, but its dims "
+                "[1] and the batch dimension make 2"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_TRUE(Load("identity.pt", config("dims: [ 1 ] reshape { shape: [ ] }")).ok());
+}
+
 }  // namespace
 }  // namespace rampart::backend
