@@ -219,6 +219,9 @@ log "temp repository $bench_repository: $batched_model (max_queue_delay ${queue_
 # ---------------------------------------------------------------------------------------------
 # Offline baseline, before the server starts, so it has the cores to itself.
 
+# number_in FILE KEY: KEY's number in FILE, the `key=value` lines a helper binary prints.
+number_in() { sed -n -E "s/^$2=([0-9.]+)$/\1/p" "$1"; }
+
 # run_offline BATCH: sets offline_rate, offline_ms and offline_threads.
 run_offline() {
   local batch="$1" out="$workdir/offline.b$1.stdout" err="$workdir/offline.b$1.stderr" status
@@ -233,8 +236,8 @@ run_offline() {
     tail -n 20 "$err" >&2 || true
     die "offline baseline exited with status $status (batch $batch)"
   fi
-  offline_rate="$(sed -n -E 's/^offline_samples_per_s=([0-9.]+)$/\1/p' "$out")"
-  offline_ms="$(sed -n -E 's/^offline_batch_ms=([0-9.]+)$/\1/p' "$out")"
+  offline_rate="$(number_in "$out" offline_samples_per_s)"
+  offline_ms="$(number_in "$out" offline_batch_ms)"
   offline_threads="$(cat "$out" "$err" | sed -n -E 's/.*with ([0-9]+) intra-op thread.*/\1/p' |
     head -n 1)"
   if [ -z "$offline_rate" ] || [ -z "$offline_ms" ]; then
@@ -465,9 +468,6 @@ percent() {
   }'
 }
 
-# probe_value FILE KEY: KEY's number in the stall probe's output FILE.
-probe_value() { sed -n -E "s/^$2=([0-9.]+)$/\1/p" "$1"; }
-
 # stall_figures KEY CONNECTIONS: runs the stall probe on every CPU (the server idle) and sets
 # result[KEY.stalled_ms] (ms per second during which some CPU was stalled), result[KEY.max_stall]
 # (µs), result[KEY.stalls_1ms] (stalls per second of 1 ms or more), result[KEY.slack] (the
@@ -493,10 +493,10 @@ stall_figures() {
   wait "$probe_pid" && status=0 || status=$?
   probe_pid=""
   [ "$status" -eq 0 ] || die "the stall probe exited with status $status (see $workdir)"
-  result[$key.stalled_ms]="$(probe_value "$out" stalled_ms_per_s)"
-  result[$key.max_stall]="$(probe_value "$out" max_stall_us)"
-  result[$key.stalls_1ms]="$(probe_value "$out" stalls_per_s_ge_1000us)"
-  result[$key.stalls_slack]="$(probe_value "$out" stalls_per_s_ge_threshold)"
+  result[$key.stalled_ms]="$(number_in "$out" stalled_ms_per_s)"
+  result[$key.max_stall]="$(number_in "$out" max_stall_us)"
+  result[$key.stalls_1ms]="$(number_in "$out" stalls_per_s_ge_1000us)"
+  result[$key.stalls_slack]="$(number_in "$out" stalls_per_s_ge_threshold)"
   [ -n "${result[$key.stalls_slack]}" ] || result[$key.stalls_slack]="nan"
   result[$key.stall_floor]="$(awk -v r="${result[$key.stalls_slack]}" -v c="$connections" \
     -v rps="${result[$key.rps]}" 'BEGIN {

@@ -22,6 +22,13 @@ void AppendValues(const std::vector<int64_t>& values, tensor::DataType datatype,
   }
 }
 
+// A batched output must have the batch's items as dim 0 (rules 5 and 7). Errors: Internal.
+Status CheckBatchDimension(const tensor::Tensor& output, int64_t items) {
+  if (!output.shape.empty() && output.shape[0] == items) return Status::Ok();
+  return Internal("output '{}' has shape {} but the batch holds {} items", output.name,
+                  tensor::ShapeToString(output.shape), items);
+}
+
 }  // namespace
 
 BatchAssembly BatchAssembly::FromConfig(const model::ModelConfig& config) {
@@ -65,12 +72,8 @@ const BatchAssembly::BatchOutput* BatchAssembly::FindBatchOutput(std::string_vie
 Status BatchAssembly::Finish(std::vector<tensor::Tensor>& outputs, int64_t items,
                              bool passed_through) const {
   if (passed_through && batching_) {
-    for (const tensor::Tensor& output : outputs) {
-      if (output.shape.empty() || output.shape[0] != items) {
-        return Internal("output '{}' has shape {} but the batch holds {} items", output.name,
-                        tensor::ShapeToString(output.shape), items);
-      }
-    }
+    for (const tensor::Tensor& output : outputs)
+      RETURN_IF_ERROR(CheckBatchDimension(output, items));
   }
   for (const inference::ModelOutput& config : reshaped_outputs_) {
     for (tensor::Tensor& output : outputs) {
@@ -242,10 +245,7 @@ Result<std::vector<std::vector<tensor::Tensor>>> BatchAssembly::Scatter(
 
 Result<std::vector<tensor::Tensor>> SplitOutput(const tensor::Tensor& output,
                                                 const std::vector<int64_t>& items, int64_t total) {
-  if (output.shape.empty() || output.shape[0] != total) {
-    return Internal("output '{}' has shape {} but the batch holds {} items", output.name,
-                    tensor::ShapeToString(output.shape), total);
-  }
+  RETURN_IF_ERROR(CheckBatchDimension(output, total));
   std::vector<tensor::Tensor> parts;
   parts.reserve(items.size());
   if (output.datatype == tensor::DataType::kBytes) {
