@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", instance.status().ToString().c_str());
     return 1;
   }
-  (*instance)->OnThreadStart();
+  (*instance)->PrepareThread();
 
   // Random inputs of the configured shapes, with `batch` rows.
   std::mt19937 random(0);

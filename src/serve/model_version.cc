@@ -54,7 +54,8 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSourc
   const SteadyTime started = Clock::Real().Now();
   std::shared_ptr<ModelVersion> loaded(new ModelVersion(
       source.config, version, observer ? observer->ForVersion(source.config, version) : nullptr));
-  ASSIGN_OR_RETURN(BatchPolicy policy, BatchPolicy::FromConfig(loaded->config_));
+  ASSIGN_OR_RETURN(BatchPolicy policy,
+                   BatchPolicy::FromConfig(loaded->config_, options.default_max_queue_size));
   backend::InstanceSpec spec;
   spec.config = &loaded->config_;
   spec.version_directory = source.directory / std::to_string(version);

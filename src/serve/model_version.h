@@ -25,8 +25,10 @@ class ModelVersion {
   struct LoadOptions {
     int default_threads = 1;                             // intra-op thread budget per instance
     std::chrono::nanoseconds direct_execution_limit{0};  // see Scheduler
-    std::vector<int> cpus;                               // instance threads' CPUs; empty = any
-    ServerObserver* observer = nullptr;                  // told about every request; may be null
+    // The bound of a queue whose config sets no max_queue_size (0: unbounded); see BatchQueue.
+    size_t default_max_queue_size = BatchPolicy::kDefaultMaxQueueSize;
+    std::vector<int> cpus;               // instance threads' CPUs; empty = any
+    ServerObserver* observer = nullptr;  // told about every request; may be null
   };
   // Creates every instance the config asks for and starts their threads. Errors name the model,
   // version and reason.

@@ -58,6 +58,9 @@ struct ServerOptions {
   // calling (I/O) thread instead of being handed to the instance's thread; zero never does. See
   // Scheduler.
   std::chrono::nanoseconds direct_execution_limit{std::chrono::microseconds(50)};
+  // The bound of a model queue (each priority level's) whose config sets no max_queue_size; 0 is
+  // unbounded, as Triton's default. Requests past it are refused at once (503).
+  size_t default_max_queue_size = BatchPolicy::kDefaultMaxQueueSize;
   // CPUs the model instance threads run on (all instances of all models); empty = any. When set,
   // the default intra-op budget divides these among a model's instances instead of every core.
   std::vector<int> instance_cpus;

@@ -204,6 +204,7 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
         ModelVersion::Load(*source, version, backends_,
                            {.default_threads = DefaultThreads(source->config),
                             .direct_execution_limit = options_.direct_execution_limit,
+                            .default_max_queue_size = options_.default_max_queue_size,
                             .cpus = options_.instance_cpus,
                             .observer = options_.observer});
     // All or nothing: a version that fails keeps every serving version in place.

@@ -82,6 +82,7 @@ Result<tensor::Tensor> SampleInput(const model::ModelConfig& config,
 
 Status WarmUp(backend::ModelInstance& instance, const model::ModelConfig& config,
               const BatchAssembly& assembly, const std::filesystem::path& version_directory) {
+  instance.PrepareThread();  // warm up with the settings the instance serves with
   for (const inference::ModelWarmup& sample : config.model_warmup()) {
     std::vector<tensor::Tensor> inputs;
     for (const auto& input : config.input()) {

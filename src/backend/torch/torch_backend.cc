@@ -132,10 +132,10 @@ class TorchInstance final : public ModelInstance {
         outputs_(std::move(outputs)),
         model_name_(std::move(model_name)) {}
 
-  void OnThreadStart() override {
+  void PrepareThread() override {
     // LibTorch's OpenMP pool takes its width from the calling thread, so each instance thread
-    // gets its own budget. A borrowed thread (direct execution) calls this before every
-    // execution; it only changes the setting when another model's instance set it differently.
+    // gets its own budget. Called before every execution; it only changes the setting when the
+    // thread last ran an instance with another budget (direct execution, an ensemble's step).
     thread_local int applied = 0;
     if (applied != threads_) {
       // LibTorch also keeps the last value set on any thread, and re-applies it on a thread's

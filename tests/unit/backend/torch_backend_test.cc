@@ -67,7 +67,7 @@ TEST_F(TorchBackendTest, IdentityRoundTripsEveryTorchDataType) {
   for (const auto& [name, type] : types) {
     auto instance = Load("identity.pt", IdentityConfig(name));
     ASSERT_TRUE(instance.ok()) << name << ": " << instance.status().ToString();
-    (*instance)->OnThreadStart();
+    (*instance)->PrepareThread();
     const size_t bytes = 2 * 3 * tensor::DataTypeSize(type);
     std::string data(bytes, '\0');
     for (size_t i = 0; i < bytes; ++i)
@@ -254,8 +254,8 @@ TEST_F(TorchBackendTest, EachInstanceThreadKeepsItsOwnIntraOpBudget) {
   ASSERT_TRUE(narrow.ok()) << narrow.status().ToString();
   int seen = 0;
   std::thread([&] {
-    (*wide)->OnThreadStart();
-    std::thread([&] { (*narrow)->OnThreadStart(); }).join();
+    (*wide)->PrepareThread();
+    std::thread([&] { (*narrow)->PrepareThread(); }).join();
     // Past LibTorch's grain size (32768 elements), so that the product runs as a parallel op.
     tensor::Tensor x{"x", DataType::kFp32, {1, 1 << 16}, std::string(4 << 16, '\0')};
     std::vector<tensor::Tensor> inputs = {x};
