@@ -1,6 +1,7 @@
 #include "serve/server.h"
 
 #include <algorithm>
+#include <shared_mutex>
 #include <thread>
 
 #include "core/logging.h"
@@ -11,7 +12,7 @@ namespace rampart::serve {
 
 Result<std::shared_ptr<ModelVersion>> InferenceServer::GetModel(std::string_view name,
                                                                 int64_t version) const {
-  std::lock_guard lock(models_mutex_);
+  std::shared_lock lock(models_mutex_);
   return GetModelLocked(name, version);
 }
 
@@ -32,7 +33,7 @@ Result<std::shared_ptr<ModelVersion>> InferenceServer::GetModelLocked(std::strin
 
 Result<std::vector<std::shared_ptr<ModelVersion>>> InferenceServer::GetVersions(
     std::string_view name) const {
-  std::lock_guard lock(models_mutex_);
+  std::shared_lock lock(models_mutex_);
   auto it = models_.find(name);
   if (it == models_.end() || it->second.versions.empty()) {
     return NotFound("Request for unknown model: '{}' is not found", name);
@@ -43,7 +44,7 @@ Result<std::vector<std::shared_ptr<ModelVersion>>> InferenceServer::GetVersions(
 }
 
 std::vector<std::shared_ptr<ModelVersion>> InferenceServer::AllModels() const {
-  std::lock_guard lock(models_mutex_);
+  std::shared_lock lock(models_mutex_);
   std::vector<std::shared_ptr<ModelVersion>> all;
   for (const auto& [name, entry] : models_) {
     for (const auto& [version, loaded] : entry.versions) all.push_back(loaded);
@@ -54,7 +55,7 @@ std::vector<std::shared_ptr<ModelVersion>> InferenceServer::AllModels() const {
 bool InferenceServer::IsReady() const {
   if (in_flight_.draining()) return false;
   if (!options_.strict_readiness) return true;
-  std::lock_guard lock(models_mutex_);
+  std::shared_lock lock(models_mutex_);
   // As Triton: every version of every model READY, except models unloaded on request. A failed
   // reload leaves the serving versions (and readiness) as they were.
   return std::all_of(models_.begin(), models_.end(), [](const auto& item) {
@@ -68,7 +69,7 @@ bool InferenceServer::IsReady() const {
 std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex() const {
   // Clients look for the models they may load here, so those no load has tried are listed too.
   Result<std::vector<std::string>> in_repository = model::ListModels(options_.repository);
-  std::lock_guard lock(models_mutex_);
+  std::shared_lock lock(models_mutex_);
   std::vector<ModelIndexEntry> index;
   if (in_repository.ok()) {
     for (std::string& name : *in_repository) {
@@ -118,7 +119,8 @@ void InferenceServer::InferStep(Target target, std::unique_ptr<InferRequest> req
 
 Result<InferenceServer::Target> InferenceServer::Resolve(std::string_view name, int64_t version) {
   Target target;
-  std::lock_guard lock(models_mutex_);  // once per request: the two I/O threads meet here
+  // Shared: the I/O threads look models up side by side; only a swap or a canary change waits.
+  std::shared_lock lock(models_mutex_);
   if (version == kLatestVersion) {
     auto it = canaries_.find(name);
     if (it != canaries_.end()) {
@@ -178,7 +180,7 @@ Status InferenceServer::StopCanary(std::string_view name) {
 Result<CanaryStatus> InferenceServer::GetCanary(std::string_view name) const {
   std::shared_ptr<CanaryController> canary;
   {
-    std::lock_guard lock(models_mutex_);
+    std::shared_lock lock(models_mutex_);
     auto it = canaries_.find(name);
     if (it == canaries_.end()) return NotFound("no canary runs for model '{}'", name);
     canary = it->second;
@@ -189,7 +191,7 @@ Result<CanaryStatus> InferenceServer::GetCanary(std::string_view name) const {
 std::vector<std::pair<std::string, CanaryStatus>> InferenceServer::Canaries() const {
   std::vector<std::pair<std::string, std::shared_ptr<CanaryController>>> all;
   {
-    std::lock_guard lock(models_mutex_);
+    std::shared_lock lock(models_mutex_);
     all.assign(canaries_.begin(), canaries_.end());
   }
   std::vector<std::pair<std::string, CanaryStatus>> statuses;

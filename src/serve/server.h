@@ -16,8 +16,9 @@
 // was held up. A load that fails leaves the serving versions untouched.
 //
 // Thread safety: every public method may be called from any thread. Lifecycle operations run one
-// at a time (lifecycle_mutex_); the model table is guarded by models_mutex_, held only for
-// lookups and swaps, so inference never waits for a load.
+// at a time (lifecycle_mutex_); the model table is guarded by models_mutex_, held shared for
+// lookups (so requests never wait for each other) and exclusively only for swaps, so inference
+// never waits for a load.
 
 #include <atomic>
 #include <chrono>
@@ -28,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -219,7 +221,8 @@ class InferenceServer {
   std::map<std::string, std::string> last_seen_;  // poll: fingerprints one scan ago
   std::deque<int64_t> load_times_ms_;             // recent load durations
 
-  mutable std::mutex models_mutex_;
+  // Taken shared for lookups (every request takes it once), exclusively to change the tables.
+  mutable std::shared_mutex models_mutex_;
   std::map<std::string, ModelEntry, std::less<>> models_;  // guarded by models_mutex_
   std::map<std::string, std::shared_ptr<CanaryController>, std::less<>>
       canaries_;  // guarded by models_mutex_
