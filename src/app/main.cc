@@ -365,9 +365,9 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   option("--metrics-address", settings.metrics_address, "Address the metrics server binds");
   serve->add_option(
       "--metrics-histogram-buckets", settings.metrics_histogram_buckets,
-      "Latency histogram bucket bounds in microseconds, e.g. 1000,5000,10000 (default "
-      "1000,5000,10000,50000,100000,500000,1000000); a model's metrics_histogram_buckets "
-      "parameter overrides it");
+      "Latency histogram bucket bounds in microseconds, exported in seconds (default " +
+          std::string(metrics::kDefaultDurationBucketsUsText) +
+          ": 10 us to 5 s); a model's metrics_histogram_buckets parameter overrides it");
   serve->add_flag("--metrics-summaries", settings.metrics_summaries,
                   "Also export p50/p90/p99 summaries (Triton's "
                   "nv_inference_*_summary_us)");

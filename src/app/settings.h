@@ -41,7 +41,9 @@ struct ServeSettings {
   bool allow_metrics = true;
   std::string metrics_address = "0.0.0.0";
   int metrics_port = 8002;
-  std::string metrics_histogram_buckets;  // microseconds, e.g. "1000,5000"; empty = defaults
+  // Latency histogram bounds in microseconds, e.g. "100,1000,10000"; empty = the default
+  // (metrics::kDefaultDurationBucketsUs, 10 µs to 5 s).
+  std::string metrics_histogram_buckets;
   bool metrics_summaries = false;
   int exit_timeout_secs = 30;
   bool strict_readiness = true;      // ready only while every model is available (Triton)
