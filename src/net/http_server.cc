@@ -111,6 +111,10 @@ class HttpServer::Impl {
 
   HttpServer::Stats stats() const { return core_.stats(); }
 
+  void CheckDeadlines() {
+    if (!threads_.empty() && !stopped_) engine_->CheckDeadlines();
+  }
+
  private:
   HttpCore core_;
   std::unique_ptr<HttpEngine> engine_;  // destroyed first: its connections report to core_
@@ -155,6 +159,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
 
 uint16_t HttpServer::port() const { return impl_->port(); }
 void HttpServer::StopAccepting() { impl_->StopAccepting(); }
+void HttpServer::CheckDeadlines() { impl_->CheckDeadlines(); }
 void HttpServer::Shutdown(std::chrono::milliseconds timeout) { impl_->Shutdown(timeout); }
 HttpServer::Stats HttpServer::stats() const { return impl_->stats(); }
 
