@@ -107,6 +107,19 @@ def test_explicit_load_unload(binary: str, repository: str) -> str:
                                  {"backend": "pytorch", "max_batch_size": -3})}}).encode())
         check(bad.status == 400 and "max_batch_size" in bad.json()["error"], f"bad config: {bad!r}")
         check(client.infer("simple", SIMPLE).status == 200, "simple must keep serving")
+        # The config as GET .../config writes it (64-bit integers as numbers, as Triton's) loads
+        # back as an override, and so does protobuf's own form (them as strings).
+        config = client.get("/v2/models/simple/config").json()
+        check(config["input"][0]["dims"] == [16], f"dims as numbers: {config['input'][0]}")
+        as_strings = json.loads(json.dumps(config))
+        for tensor in as_strings["input"] + as_strings["output"]:
+            tensor["dims"] = [str(dim) for dim in tensor["dims"]]
+        for override in (config, as_strings):
+            reply = client.request("POST", "/v2/repository/models/simple/load",
+                                   json.dumps({"parameters": {"config": json.dumps(override)}})
+                                   .encode())
+            check(reply.status == 200, f"the config back as an override: {reply!r}")
+        check(client.infer("simple", SIMPLE).status == 200, "simple after the overrides")
         # The ensemble over `simple` cannot run without it, and goes with it (as in Triton).
         load = client.request("POST", "/v2/repository/models/simple_ensemble/load")
         check(load.status == 200, f"load simple_ensemble: {load!r}")
