@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
@@ -41,21 +42,25 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, Body&& bo
 }
 
 // Triton's repository load/unload parameters: `config` (load only: the model's config as JSON,
-// replacing config.pbtxt) and `unload_dependents` (Triton's flag also unloads the models an
-// ensemble's load brought in with it; Rampart loads no model implicitly, so there are none:
-// checked, then nothing more to do). Returns the config override.
+// replacing config.pbtxt) and `unload_dependents` (unloading an ensemble also unloads the step
+// models its load brought in).
+struct Control {
+  std::optional<std::string> config;
+  bool unload_dependents = false;
+};
+
 template <typename Request>
-Result<std::optional<std::string>> ControlParameters(const Request& request, bool load) {
+Result<Control> ControlParameters(const Request& request, bool load) {
   if (!request.repository_name().empty()) {
     return Unimplemented("'repository_name' specification is not supported");
   }
-  std::optional<std::string> config;
+  Control control;
   for (const auto& [key, value] : request.parameters()) {
     if (key == "config" && load) {
       if (value.parameter_choice_case() != inference::ModelRepositoryParameter::kStringParam) {
         return InvalidArgument("parameter 'config' must be a string_param holding JSON");
       }
-      config = value.string_param();
+      control.config = value.string_param();
     } else if (key.starts_with("file:")) {
       return Unimplemented("parameter '{}': loading model files from the request is not supported",
                            key);
@@ -63,11 +68,12 @@ Result<std::optional<std::string>> ControlParameters(const Request& request, boo
       if (value.parameter_choice_case() != inference::ModelRepositoryParameter::kBoolParam) {
         return InvalidArgument("parameter 'unload_dependents' must be a bool_param");
       }
+      control.unload_dependents = value.bool_param();
     } else {
       return InvalidArgument("unknown parameter '{}'", key);
     }
   }
-  return config;
+  return control;
 }
 
 class Service final : public inference::GRPCInferenceService::CallbackService {
@@ -104,9 +110,10 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     return Answer(context, [&] {
       Result<int64_t> version = ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
-      // Like HTTP (400, not 404), an unknown model is simply not ready.
-      response->set_ready(server_.IsModelReady(request->name(), *version));
-      return grpc::Status::OK;
+      // As Triton: an unknown model is NOT_FOUND, not merely "not ready".
+      const Status ready = server_.ModelReady(request->name(), *version);
+      response->set_ready(ready.ok());
+      return ToGrpcStatus(ready);
     });
   }
 
@@ -225,16 +232,17 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* RepositoryControl(grpc::CallbackServerContext* context,
                                               const Request& request, bool load) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    Result<std::optional<std::string>> config = ControlParameters(request, load);
-    if (!config.ok()) {
-      reactor->Finish(ToGrpcStatus(config.status()));
+    Result<Control> control = ControlParameters(request, load);
+    if (!control.ok()) {
+      reactor->Finish(ToGrpcStatus(control.status()));
       return reactor;
     }
     auto task = [this, reactor, load, model = request.model_name(),
-                 config = std::move(config).value()]() mutable {
+                 control = std::move(control).value()]() mutable {
       Status status;
       try {
-        status = load ? server_.LoadModel(model, std::move(config)) : server_.UnloadModel(model);
+        status = load ? server_.LoadModel(model, std::move(control.config))
+                      : server_.UnloadModel(model, control.unload_dependents);
       } catch (const std::exception& error) {
         status = Internal("{} '{}': {}", load ? "loading" : "unloading", model, error.what());
       }
@@ -250,6 +258,24 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   const KServeGrpcOptions& options_;
   grpc_calls::CallShared shared_;
   SerialWorker control_{"grpc-control"};  // repository load/unload; last: stops first
+};
+
+// Every method no service here implements (Triton's shared-memory, trace and log settings
+// RPCs, a typo): UNIMPLEMENTED naming it. gRPC's own answer carries no message at all.
+class UnimplementedMethods final : public grpc::CallbackGenericService {
+ public:
+  grpc::ServerGenericBidiReactor* CreateReactor(
+      grpc::GenericCallbackServerContext* context) override {
+    class Reactor final : public grpc::ServerGenericBidiReactor {
+     public:
+      explicit Reactor(const std::string& method) {
+        Finish(
+            ToGrpcStatus(Unimplemented("method '{}' is not implemented by this server", method)));
+      }
+      void OnDone() override { delete this; }
+    };
+    return new Reactor(context->method());
+  }
 };
 
 Result<std::string> ReadPem(const std::string& path, std::string_view flag) {
@@ -292,6 +318,7 @@ struct KServeGrpc::Impl {
 
   const KServeGrpcOptions options;
   Service service;                            // outlives grpc_server (declared before it)
+  UnimplementedMethods unimplemented;         // likewise
   std::unique_ptr<grpc::Server> grpc_server;  // null until started
   int port = 0;
   bool stopped = false;
@@ -313,6 +340,7 @@ Result<std::unique_ptr<KServeGrpc>> KServeGrpc::Start(serve::InferenceServer& se
     grpc::ServerBuilder builder;
     builder.AddListeningPort(target, credentials, &impl->port);
     builder.RegisterService(&impl->service);
+    builder.RegisterCallbackGenericService(&impl->unimplemented);
     builder.SetMaxReceiveMessageSize(impl->options.max_receive_bytes);
     // Without this, Linux lets a second server bind the same port and steal half the calls.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -10,10 +10,12 @@
 // flight per stream (reading pauses at kMaxStreamPending unanswered or unwritten ones) and
 // writes the responses in request order, as Triton does for models that are not decoupled (an
 // answer that completes early waits for those before it); a failed request is answered in the
-// stream with `error_message`, and the stream stays open. A cancelled call (client gone, deadline
-// passed) marks its requests cancelled, so the batcher drops those still queued.
-// RepositoryModelLoad/Unload run on a control thread of their own (loading builds models), as
-// HTTP's load/unload do.
+// stream with `error_message`, and the stream stays open. Each answer the server gave carries
+// Triton's `triton_final_response` parameter (true: every request has one response). Methods of
+// Triton's service that Rampart does not implement answer UNIMPLEMENTED, with a message. A
+// cancelled call (client gone, deadline passed) marks its requests cancelled, so the batcher drops
+// those still queued. RepositoryModelLoad/Unload run on a control thread of their own (loading
+// builds models), as HTTP's load/unload do.
 //
 // gRPC's headers stay inside this module: this header only declares the front end's surface.
 //

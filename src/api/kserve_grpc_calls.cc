@@ -147,6 +147,10 @@ class StreamCall final
       if (Status encoded = SafeEncode(result, *response.mutable_infer_response()); !encoded.ok()) {
         response = Error(encoded, model, version, id);
       }
+      // As Triton's stream writer marks each request's last response (for a model that is not
+      // decoupled, its only one); a request refused before it reached the server has none.
+      (*response.mutable_infer_response()->mutable_parameters())["triton_final_response"]
+          .set_bool_param(true);
       Respond(slot, std::move(response));
     });
   }

@@ -461,7 +461,9 @@ net::HttpResponse KServeHttp::ModelConfig(std::string_view model, int64_t versio
 }
 
 net::HttpResponse KServeHttp::ModelReady(std::string_view model, int64_t version) const {
-  return EmptyResponse(server_.IsModelReady(model, version) ? 200 : 400);
+  // As Triton: 200 and no body when ready, else the error (404 for an unknown model).
+  const Status ready = server_.ModelReady(model, version);
+  return ready.ok() ? EmptyResponse(200) : KServeError(ready);
 }
 
 net::HttpResponse KServeHttp::Statistics(std::string_view model, int64_t version) const {

@@ -118,7 +118,7 @@ api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings) {
   api::KServeGrpcOptions options;
   options.address = settings.grpc_address;
   options.port = settings.grpc_port;
-  options.server_name = "rampart";
+  options.server_name = settings.server_name;
   options.server_version = RAMPART_VERSION;
   options.max_receive_bytes = static_cast<int>(settings.grpc_max_input_size);  // checked
   if (settings.grpc_use_ssl || settings.grpc_use_ssl_mutual) {
@@ -193,7 +193,7 @@ int Serve(const ServeSettings& settings) {
   }
   if (serve_metrics) serve_metrics->WatchQueues(*server);
 
-  api::KServeHttp kserve(*server, {.server_name = "rampart",
+  api::KServeHttp kserve(*server, {.server_name = settings.server_name,
                                    .server_version = RAMPART_VERSION,
                                    .access_log = settings.access_log,
                                    .max_body_bytes = settings.http_max_input_size});
@@ -319,6 +319,9 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
       ->check(CLI::ExistingFile);
   serve->add_option("--model-repository", settings.model_repository,
                     "Model repository directory (Triton layout)");
+  option("--server-name", settings.server_name,
+         "Name the server metadata (HTTP GET /v2, gRPC ServerMetadata) answers; 'triton' for "
+         "clients that expect Triton's");
   option("--model-control-mode", settings.model_control_mode,
          "none: load every model at start; explicit: load only "
          "--load-model models, then the repository API; poll: load "

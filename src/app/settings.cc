@@ -43,6 +43,7 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
   // The YAML layout mirrors the flags: `server:` holds serve settings, `http:` the HTTP front end.
   const std::map<std::string, std::function<Status(const YAML::Node&)>> server_fields = {
       {"model_repository", Field(settings.model_repository, "server.model_repository")},
+      {"server_name", Field(settings.server_name, "server.server_name")},
       {"model_control_mode", Field(settings.model_control_mode, "server.model_control_mode")},
       {"repository_poll_secs", Field(settings.repository_poll_secs, "server.repository_poll_secs")},
       {"load_models", Field(settings.load_models, "server.load_models")},
@@ -115,6 +116,7 @@ Status Validate(const ServeSettings& settings) {
     return InvalidArgument(
         "--model-repository is required (or server.model_repository in --config)");
   }
+  if (settings.server_name.empty()) return InvalidArgument("--server-name must not be empty");
   if (settings.model_control_mode != "none" && settings.model_control_mode != "explicit" &&
       settings.model_control_mode != "poll") {
     return InvalidArgument("--model-control-mode must be none, poll or explicit, got '{}'",

@@ -14,6 +14,9 @@ namespace rampart::app {
 
 struct ServeSettings {
   std::string model_repository;
+  // The name ServerMetadata answers (HTTP GET /v2 and gRPC); Triton answers "triton", which some
+  // clients expect.
+  std::string server_name = "rampart";
   std::string model_control_mode = "none";  // none | explicit | poll
   int repository_poll_secs = 15;
   std::vector<std::string> load_models;

@@ -1,12 +1,16 @@
 #include "model/config.h"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 
 #include <fmt/ranges.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/json_util.h>
+
+#include "json/reader.h"
+#include "json/writer.h"
 
 namespace rampart::model {
 namespace {
@@ -338,15 +342,109 @@ Status CompleteAndValidate(ModelConfig& config, std::string_view folder_name,
   return Status::Ok();
 }
 
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+
+// Copies a JSON value as it is.
+void CopyJson(simdjson::dom::element value, json::Writer& out) {
+  switch (value.type()) {
+    case simdjson::dom::element_type::ARRAY:
+      out.StartArray();
+      for (simdjson::dom::element item : json::Value(value).Array()) CopyJson(item, out);
+      out.EndArray();
+      return;
+    case simdjson::dom::element_type::OBJECT:
+      out.StartObject();
+      for (auto [key, item] : json::Value(value).Object()) {
+        out.Key(key);
+        CopyJson(item, out);
+      }
+      out.EndObject();
+      return;
+    case simdjson::dom::element_type::INT64: out.Int64(value.get_int64().value_unsafe()); return;
+    case simdjson::dom::element_type::UINT64: out.Uint64(value.get_uint64().value_unsafe()); return;
+    case simdjson::dom::element_type::DOUBLE: out.Double(value.get_double().value_unsafe()); return;
+    case simdjson::dom::element_type::STRING: out.String(value.get_string().value_unsafe()); return;
+    case simdjson::dom::element_type::BOOL: out.Bool(value.get_bool().value_unsafe()); return;
+    case simdjson::dom::element_type::NULL_VALUE: out.Null(); return;
+  }
+}
+
+void CopyMessage(simdjson::dom::element object, const Descriptor& message, json::Writer& out);
+
+// One value of `field` (an element, when the field is repeated): a 64-bit integer, which
+// protobuf writes as a string, as a JSON number; a message through its own fields.
+void CopyFieldValue(simdjson::dom::element value, const FieldDescriptor& field, json::Writer& out) {
+  const bool text = value.type() == simdjson::dom::element_type::STRING;
+  if (field.cpp_type() == FieldDescriptor::CPPTYPE_INT64 && text) {
+    int64_t number = 0;
+    const std::string_view digits = value.get_string().value_unsafe();
+    auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+    if (error == std::errc() && end == digits.data() + digits.size()) return out.Int64(number);
+  } else if (field.cpp_type() == FieldDescriptor::CPPTYPE_UINT64 && text) {
+    uint64_t number = 0;
+    const std::string_view digits = value.get_string().value_unsafe();
+    auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+    if (error == std::errc() && end == digits.data() + digits.size()) return out.Uint64(number);
+  } else if (field.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
+             value.type() == simdjson::dom::element_type::OBJECT) {
+    return CopyMessage(value, *field.message_type(), out);
+  }
+  CopyJson(value, out);
+}
+
+void CopyMessage(simdjson::dom::element object, const Descriptor& message, json::Writer& out) {
+  out.StartObject();
+  for (auto [key, value] : json::Value(object).Object()) {
+    out.Key(key);
+    const FieldDescriptor* field = message.FindFieldByName(std::string(key));
+    if (field == nullptr) {
+      CopyJson(value, out);
+    } else if (field->is_map() && value.type() == simdjson::dom::element_type::OBJECT) {
+      // Keys stay strings (JSON's keys are); the values are the entries' `value` field.
+      const FieldDescriptor& entry_value = *field->message_type()->map_value();
+      out.StartObject();
+      for (auto [entry_key, entry] : json::Value(value).Object()) {
+        out.Key(entry_key);
+        CopyFieldValue(entry, entry_value, out);
+      }
+      out.EndObject();
+    } else if (field->is_repeated() && value.type() == simdjson::dom::element_type::ARRAY) {
+      out.StartArray();
+      for (simdjson::dom::element item : json::Value(value).Array()) {
+        CopyFieldValue(item, *field, out);
+      }
+      out.EndArray();
+    } else {
+      CopyFieldValue(value, *field, out);
+    }
+  }
+  out.EndObject();
+}
+
+}  // namespace
+
 std::string ConfigToJson(const ModelConfig& config) {
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
   options.always_print_primitive_fields = true;
-  std::string json;
+  std::string printed;
   // Printing a message we built ourselves cannot fail; an error would be an invariant breach.
-  const auto status = google::protobuf::util::MessageToJsonString(config, &json, options);
-  if (!status.ok()) return "{}";
-  return json;
+  if (!google::protobuf::util::MessageToJsonString(config, &printed, options).ok()) return "{}";
+  // Protobuf's JSON mapping writes 64-bit integers as strings; Triton's ModelConfigToJson
+  // (model_config_utils.cc) turns every 64-bit field of ModelConfig back into a number (dims,
+  // reshape shapes, specific versions, the batchers' microseconds and priority levels, ensemble
+  // step versions, warm-up dims), so clients can use `dims` as a shape. The same here, for every
+  // 64-bit field of Rampart's schema, which holds no other.
+  json::Parser parser;
+  Result<json::Value> parsed = parser.Parse(printed);
+  if (!parsed.ok() || !parsed->IsObject()) return printed;
+  json::Writer writer;
+  writer.Reserve(printed.size());
+  CopyMessage(parsed->raw(), *ModelConfig::descriptor(), writer);
+  return writer.Take();
 }
 
 tensor::DataType ToTensorType(inference::DataType type) {

@@ -33,6 +33,20 @@ TEST(Settings, YamlOverridesOnlyTheKeysItNames) {
   std::filesystem::remove(path);
 }
 
+// Clients that check the server metadata's name for "triton" can be served.
+TEST(Settings, TheServerNameIsRampartUnlessSet) {
+  ServeSettings settings;
+  EXPECT_EQ(settings.server_name, "rampart");
+  const std::string path = WriteTemp("server:\n  server_name: triton\n");
+  ASSERT_TRUE(ApplyYamlFile(path, settings).ok());
+  EXPECT_EQ(settings.server_name, "triton");
+  settings.model_repository = "/models";
+  EXPECT_TRUE(Validate(settings).ok());
+  settings.server_name.clear();
+  EXPECT_EQ(Validate(settings).message(), "--server-name must not be empty");
+  std::filesystem::remove(path);
+}
+
 TEST(Settings, UnknownKeysAndWrongTypesAreErrors) {
   ServeSettings settings;
   const std::string typo = WriteTemp("http:\n  prot: 9000\n");
