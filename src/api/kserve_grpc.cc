@@ -13,6 +13,7 @@
 #include "api/grpc_service.grpc.pb.h"
 #include "api/kserve_grpc_calls.h"
 #include "api/kserve_grpc_codec.h"
+#include "core/exceptions.h"
 #include "core/serial_worker.h"
 
 namespace rampart::api {
@@ -84,7 +85,10 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc_calls::CallShared& shared() { return shared_; }
   // Runs queued repository loads and unloads, then stops their thread. REQUIRES: no more calls
   // can arrive (the gRPC server is shut down).
-  void StopControl() { control_.Stop(); }
+  void StopControl() {
+    control_.Stop();
+    repository_reads_.Stop();
+  }
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
                                        const inference::ServerLiveRequest*,
@@ -183,12 +187,13 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     });
   }
 
+  // Reads the repository's directory: on the repository thread.
   grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
                                             const inference::RepositoryIndexRequest* request,
                                             inference::RepositoryIndexResponse* response) override {
-    return Answer(context, [&] {
+    return OnWorker(repository_reads_, context, "reading the repository index", [=, this] {
       if (!request->repository_name().empty()) {
-        return ToGrpcStatus(Unimplemented("'repository_name' specification is not supported"));
+        return Unimplemented("'repository_name' specification is not supported");
       }
       for (const serve::ModelIndexEntry& entry : server_.RepositoryIndex()) {
         if (request->ready() && entry.state != "READY") continue;
@@ -198,7 +203,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
         model.set_state(entry.state);
         model.set_reason(entry.reason);
       }
-      return grpc::Status::OK;
+      return Status::Ok();
     });
   }
 
@@ -231,25 +236,35 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   template <typename Request>
   grpc::ServerUnaryReactor* RepositoryControl(grpc::CallbackServerContext* context,
                                               const Request& request, bool load) {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     Result<Control> control = ControlParameters(request, load);
     if (!control.ok()) {
+      grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
       reactor->Finish(ToGrpcStatus(control.status()));
       return reactor;
     }
-    auto task = [this, reactor, load, model = request.model_name(),
-                 control = std::move(control).value()]() mutable {
-      Status status;
-      try {
-        status = load ? server_.LoadModel(model, std::move(control.config))
+    return OnWorker(
+        control_, context, load ? "loading a model" : "unloading a model",
+        [this, load, model = request.model_name(), control = std::move(control).value()]() mutable {
+          return load ? server_.LoadModel(model, std::move(control.config))
                       : server_.UnloadModel(model, control.unload_dependents);
-      } catch (const std::exception& error) {
-        status = Internal("{} '{}': {}", load ? "loading" : "unloading", model, error.what());
-      }
-      reactor->Finish(ToGrpcStatus(status));
-    };
-    if (!control_.Post(std::move(task))) {
-      reactor->Finish(ToGrpcStatus(Unavailable("the server is shutting down")));
+        });
+  }
+
+  // Runs `work` (returning a Status; it may fill the call's response) on `worker` and finishes
+  // the call from there. A full queue finishes it RESOURCE_EXHAUSTED at once, a stopping worker
+  // UNAVAILABLE; an exception from `work` becomes its Status.
+  template <typename Work>
+  grpc::ServerUnaryReactor* OnWorker(SerialWorker& worker, grpc::CallbackServerContext* context,
+                                     std::string_view what, Work work) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    const Status queued = worker.Post([reactor, what, work = std::move(work)]() mutable {
+      reactor->Finish(ToGrpcStatus(CatchAsStatus(what, [&] { return work(); })));
+    });
+    if (queued.code() == StatusCode::kResourceExhausted) {
+      reactor->Finish(ToGrpcStatus(ResourceExhausted(
+          "too many repository requests are waiting ({}); retry later", queued.message())));
+    } else if (!queued.ok()) {
+      reactor->Finish(ToGrpcStatus(queued));
     }
     return reactor;
   }
@@ -257,7 +272,10 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   serve::InferenceServer& server_;
   const KServeGrpcOptions& options_;
   grpc_calls::CallShared shared_;
-  SerialWorker control_{"grpc-control"};  // repository load/unload; last: stops first
+  // Repository load/unload, one at a time, and the index apart (it answers while a load runs);
+  // last: they stop first.
+  SerialWorker repository_reads_{"grpc-index", kMaxQueuedRepositoryCalls};
+  SerialWorker control_{"grpc-control", kMaxQueuedRepositoryCalls};
 };
 
 // Every method no service here implements (Triton's shared-memory, trace and log settings

@@ -15,7 +15,8 @@
 // Triton's service that Rampart does not implement answer UNIMPLEMENTED, with a message. A
 // cancelled call (client gone, deadline passed) marks its requests cancelled, so the batcher drops
 // those still queued. RepositoryModelLoad/Unload run on a control thread of their own (loading
-// builds models), as HTTP's load/unload do.
+// builds models) and RepositoryIndex on another (it reads the repository), each behind a bounded
+// queue (RESOURCE_EXHAUSTED when full), as HTTP's do.
 //
 // gRPC's headers stay inside this module: this header only declares the front end's surface.
 //
@@ -23,6 +24,7 @@
 // cancelled_calls() from any thread. Errors never escape as exceptions.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -56,6 +58,10 @@ struct KServeGrpcOptions {
 
 // Reading pauses on a stream with this many requests in flight or responses not yet written.
 inline constexpr int kMaxStreamPending = 256;
+
+// Repository calls (index, load, unload) that may wait for their thread; more are refused
+// RESOURCE_EXHAUSTED.
+inline constexpr size_t kMaxQueuedRepositoryCalls = 64;
 
 class KServeGrpc {
  public:

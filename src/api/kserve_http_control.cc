@@ -9,11 +9,11 @@
 
 namespace rampart::api {
 
-net::HttpResponse KServeHttp::RepositoryIndex(const net::HttpRequest& request) const {
+net::HttpResponse KServeHttp::RepositoryIndex(const std::string& request_body) const {
   bool ready_only = false;
-  if (!request.body.empty()) {
+  if (!request_body.empty()) {
     json::Parser parser;
-    Result<json::Value> body = parser.Parse(request.body);
+    Result<json::Value> body = parser.Parse(request_body);
     if (!body.ok()) return KServeError(body.status());
     if (!body->IsObject()) return KServeError(InvalidArgument("the body must be a JSON object"));
     if (auto ready = body->Find("ready")) {
