@@ -23,6 +23,7 @@
 #include <boost/beast/http/error.hpp>
 
 #include "core/clock.h"
+#include "core/exceptions.h"
 #include "core/logging.h"
 #include "net/event_loop.h"
 #include "net/http_connection.h"
@@ -78,10 +79,16 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
   void Open();
   // From PlainIo::SendAnswers: sends the answer Write left, if the connection still has one.
   void SendAnswer() {
-    if (state_ == State::kWriting) Send();
+    if (state_ != State::kWriting) return;
+    if (!RunLoggingExceptions("an HTTP connection", [&] { Send(); })) Close();
   }
 
   void OnEvents(uint32_t events) override {
+    // Running out of memory while reading or answering ends this connection, not the thread.
+    if (!RunLoggingExceptions("an HTTP connection", [&] { HandleEvents(events); })) Close();
+  }
+
+  void HandleEvents(uint32_t events) {
     if (state_ == State::kClosed) return;  // an event collected before Close
     if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
       peer_closed_ = true;

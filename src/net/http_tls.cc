@@ -17,6 +17,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "core/exceptions.h"
 #include "core/logging.h"
 #include "net/http_connection.h"
 
@@ -466,7 +467,12 @@ class TlsEngine final : public HttpEngine {
     return Status::Ok();
   }
 
-  void Run(size_t index) override { io_[index]->context.run(); }
+  // An exception from a handler leaves run(), whose io_context serves on when run again (the
+  // connection whose handler threw is dropped, and closed, as the exception unwinds).
+  void Run(size_t index) override {
+    while (!RunLoggingExceptions("an HTTPS I/O thread", [&] { io_[index]->context.run(); })) {
+    }
+  }
 
   void StopAccepting() override {
     std::promise<void> closed;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/exceptions.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
 #include "model/repository.h"
@@ -515,14 +516,16 @@ void InferenceServer::RunLifecycleThread() {
     }
     if (!due.empty()) {
       lock.unlock();
-      for (auto& version : due) version->Stop();
+      for (auto& version : due) {
+        RunLoggingExceptions("stopping a replaced model version", [&] { version->Stop(); });
+      }
       due.clear();
       lock.lock();
       continue;
     }
     if (polling && now >= next_poll) {
       lock.unlock();
-      Poll();
+      RunLoggingExceptions("polling the model repository", [this] { Poll(); });
       lock.lock();
       next_poll = Clock::Real().Now() + options_.poll_interval;
       continue;
