@@ -127,7 +127,8 @@ Status DecodeContents(const InferTensorContents& contents, int64_t element_count
     case DataType::kFp64: AppendSame(contents.fp64_contents(), t.data); return Status::Ok();
     case DataType::kBytes:
       for (const std::string& element : contents.bytes_contents()) {
-        tensor::AppendBytesElement(element, t.data);
+        RETURN_IF_ERROR(tensor::AppendBytesElement(element, t.data)
+                            .WithContext(fmt::format("input '{}'", t.name)));
       }
       return Status::Ok();
     default: break;
