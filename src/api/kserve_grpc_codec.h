@@ -1,7 +1,7 @@
 #pragma once
 
-// KServe v2 gRPC messages <-> the serving core's types (PROTOCOLS.md §3), and the one mapping from
-// Status to grpc::Status.
+// KServe v2 gRPC messages <-> the serving core's types (docs/triton-compatibility.md), and the one
+// mapping from Status to grpc::Status.
 //
 // Inputs arrive either as typed `contents` (one repeated field per datatype family) or as
 // `raw_input_contents` (little-endian bytes, one entry per input); responses always use
