@@ -243,7 +243,12 @@ class InferenceServer {
   Status Unload(const std::string& name, bool unload_dependents);
   void Retire(std::vector<std::shared_ptr<ModelVersion>> versions);
   void RunLifecycleThread();
-  int DefaultThreads(const model::ModelConfig& config) const;
+  // Intra-op threads for each instance of model `name`: the cores (--instance-cpus' when given)
+  // divided among every instance of every model loaded or planned, this one's included; logs
+  // its choice. REQUIRES: lifecycle_mutex_ held (as the two below).
+  int DefaultThreads(const std::string& name, const model::ModelConfig& config) const;
+  // The instances of the models `names` (read from the repository; ensembles have none).
+  int PlannedInstances(const std::vector<std::string>& names) const;
   // With models_mutex_ held, after `entry`'s versions changed: ends the model's canary when its
   // baseline or candidate version is no longer loaded.
   void EndCanaryWithoutItsVersionsLocked(const std::string& name, const ModelEntry& entry);
@@ -261,7 +266,8 @@ class InferenceServer {
   std::mutex lifecycle_mutex_;  // one load/unload/poll at a time; taken before models_mutex_
   std::map<std::string, std::string> last_seen_;  // poll: fingerprints one scan ago
   std::deque<int64_t> load_times_ms_;             // recent load durations
-  std::set<std::string> loads_under_way_;         // models whose Load call is in progress
+  int planned_instances_ = 0;  // the start-up's models' instances, counted before they load
+  std::set<std::string> loads_under_way_;  // models whose Load call is in progress
 
   // Taken shared for lookups (every request takes it once), exclusively to change the tables.
   mutable std::shared_mutex models_mutex_;

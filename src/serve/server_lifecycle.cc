@@ -55,13 +55,44 @@ InferenceServer::~InferenceServer() {
   for (Retiring& retiring : retiring_) retiring.version->Stop();
 }
 
-int InferenceServer::DefaultThreads(const model::ModelConfig& config) const {
+int InferenceServer::DefaultThreads(const std::string& name,
+                                    const model::ModelConfig& config) const {
   if (options_.threads_per_instance > 0) return options_.threads_per_instance;
   // The instances' CPUs when they have their own, else the machine's.
   const int cores = !options_.instance_cpus.empty()
                         ? static_cast<int>(options_.instance_cpus.size())
                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / TotalInstances(config));
+  // Every instance of every model shares the cores: under load they all compute at once, and an
+  // instance given more threads than its share only makes them wait for each other (a product
+  // split over threads waits for its slowest part).
+  int instances = TotalInstances(config);
+  {
+    std::shared_lock lock(models_mutex_);
+    for (const auto& [other, entry] : models_) {
+      if (other == name) continue;
+      for (const auto& [version, loaded] : entry.versions) {
+        if (!loaded->IsEnsemble()) instances += TotalInstances(loaded->config());
+      }
+    }
+  }
+  instances = std::max(instances, planned_instances_);
+  const int threads = std::max(1, cores / instances);
+  LOG_INFO(
+      "model '{}': {} intra-op thread(s) per instance: {} core(s) shared by {} model instance(s) "
+      "(--threads-per-instance or the model's INTRA_OP_THREAD_COUNT parameter sets it)",
+      name, threads, cores, instances);
+  return threads;
+}
+
+int InferenceServer::PlannedInstances(const std::vector<std::string>& names) const {
+  int instances = 0;
+  for (const std::string& name : names) {
+    Result<model::ModelSource> source = model::ReadModel(options_.repository / name);
+    if (source.ok() && source->config.platform() != model::kEnsemblePlatform) {
+      instances += TotalInstances(source->config);
+    }
+  }
+  return instances;
 }
 
 bool InferenceServer::IsEnsembleInRepository(const std::string& name) const {
@@ -97,6 +128,8 @@ Status InferenceServer::LoadStartupModels() {
   // loads do; when every model is wanted, the step models load in their own turn.
   const LoadReason reason = all ? LoadReason::kRequested : LoadReason::kRequestedWithSteps;
   std::lock_guard lock(lifecycle_mutex_);
+  // The first models' thread budgets count the instances of those that load after them.
+  planned_instances_ = PlannedInstances(wanted);
   for (const std::string& name : wanted) {
     if (options_.control_mode == ModelControlMode::kPoll) {
       last_seen_[name] = model::Fingerprint(options_.repository / name);
@@ -110,6 +143,7 @@ Status InferenceServer::LoadStartupModels() {
     }
     (void)Load(name, std::nullopt, reason);
   }
+  planned_instances_ = 0;  // later loads count the instances then serving
   return Status::Ok();
 }
 
@@ -233,6 +267,7 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
 
   std::map<int64_t, std::shared_ptr<ModelVersion>> next;
   std::map<int64_t, std::string> next_files;
+  std::optional<int> threads;  // decided once, for the first version that is built
   for (int64_t version : source->versions) {
     next_files[version] = model::VersionFingerprint(directory, version);
     // A version whose config and files are unchanged keeps serving as it is.
@@ -242,9 +277,11 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
       next[version] = same->second;
       continue;
     }
+    const bool ensemble = source->config.platform() == model::kEnsemblePlatform;
+    if (!threads) threads = ensemble ? 1 : DefaultThreads(name, source->config);
     Result<std::shared_ptr<ModelVersion>> loaded =
         ModelVersion::Load(*source, version, backends_,
-                           {.default_threads = DefaultThreads(source->config),
+                           {.default_threads = *threads,
                             .direct_execution_limit = options_.direct_execution_limit,
                             .default_max_queue_size = options_.default_max_queue_size,
                             .cpus = options_.instance_cpus,

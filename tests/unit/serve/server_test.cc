@@ -146,6 +146,32 @@ TEST(InferenceServer, AFailedReloadLeavesTheIndexAsItWas) {
   server.Shutdown(std::chrono::milliseconds(0));
 }
 
+// Every instance of every model shares the cores: a model loaded first is budgeted for those the
+// start-up loads after it too, and one loaded later for those already serving.
+TEST(InferenceServer, TheCoresAreSharedAmongEveryModelsInstances) {
+  RepositoryDir repository;
+  std::filesystem::remove_all(repository.path() / "broken");
+  std::string pair = kAddConfig;
+  pair.replace(pair.find("name: \"add\""), 11, "name: \"pair\"");
+  pair += "instance_group [ { count: 2 kind: KIND_CPU } ]\n";
+  WriteModel(repository.path(), "pair", pair);
+  std::string late = kAddConfig;
+  late.replace(late.find("name: \"add\""), 11, "name: \"late\"");
+  WriteModel(repository.path(), "late", late);
+  const backend::BackendRegistry backends = AddBackends();
+  ServerOptions options = ExplicitMode(repository.path(), /*strict=*/false);
+  options.startup_models = {"add", "pair"};
+  options.instance_cpus.assign(12, 0);  // twelve cores' worth of budget (all on CPU 0)
+  InstanceThreadBudgets().clear();
+  InferenceServer server(options, backends);
+  ASSERT_TRUE(server.LoadStartupModels().ok());
+  // 12 cores for add's one instance and pair's two, from the first load on.
+  EXPECT_EQ(InstanceThreadBudgets()["add"], (std::vector<int>{4}));
+  EXPECT_EQ(InstanceThreadBudgets()["pair"], (std::vector<int>{4, 4}));
+  ASSERT_TRUE(server.LoadModel("late").ok());
+  EXPECT_EQ(InstanceThreadBudgets()["late"], (std::vector<int>{3}));  // 12 for four now
+}
+
 TEST(InferenceServer, WithoutStrictReadinessAFailedModelLeavesTheServerReady) {
   RepositoryDir repository;
   backend::BackendRegistry backends = AddBackends();
