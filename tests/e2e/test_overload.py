@@ -137,8 +137,9 @@ def test_slow_head(binary: str, repository: str) -> str:
         answer = read_answer(sock)
         waited = time.monotonic() - started
         check(answer.status == 408, f"a head that never ends: {answer!r}")
-        # Due 1 s after its first byte; deadlines are checked once a second.
-        check(1.0 <= waited < 10, f"answered after {waited:.1f} s")
+        # Due 1 s after its first byte by the server's coarse clock (which may lag a few
+        # milliseconds); deadlines are checked once a second.
+        check(0.9 <= waited < 10, f"answered after {waited:.2f} s")
         sock.close()
         counted = metric(scrape(server), "rampart_http_refused_total", 'reason="header_timeout"')
         check(counted == 1, f"rampart_http_refused_total header_timeout = {counted}")
