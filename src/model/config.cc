@@ -212,10 +212,9 @@ Result<ParsedConfig> ParseConfigText(std::string_view text, std::string_view fil
   ErrorCollector errors(file);
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
-  // Triton adds fields over time; skipping what we do not know (with a warning) keeps newer
-  // configs loadable. Typos in fields we do know still fail below through validation.
-  parser.AllowUnknownField(true);
-  parser.AllowUnknownExtension(true);
+  // A field the schema does not know is an error, as in Triton: a typo (`dimz: [3]`) would
+  // otherwise drop what the author meant and fail later for another reason, or not at all. The
+  // schema declares every field Triton's does (model_config.proto).
   ParsedConfig parsed;
   const std::string owned(text);
   if (!parser.ParseFromString(owned, &parsed.config)) {
@@ -229,8 +228,11 @@ Result<ParsedConfig> ParseConfigText(std::string_view text, std::string_view fil
 
 Result<ModelConfig> ParseConfigJson(std::string_view json, std::string_view what) {
   ModelConfig config;
+  // As Triton reads a load request's config: unknown fields are errors, enum names match in
+  // any case.
   google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;
+  options.ignore_unknown_fields = false;
+  options.case_insensitive_enum_parsing = true;
   const auto status =
       google::protobuf::util::JsonStringToMessage(std::string(json), &config, options);
   if (!status.ok()) {
@@ -255,8 +257,10 @@ Status CompleteAndValidate(ModelConfig& config, std::string_view folder_name,
     config.set_platform(std::string(kPytorchPlatform));
   }
   if (config.platform().empty() && config.backend().empty()) {
-    return InvalidArgument("{}: one of 'platform' or 'backend' is required (e.g. backend: \"{}\")",
-                           file, kPytorchBackend);
+    return InvalidArgument(
+        "{}: one of 'platform' or 'backend' is required (e.g. backend: \"{}\"), unless the first "
+        "version folder holds a model.pt",
+        file, kPytorchBackend);
   }
   if (config.platform() == kPytorchPlatform && config.backend() != kPytorchBackend) {
     return InvalidArgument("{}: platform '{}' conflicts with backend '{}'", file, config.platform(),
