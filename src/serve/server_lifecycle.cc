@@ -93,11 +93,15 @@ Status InferenceServer::LoadStartupModels() {
   EnsemblesLast(wanted);
   std::lock_guard lock(lifecycle_mutex_);
   for (const std::string& name : wanted) {
-    if (options_.control_mode == ModelControlMode::kPoll) {
-      last_seen_[name] = model::Fingerprint(options_.repository / name);
+    const bool polling = options_.control_mode == ModelControlMode::kPoll;
+    if (polling) last_seen_[name] = model::Fingerprint(options_.repository / name);
+    // Failures are recorded in the index and logged; the other models load regardless. As Poll
+    // does, a failure remembers the files it failed on, so the first poll does not take them
+    // for a change and retry them.
+    if (!Load(name, std::nullopt).ok() && polling) {
+      std::lock_guard models_lock(models_mutex_);
+      models_[name].fingerprint = last_seen_[name];
     }
-    // Failures are recorded in the index and logged; the other models load regardless.
-    (void)Load(name, std::nullopt);
   }
   return Status::Ok();
 }
