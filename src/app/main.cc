@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -88,9 +89,26 @@ class ShutdownSignals {
   sigset_t unblocked_;               // the thread's mask while waiting
 };
 
+// Opens the listening socket of one front end, named by its flags in the one line logged when it
+// cannot: "--http-port 8000: address already in use".
+std::optional<net::Listener> OpenListener(std::string_view port_flag, int port,
+                                          std::string_view address_flag,
+                                          const std::string& address) {
+  Result<net::Listener> listener = net::Listener::Open(address, static_cast<uint16_t>(port));
+  if (listener.ok()) return std::move(listener).value();
+  if (listener.status().code() != StatusCode::kUnavailable) {
+    LOG_ERROR("{} {}: {}", address_flag, address, listener.status().message());
+  } else {
+    LOG_ERROR("{} {}: {}{}", port_flag, port, listener.status().message(),
+              address == "0.0.0.0" ? "" : fmt::format(" (on {} {})", address_flag, address));
+  }
+  return std::nullopt;
+}
+
 // Serves /metrics in Prometheus text format on its own port.
 Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings& settings,
-                                                            const metrics::Registry& registry) {
+                                                            const metrics::Registry& registry,
+                                                            net::Listener listener) {
   net::HttpServerOptions options;
   options.address = settings.metrics_address;
   options.port = static_cast<uint16_t>(settings.metrics_port);
@@ -98,7 +116,8 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
   options.max_body_bytes = 64 * 1024;
   options.name = "metrics";
   return net::HttpServer::Start(
-      options, [&registry](net::HttpRequest&& request, net::Responder responder) {
+      options,
+      [&registry](net::HttpRequest&& request, net::Responder responder) {
         net::HttpResponse response;
         if (request.path() != "/metrics") {
           response.status = 404;
@@ -111,7 +130,8 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
           response.body = registry.Exposition();
         }
         responder.Send(std::move(response));
-      });
+      },
+      std::move(listener));
 }
 
 api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings) {
@@ -186,6 +206,32 @@ int Serve(const ServeSettings& settings) {
   options.strict_readiness = settings.strict_readiness;
   options.direct_execution_limit = std::chrono::microseconds(settings.direct_execution_max_us);
   options.observer = serve_metrics.get();
+
+  // Every port is checked before the models load, which can take minutes. HTTP's and the
+  // metrics' sockets are opened here and kept, so nothing can take them meanwhile (connections
+  // wait in the backlog until serving starts); gRPC binds its own socket, so its port is only
+  // tried here (a name rather than an IP address is left for gRPC to resolve).
+  std::optional<net::Listener> http_listener =
+      OpenListener("--http-port", settings.http_port, "--http-address", settings.http_address);
+  std::optional<net::Listener> metrics_listener;
+  if (settings.allow_metrics) {
+    metrics_listener = OpenListener("--metrics-port", settings.metrics_port, "--metrics-address",
+                                    settings.metrics_address);
+  }
+  bool grpc_port_free = true;
+  if (settings.allow_grpc && settings.grpc_port != 0) {
+    Result<net::Listener> tried =
+        net::Listener::Open(settings.grpc_address, static_cast<uint16_t>(settings.grpc_port));
+    if (!tried.ok() && tried.status().code() == StatusCode::kUnavailable) {
+      grpc_port_free =
+          OpenListener("--grpc-port", settings.grpc_port, "--grpc-address", settings.grpc_address)
+              .has_value();
+    }
+  }
+  if (!http_listener || (settings.allow_metrics && !metrics_listener) || !grpc_port_free) {
+    return 1;
+  }
+
   auto server = std::make_unique<serve::InferenceServer>(options, backends);
   if (Status loaded = server->LoadStartupModels(); !loaded.ok()) {
     LOG_ERROR("{}", loaded.message());
@@ -222,16 +268,18 @@ int Serve(const ServeSettings& settings) {
                                            .mutual = settings.http_ssl_mutual};
   }
   auto http = net::HttpServer::Start(
-      http_options, [&kserve](net::HttpRequest&& request, net::Responder responder) {
+      http_options,
+      [&kserve](net::HttpRequest&& request, net::Responder responder) {
         kserve.Handle(std::move(request), std::move(responder));
-      });
+      },
+      std::move(*http_listener));
   if (!http.ok()) {
     LOG_ERROR("{}", http.status().message());
     return 1;
   }
   std::unique_ptr<net::HttpServer> metrics_http;
   if (settings.allow_metrics) {
-    auto started = StartMetricsServer(settings, registry);
+    auto started = StartMetricsServer(settings, registry, std::move(*metrics_listener));
     if (!started.ok()) {
       LOG_ERROR("metrics: {}", started.status().message());
       return 1;

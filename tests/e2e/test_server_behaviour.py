@@ -308,6 +308,56 @@ def test_missing_repository(fixture: Fixture) -> str:
     return f"exit {result.returncode}"
 
 
+def test_ports_in_use(fixture: Fixture) -> str:
+    """Each port held by this test is reported before any model loads, in one line naming its
+    flag, and the exit code is 1 (it used to be found after every model had loaded)."""
+    held = []
+    try:
+        for _ in range(3):
+            holder = socket.socket()
+            holder.bind(("127.0.0.1", 0))
+            holder.listen()
+            held.append(holder)
+        http, grpc, metrics = (holder.getsockname()[1] for holder in held)
+        cases = [
+            (["--http-port", str(http)], [f"--http-port {http}: address already in use"]),
+            (["--grpc-port", str(grpc)], [f"--grpc-port {grpc}: address already in use"]),
+            (["--metrics-port", str(metrics)],
+             [f"--metrics-port {metrics}: address already in use"]),
+            (["--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics)],
+             [f"--http-port {http}: address already in use",
+              f"--grpc-port {grpc}: address already in use",
+              f"--metrics-port {metrics}: address already in use"]),
+        ]
+        for ports, expected in cases:
+            # Every listener on 0.0.0.0 (the defaults): the held 127.0.0.1 ports conflict too.
+            command = [fixture.binary, "serve", "--model-repository", fixture.repository] + ports
+            for flag in ("--http-port", "--grpc-port", "--metrics-port"):
+                if flag not in ports:
+                    command += [flag, "0"]
+            try:
+                result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
+                                        timeout=60)
+            except subprocess.TimeoutExpired:
+                raise E2eError(f"`{' '.join(ports)}` (in use) still running after 60 s")
+            stderr = result.stderr.decode("utf-8", "replace")
+            check(result.returncode == 1, f"{ports}: exit {result.returncode}, expected 1\n"
+                                          f"stderr: {stderr[-800:]}")
+            for line in expected:
+                check(stderr.count(line) == 1, f"{ports}: stderr lacks {line!r} (once):\n"
+                                               f"{stderr[-800:]}")
+            check("ready: version" not in stderr and "loaded '" not in stderr,
+                  f"{ports}: models loaded before the port was checked:\n{stderr[-800:]}")
+            check("{" not in stderr, f"{ports}: an internal error blob:\n{stderr[-800:]}")
+            check(len(stderr.strip().splitlines()) == len(expected),
+                  f"{ports}: more than one line per port:\n{stderr}")
+            check(b"listening" not in result.stdout, f"{ports}: it started listening anyway")
+    finally:
+        for holder in held:
+            holder.close()
+    return "each port in use: one line naming its flag, before loading, exit 1"
+
+
 def test_broken_models(fixture: Fixture) -> str:
     """One model with a config that does not parse, one whose model.pt is garbage: the others
     load and serve, the broken ones are not ready. Stopped with SIGINT."""
@@ -606,6 +656,7 @@ TESTS: List[Callable[[Fixture], str]] = [
     test_client_disconnects,
     test_unknown_cli_flag,
     test_missing_repository,
+    test_ports_in_use,
     test_broken_models,
     test_sigterm_at_once,
     test_sigterm_drains_in_flight,
