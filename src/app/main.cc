@@ -353,14 +353,22 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   CLI::App* serve = app->add_subcommand(
       "serve",
       "Serve the models of a Triton-layout model repository over KServe v2 HTTP and gRPC.");
-  // A flag with a value whose default `--help` shows.
+  // `--help` shows every flag's default the same way, after its type: `INT=8000`,
+  // `BOOLEAN=true` (flags whose default is empty, such as file paths, show none).
+  // A flag with a value.
   const auto option = [serve](std::string name, auto& value, std::string help) {
     return serve->add_option(std::move(name), value, std::move(help))->capture_default_str();
   };
-  // A boolean flag that may also be given a value (--allow-grpc=false).
+  // A boolean flag: alone it means true; it also takes a value (--allow-grpc=false or
+  // --allow-grpc false).
   const auto switch_flag = [serve](std::string name, bool& value, std::string help) {
-    return serve->add_flag(std::move(name), value, std::move(help))->expected(0, 1);
+    return serve->add_flag(std::move(name), value, std::move(help))
+        ->expected(0, 1)
+        ->option_text(value ? "BOOLEAN=true" : "BOOLEAN=false");
   };
+  serve->footer(
+      "A BOOLEAN flag alone means true; --flag=false (or --flag false) turns it off. Flags "
+      "override the --config file.");
   serve
       ->add_option("--config", config_file,
                    "YAML config file (sections server: and http:); flags override it")
@@ -390,8 +398,7 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   switch_flag("--http-ssl-mutual", settings.http_ssl_mutual,
               "HTTPS with mutual TLS: clients must present a "
               "certificate signed by --http-ssl-root-cert");
-  switch_flag("--allow-grpc", settings.allow_grpc,
-              "Serve KServe v2 gRPC (true/false; default true)");
+  switch_flag("--allow-grpc", settings.allow_grpc, "Serve KServe v2 gRPC");
   option("--grpc-address", settings.grpc_address, "Address the gRPC server binds");
   option("--grpc-port", settings.grpc_port, "gRPC port (0 picks a free one and prints it)");
   option("--grpc-max-input-size", settings.grpc_max_input_size,
@@ -409,16 +416,18 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   serve->add_option("--grpc-root-cert", settings.grpc_root_cert,
                     "PEM CA certificate(s) that sign client certificates");
   option("--metrics-port", settings.metrics_port, "Prometheus metrics port (/metrics)");
-  option("--allow-metrics", settings.allow_metrics, "Serve Prometheus metrics (true/false)");
+  switch_flag("--allow-metrics", settings.allow_metrics, "Serve Prometheus metrics");
   option("--metrics-address", settings.metrics_address, "Address the metrics server binds");
-  serve->add_option(
-      "--metrics-histogram-buckets", settings.metrics_histogram_buckets,
-      "Latency histogram bucket bounds in microseconds, exported in seconds (default " +
-          std::string(metrics::kDefaultDurationBucketsUsText) +
-          ": 10 us to 5 s); a model's metrics_histogram_buckets parameter overrides it");
-  serve->add_flag("--metrics-summaries", settings.metrics_summaries,
-                  "Also export p50/p90/p99 summaries (Triton's "
-                  "nv_inference_*_summary_us)");
+  serve
+      ->add_option("--metrics-histogram-buckets", settings.metrics_histogram_buckets,
+                   "Latency histogram bucket bounds in microseconds, exported in seconds (the "
+                   "default: 10 us to 5 s); a model's metrics_histogram_buckets parameter "
+                   "overrides it")
+      ->default_str(settings.metrics_histogram_buckets.empty()
+                        ? std::string(metrics::kDefaultDurationBucketsUsText)
+                        : settings.metrics_histogram_buckets);
+  switch_flag("--metrics-summaries", settings.metrics_summaries,
+              "Also export p50/p90/p99 summaries (Triton's nv_inference_*_summary_us)");
   option("--exit-timeout-secs", settings.exit_timeout_secs,
          "On SIGINT/SIGTERM, how long to wait for requests in "
          "flight before exiting");
@@ -427,13 +436,12 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
          "intra-op budget then divides these instead of every core (default: any)");
   option("--http-cpus", settings.http_cpus,
          "CPUs (a list like 0-1) that HTTP I/O threads run on (default: any)");
-  option("--http-sched-batch", settings.http_sched_batch,
-         "Run HTTP I/O threads under SCHED_BATCH (true/false): their wake-ups then do "
-         "not preempt a busy thread, such as a model instance mid-batch");
-  option("--strict-readiness", settings.strict_readiness,
-         "Whether /v2/health/ready (and gRPC ServerReady) answers ready only while "
-         "every model in the repository is loaded (true/false); models unloaded on "
-         "request do not count");
+  switch_flag("--http-sched-batch", settings.http_sched_batch,
+              "Run HTTP I/O threads under SCHED_BATCH: their wake-ups then do not preempt a "
+              "busy thread, such as a model instance mid-batch");
+  switch_flag("--strict-readiness", settings.strict_readiness,
+              "Whether /v2/health/ready (and gRPC ServerReady) answers ready only while every "
+              "model in the repository is loaded; models unloaded on request do not count");
   option("--threads-per-instance", settings.threads_per_instance,
          "Intra-op threads per model instance (0 = cores divided by "
          "the model's instances); a model's INTRA_OP_THREAD_COUNT "
@@ -445,9 +453,8 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   option("--log-verbose", settings.log_verbose, "Verbose logging level (0 = info, >0 = debug)");
   option("--log-format", settings.log_format,
          "Log lines: 'default' (text) or 'json' (one object a line)");
-  serve->add_flag("--access-log", settings.access_log,
-                  "Log one JSON line per infer request with its trace id and "
-                  "per-stage timing");
+  switch_flag("--access-log", settings.access_log,
+              "Log one JSON line per infer request with its trace id and per-stage timing");
 
   return app;
 }

@@ -10,6 +10,7 @@ Prints one line per check and ends with "N passed, M failed"; exits non-zero on 
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import socket
@@ -289,6 +290,45 @@ def test_unknown_cli_flag(fixture: Fixture) -> str:
           f"stderr does not name the unknown flag:\n{stderr.strip()[:500]}")
     check(b"HTTP listening" not in result.stdout, "it started listening anyway")
     return f"exit {result.returncode}: {stderr.strip().splitlines()[0][:120] if stderr else ''}"
+
+
+# Flags whose default is empty (nothing to show): paths, lists, the repository itself.
+FLAGS_WITHOUT_DEFAULT = {"--config", "--model-repository", "--load-model", "--http-ssl-cert",
+                         "--http-ssl-key", "--http-ssl-root-cert", "--grpc-server-cert",
+                         "--grpc-server-key", "--grpc-root-cert", "--instance-cpus",
+                         "--http-cpus"}
+
+
+def test_help_shows_every_default(fixture: Fixture) -> str:
+    """`serve --help` shows each flag's default the same way, `TYPE=default`, booleans as
+    `BOOLEAN=true|false` (some booleans showed `BOOLEAN=1`, others nothing)."""
+    result = subprocess.run([fixture.binary, "serve", "--help"], stdin=subprocess.DEVNULL,
+                            capture_output=True, timeout=30)
+    check(result.returncode == 0, f"serve --help exited {result.returncode}")
+    text = result.stdout.decode("utf-8", "replace")
+    usage = {}
+    for line in text.splitlines():
+        match = re.match(r"^  (?:-h,)?(--[a-z0-9-]+)(?: (\S+))?", line)
+        if match:
+            usage[match.group(1)] = match.group(2) or ""
+    check(len(usage) > 30, f"too few flags in --help:\n{text}")
+    booleans = []
+    for flag, column in usage.items():
+        if flag == "--help":
+            continue
+        if column.startswith("BOOLEAN"):
+            check(column in ("BOOLEAN=true", "BOOLEAN=false"),
+                  f"{flag} shows {column!r}, expected BOOLEAN=true or BOOLEAN=false")
+            booleans.append(flag)
+        elif flag not in FLAGS_WITHOUT_DEFAULT:
+            check("=" in column, f"{flag} shows no default: {column!r}")
+    for flag in ("--allow-grpc", "--allow-metrics", "--access-log", "--metrics-summaries",
+                 "--strict-readiness", "--http-sched-batch", "--http-ssl-mutual",
+                 "--grpc-use-ssl", "--grpc-use-ssl-mutual"):
+        check(flag in booleans, f"{flag} is not shown as a BOOLEAN with its default")
+    check(usage["--allow-grpc"] == "BOOLEAN=true" and usage["--access-log"] == "BOOLEAN=false",
+          f"wrong defaults: {usage['--allow-grpc']}, {usage['--access-log']}")
+    return f"{len(usage) - 1} flags, {len(booleans)} booleans as BOOLEAN=true|false"
 
 
 def test_missing_repository(fixture: Fixture) -> str:
@@ -656,6 +696,7 @@ TESTS: List[Callable[[Fixture], str]] = [
     test_client_disconnects,
     test_unknown_cli_flag,
     test_missing_repository,
+    test_help_shows_every_default,
     test_ports_in_use,
     test_broken_models,
     test_sigterm_at_once,
