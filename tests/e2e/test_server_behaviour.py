@@ -462,6 +462,56 @@ def test_broken_models(fixture: Fixture) -> str:
     return ", ".join(notes) + ", SIGINT exit 0"
 
 
+def test_more_outputs_than_a_list_return(fixture: Fixture) -> str:
+    """forward() -> List[Tensor] of 2, the config lists 3 outputs: only a run shows the list's
+    length, so a model_warmup fails the load with the explanation; without one each request
+    gets it."""
+    import torch  # the e2e suite runs on Debian's python3-torch
+
+    class Halves(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> List[torch.Tensor]:
+            return [x, x / 2]
+
+    repository = os.path.join(fixture.work_dir, "list-repository")
+    os.makedirs(os.path.join(repository, "halves", "1"))
+    torch.jit.script(Halves()).save(os.path.join(repository, "halves", "1", "model.pt"))
+    config = ('backend: "pytorch"\ninput [ { name: "x" data_type: TYPE_FP32 dims: [ 2 ] } ]\n'
+              'output [ { name: "a" data_type: TYPE_FP32 dims: [ 2 ] },'
+              ' { name: "b" data_type: TYPE_FP32 dims: [ 2 ] },'
+              ' { name: "c" data_type: TYPE_FP32 dims: [ 2 ] } ]\n')
+    warmup = ('model_warmup [ { name: "zeros" batch_size: 1 inputs { key: "x" value {'
+              ' data_type: TYPE_FP32 dims: [ 2 ] zero_data: true } } } ]\n')
+    explanation = ("forward() returned a list of 2 value(s) (List[Tensor]), but the config lists "
+                   "3 output(s) (a, b, c) and output 'c' is value 2")
+    config_path = os.path.join(repository, "halves", "config.pbtxt")
+    with open(config_path, "w") as out:
+        out.write(config + warmup)
+    server = e2e.Server(fixture.binary, repository, wait_for="live")
+    try:
+        server.start()
+        server.stop()
+        check(f"model_warmup 'zeros': model 'halves': {explanation}" in server.stderr_text(),
+              f"the load's error does not explain:\n{server.describe()}")
+    finally:
+        server.cleanup()
+    with open(config_path, "w") as out:
+        out.write(config)
+    server = e2e.Server(fixture.binary, repository)
+    try:
+        server.start()
+        client = server.client()
+        body, length = e2e.InferRequest([{"name": "x", "datatype": "FP32", "shape": [2],
+                                          "data": [1.0, 2.0]}]).encode()
+        reply = client.request("POST", "/v2/models/halves/infer", body, infer_headers(length))
+        check(reply.status >= 400 and explanation in reply.json().get("error", ""),
+              f"request answered {reply.status} {reply.text()}")
+        client.close()
+        server.stop()
+    finally:
+        server.cleanup()
+    return "the warm-up fails the load with the explanation; without one, each request gets it"
+
+
 def _write_slow_model(repository: str) -> int:
     """Adds a `slow` model (many 256x256 matmuls, count from its input) to `repository` and
     returns the iteration count that takes about SLOW_REQUEST_TARGET_S here."""
@@ -699,6 +749,7 @@ TESTS: List[Callable[[Fixture], str]] = [
     test_help_shows_every_default,
     test_ports_in_use,
     test_broken_models,
+    test_more_outputs_than_a_list_return,
     test_sigterm_at_once,
     test_sigterm_drains_in_flight,
 ]
