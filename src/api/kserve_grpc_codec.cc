@@ -135,32 +135,59 @@ Status DecodeContents(const InferTensorContents& contents, int64_t element_count
   return InvalidArgument("input '{}': unsupported datatype", t.name);
 }
 
-// A parameter that must be a non-negative integer (Triton's clients send int64 or uint64).
-Result<uint64_t> UnsignedParameter(std::string_view name, const InferParameter& parameter) {
-  switch (parameter.parameter_choice_case()) {
-    case InferParameter::kUint64Param: return parameter.uint64_param();
-    case InferParameter::kInt64Param:
-      if (parameter.int64_param() >= 0) return static_cast<uint64_t>(parameter.int64_param());
-      return InvalidArgument("parameter '{}' must not be negative, got {}", name,
-                             parameter.int64_param());
-    default:
-      return InvalidArgument(
-          "parameter '{}' must be an unsigned integer (uint64_param or "
-          "int64_param)",
-          name);
-  }
-}
-
+// The request's parameters, as Triton's gRPC front end reads them (SetInferenceRequestMetadata),
+// with its words: its reserved ones must have their types; sequence_id, sequence_start and
+// sequence_end mean nothing to a model without a sequence batcher, as to Triton's; of the keys
+// starting with "triton_" only Triton's triton_enable_empty_final_response is allowed (it
+// concerns decoupled models, which Rampart has not); any other (custom) parameter must be an
+// int64, bool, string or double, and no backend of Rampart's reads one.
 Status DecodeParameters(const ModelInferRequest& request, serve::InferRequest& out) {
+  constexpr std::string_view kAllowedTritonKey = "triton_enable_empty_final_response";
   for (const auto& [name, parameter] : request.parameters()) {
-    if (name == "priority") {
-      ASSIGN_OR_RETURN(out.priority, UnsignedParameter(name, parameter));
+    const InferParameter::ParameterChoiceCase type = parameter.parameter_choice_case();
+    if (name == "sequence_id") {
+      if (type != InferParameter::kInt64Param && type != InferParameter::kStringParam) {
+        return InvalidArgument(
+            "invalid value type for 'sequence_id' parameter, expected int64_param or "
+            "string_param.");
+      }
+    } else if (name == "sequence_start" || name == "sequence_end" || name == kAllowedTritonKey) {
+      if (type != InferParameter::kBoolParam) {
+        return InvalidArgument("invalid value type for '{}' parameter, expected bool_param.", name);
+      }
+    } else if (name == "priority") {
+      if (type == InferParameter::kUint64Param) {
+        out.priority = parameter.uint64_param();
+      } else if (type == InferParameter::kInt64Param && parameter.int64_param() >= 0) {
+        out.priority = static_cast<uint64_t>(parameter.int64_param());
+      } else if (type == InferParameter::kInt64Param) {
+        return InvalidArgument("invalid value for 'priority', expected value >= 0.");
+      } else {
+        return InvalidArgument(
+            "invalid value type for 'priority' parameter, expected int64_param or "
+            "uint64_param.");
+      }
     } else if (name == "timeout") {
-      ASSIGN_OR_RETURN(out.timeout_us, UnsignedParameter(name, parameter));
-    } else if (name == "sequence_id" || name == "sequence_start" || name == "sequence_end") {
-      return Unimplemented("parameter '{}': sequence batching is not supported", name);
+      if (type != InferParameter::kInt64Param) {
+        return InvalidArgument("invalid value type for 'timeout' parameter, expected int64_param.");
+      }
+      // Triton reads a negative one as a huge unsigned timeout; refused here instead.
+      if (parameter.int64_param() < 0) {
+        return InvalidArgument("invalid value for 'timeout', expected value >= 0.");
+      }
+      out.timeout_us = static_cast<uint64_t>(parameter.int64_param());
+    } else if (name.starts_with("triton_")) {
+      return InvalidArgument(
+          "parameter keys starting with 'triton_' are reserved for Triton usage. Only the "
+          "following keys starting with 'triton_' are allowed: {}",
+          kAllowedTritonKey);
+    } else if (type != InferParameter::kInt64Param && type != InferParameter::kBoolParam &&
+               type != InferParameter::kStringParam && type != InferParameter::kDoubleParam) {
+      return InvalidArgument(
+          "invalid value type for '{}' parameter, expected int64_param, bool_param, or "
+          "string_param.",
+          name);
     }
-    // Others (binary_data_output, headers, custom ones) mean nothing here; HTTP ignores them too.
   }
   return Status::Ok();
 }
@@ -213,7 +240,9 @@ grpc::Status ToGrpcStatus(const Status& status) {
     // gRPC's own answer to a message over the size limit.
     case StatusCode::kPayloadTooLarge: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
   }
-  return grpc::Status(code, status.message());
+  // Every error carries a message, as Triton's do.
+  return grpc::Status(code, status.message().empty() ? std::string(StatusCodeName(status.code()))
+                                                     : status.message());
 }
 
 Result<int64_t> ParseModelVersion(std::string_view version) {
@@ -271,8 +300,8 @@ Result<std::unique_ptr<serve::InferRequest>> DecodeInferRequest(ModelInferReques
             "input '{}': 'contents' must not be set when the request uses raw_input_contents",
             t.name);
       }
+      // Whether it is the size the shape needs is the model's check (Triton's words, naming it).
       t.data.swap(*request.mutable_raw_input_contents(i));
-      RETURN_IF_ERROR(tensor::ValidateByteSize(t.datatype, t.shape, t.data, "input '{}'", t.name));
     } else if (input.has_contents()) {
       RETURN_IF_ERROR(DecodeContents(input.contents(), *count, t));
     } else if (*count > 0) {

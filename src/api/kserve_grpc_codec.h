@@ -22,7 +22,8 @@ namespace rampart::api {
 // The gRPC status a KServe client sees for `status`: NotFound -> NOT_FOUND, InvalidArgument ->
 // INVALID_ARGUMENT, Unavailable -> UNAVAILABLE, Unimplemented -> UNIMPLEMENTED, Internal ->
 // INTERNAL, ResourceExhausted and PayloadTooLarge -> RESOURCE_EXHAUSTED, Cancelled -> CANCELLED,
-// and each other canonical code to its namesake. The message is kept unchanged.
+// and each other canonical code to its namesake. The message is kept unchanged (an empty one
+// becomes the code's name: no error goes out without a message).
 grpc::Status ToGrpcStatus(const Status& status);
 
 // A request's `version` field: empty = the latest loaded version, else a non-negative integer.

@@ -23,7 +23,9 @@
 #include "backend/torch/torch_backend.h"
 #include "core/cpu_affinity.h"
 #include "core/logging.h"
+#include "core/serial_worker.h"
 #include "metrics/process_collector.h"
+#include "metrics/reason_counter.h"
 #include "metrics/serve_metrics.h"
 #include "net/http_server.h"
 #include "serve/server.h"
@@ -105,9 +107,23 @@ std::optional<net::Listener> OpenListener(std::string_view port_flag, int port,
   return std::nullopt;
 }
 
-// Serves /metrics in Prometheus text format on its own port.
+// rampart_http_refused_total's reasons: the HTTP server's limits, and a full repository queue.
+constexpr std::string_view kRepositoryQueueRefusal = "repository_queue";
+std::vector<std::string> RefusalReasons() {
+  std::vector<std::string> reasons;
+  for (int i = 0; i < net::kHttpRefusalKinds; ++i) {
+    reasons.emplace_back(net::HttpRefusalName(static_cast<net::HttpRefusal>(i)));
+  }
+  reasons.emplace_back(kRepositoryQueueRefusal);
+  return reasons;
+}
+
+// Serves /metrics in Prometheus text format on its own port, on `listener` (opened before the
+// models load). A scrape (which reads /proc and takes the registry's locks) runs on `scrapes`,
+// off the I/O thread; `scrapes` must be stopped before the server goes.
 Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings& settings,
                                                             const metrics::Registry& registry,
+                                                            SerialWorker& scrapes,
                                                             net::Listener listener) {
   net::HttpServerOptions options;
   options.address = settings.metrics_address;
@@ -117,7 +133,7 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
   options.name = "metrics";
   return net::HttpServer::Start(
       options,
-      [&registry](net::HttpRequest&& request, net::Responder responder) {
+      [&registry, &scrapes](net::HttpRequest&& request, net::Responder responder) {
         net::HttpResponse response;
         if (request.path() != "/metrics") {
           response.status = 404;
@@ -126,8 +142,18 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
           response.status = 405;
           response.body = R"({"error":"use GET /metrics"})";
         } else {
-          response.content_type = "text/plain; version=0.0.4; charset=utf-8";
-          response.body = registry.Exposition();
+          auto held = std::make_shared<net::Responder>(std::move(responder));
+          const Status queued = scrapes.Post([held, &registry] {
+            net::HttpResponse exposition;
+            exposition.content_type = "text/plain; version=0.0.4; charset=utf-8";
+            exposition.body = registry.Exposition();
+            held->Send(std::move(exposition));
+          });
+          if (queued.ok()) return;
+          response.status = 503;
+          response.body = R"({"error":"too many scrapes at once; retry later"})";
+          held->Send(std::move(response));
+          return;
         }
         responder.Send(std::move(response));
       },
@@ -138,7 +164,7 @@ api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings) {
   api::KServeGrpcOptions options;
   options.address = settings.grpc_address;
   options.port = settings.grpc_port;
-  options.server_name = "rampart";
+  options.server_name = settings.server_name;
   options.server_version = RAMPART_VERSION;
   options.max_receive_bytes = static_cast<int>(settings.grpc_max_input_size);  // checked
   if (settings.grpc_use_ssl || settings.grpc_use_ssl_mutual) {
@@ -181,6 +207,7 @@ int Serve(const ServeSettings& settings) {
   // Metrics outlive the server they observe.
   metrics::Registry registry;
   std::unique_ptr<metrics::ServeMetrics> serve_metrics;
+  std::shared_ptr<metrics::ReasonCounter> refusals;  // null without metrics
   if (settings.allow_metrics) {
     metrics::ServeMetricsOptions metrics_options;
     if (!settings.metrics_histogram_buckets.empty()) {
@@ -191,6 +218,9 @@ int Serve(const ServeSettings& settings) {
     metrics_options.summaries = settings.metrics_summaries;
     serve_metrics = std::make_unique<metrics::ServeMetrics>(registry, metrics_options);
     registry.AddCollector(std::make_unique<metrics::ProcessCollector>(registry));
+    refusals = std::make_shared<metrics::ReasonCounter>(
+        registry, "rampart_http_refused_total",
+        "HTTP requests and connections the server's limits refused, by reason", RefusalReasons());
   }
 
   serve::ServerOptions options;
@@ -205,6 +235,7 @@ int Serve(const ServeSettings& settings) {
   options.instance_cpus = ParseCpuList(settings.instance_cpus).value();  // checked by Validate
   options.strict_readiness = settings.strict_readiness;
   options.direct_execution_limit = std::chrono::microseconds(settings.direct_execution_max_us);
+  options.default_max_queue_size = settings.default_max_queue_size;
   options.observer = serve_metrics.get();
 
   // Every port is checked before the models load, which can take minutes. HTTP's and the
@@ -239,10 +270,14 @@ int Serve(const ServeSettings& settings) {
   }
   if (serve_metrics) serve_metrics->WatchQueues(*server);
 
-  api::KServeHttp kserve(*server, {.server_name = "rampart",
-                                   .server_version = RAMPART_VERSION,
-                                   .access_log = settings.access_log,
-                                   .max_body_bytes = settings.http_max_input_size});
+  api::KServeHttpOptions kserve_options{.server_name = settings.server_name,
+                                        .server_version = RAMPART_VERSION,
+                                        .access_log = settings.access_log,
+                                        .max_body_bytes = settings.http_max_input_size};
+  if (refusals) {
+    kserve_options.on_worker_queue_full = [refusals] { refusals->Count(kRepositoryQueueRefusal); };
+  }
+  api::KServeHttp kserve(*server, std::move(kserve_options));
   // gRPC serves the same InferenceServer; it is shut down before the server goes away.
   std::unique_ptr<api::KServeGrpc> grpc;
   if (settings.allow_grpc) {
@@ -261,6 +296,17 @@ int Serve(const ServeSettings& settings) {
   http_options.cpus = ParseCpuList(settings.http_cpus).value();  // checked by Validate
   http_options.sched_batch = settings.http_sched_batch;
   http_options.max_body_bytes = settings.http_max_input_size;
+  http_options.max_connections = static_cast<size_t>(settings.http_max_connections);
+  http_options.idle_timeout = std::chrono::seconds(settings.http_idle_timeout_secs);
+  http_options.header_timeout = std::chrono::seconds(settings.http_header_timeout_secs);
+  http_options.body_timeout = std::chrono::seconds(settings.http_body_timeout_secs);
+  http_options.body_min_rate = settings.http_body_min_rate;
+  http_options.max_body_bytes_in_flight = settings.http_max_body_bytes_in_flight;
+  if (refusals) {
+    http_options.on_refused = [refusals](net::HttpRefusal refusal) {
+      refusals->Count(net::HttpRefusalName(refusal));
+    };
+  }
   if (!settings.http_ssl_cert.empty()) {
     http_options.tls = net::HttpTlsOptions{.cert = settings.http_ssl_cert,
                                            .key = settings.http_ssl_key,
@@ -277,9 +323,10 @@ int Serve(const ServeSettings& settings) {
     LOG_ERROR("{}", http.status().message());
     return 1;
   }
+  SerialWorker scrapes("metrics-scrape", /*max_queued=*/4);
   std::unique_ptr<net::HttpServer> metrics_http;
   if (settings.allow_metrics) {
-    auto started = StartMetricsServer(settings, registry, std::move(*metrics_listener));
+    auto started = StartMetricsServer(settings, registry, scrapes, std::move(*metrics_listener));
     if (!started.ok()) {
       LOG_ERROR("metrics: {}", started.status().message());
       return 1;
@@ -328,6 +375,7 @@ int Serve(const ServeSettings& settings) {
     grpc->Shutdown(std::chrono::duration_cast<std::chrono::milliseconds>(std::max(
         deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(0))));
   }
+  scrapes.Stop();  // its tasks answer through the metrics server's connections
   if (metrics_http) metrics_http->Shutdown(std::chrono::milliseconds(0));
   kserve.Shutdown();
   // Models go first: their threads may still hold responders that point into the HTTP server.
@@ -375,6 +423,9 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
       ->check(CLI::ExistingFile);
   serve->add_option("--model-repository", settings.model_repository,
                     "Model repository directory (Triton layout)");
+  option("--server-name", settings.server_name,
+         "Name the server metadata (HTTP GET /v2, gRPC ServerMetadata) answers; 'triton' for "
+         "clients that expect Triton's");
   option("--model-control-mode", settings.model_control_mode,
          "none: load every model at start; explicit: load only "
          "--load-model models, then the repository API; poll: load "
@@ -390,6 +441,20 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
          "priority)");
   option("--http-max-input-size", settings.http_max_input_size,
          "Largest request body in bytes; larger bodies get 413");
+  option("--http-max-connections", settings.http_max_connections,
+         "Open HTTP connections at most; one more is answered 503 and closed (0 = no limit)");
+  option("--http-idle-timeout-secs", settings.http_idle_timeout_secs,
+         "Seconds a keep-alive connection may wait for its next request");
+  option("--http-header-timeout-secs", settings.http_header_timeout_secs,
+         "Seconds a request's head may take from its first byte; then 408");
+  option("--http-body-timeout-secs", settings.http_body_timeout_secs,
+         "Seconds a request's body may take, plus one per --http-body-min-rate bytes received; "
+         "then 408");
+  option("--http-body-min-rate", settings.http_body_min_rate,
+         "Bytes per second a slow request body must keep (0 = the body timeout alone)");
+  option("--http-max-body-bytes-in-flight", settings.http_max_body_bytes_in_flight,
+         "Bytes of request bodies being read at once, over all connections; a body past it gets "
+         "503 (0 = no limit)");
   serve->add_option("--http-ssl-cert", settings.http_ssl_cert,
                     "PEM certificate (chain): serve HTTPS instead of HTTP");
   serve->add_option("--http-ssl-key", settings.http_ssl_key, "PEM private key for HTTPS");
@@ -428,6 +493,9 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
                         : settings.metrics_histogram_buckets);
   switch_flag("--metrics-summaries", settings.metrics_summaries,
               "Also export p50/p90/p99 summaries (Triton's nv_inference_*_summary_us)");
+  option("--default-max-queue-size", settings.default_max_queue_size,
+         "Requests a model's queue (each priority level's) holds when its config sets no "
+         "max_queue_size; more get 503 at once (0 = unbounded, as Triton)");
   option("--exit-timeout-secs", settings.exit_timeout_secs,
          "On SIGINT/SIGTERM, how long to wait for requests in "
          "flight before exiting");

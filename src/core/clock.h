@@ -17,6 +17,8 @@ class Clock {
   virtual SteadyTime Now() const = 0;
   // The process-wide real clock.
   static const Clock& Real();
+  // The real clock at the kernel tick's resolution (CoarseNow): for deadlines of seconds.
+  static const Clock& Coarse();
 };
 
 inline int64_t ToNanos(Nanoseconds d) { return d.count(); }

@@ -50,7 +50,9 @@ struct BackendInput {
 };
 std::vector<BackendInput> BackendInputs(const ModelConfig& config);
 
-// The config in protobuf's JSON mapping with Triton's field names (int64 as strings).
+// The config as Triton's GET /v2/models/{m}/config writes it: protobuf's JSON mapping with
+// Triton's field names, every field printed (defaults too), 64-bit integers as JSON numbers
+// (protobuf writes them as strings; Triton converts them back). ParseConfigJson reads both.
 std::string ConfigToJson(const ModelConfig& config);
 
 // A config's data type as a wire tensor type (TYPE_STRING -> BYTES).

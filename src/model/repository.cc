@@ -86,15 +86,30 @@ Result<ModelSource> Select(const std::filesystem::path& model_directory, ModelCo
   return source;
 }
 
+// Calls `visit` with each entry of `directory`. Iterates with error codes: the range-for form
+// throws std::filesystem::error when an entry cannot be read (a directory removed meanwhile, no
+// permission), and a repository scan must not throw. Returns the first error; entries before it
+// were visited.
+template <typename Visit>
+std::error_code ForEachEntry(const std::filesystem::path& directory, Visit visit) {
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end;
+       it.increment(error)) {
+    visit(*it);
+  }
+  return error;
+}
+
 }  // namespace
 
 std::vector<int64_t> ListVersions(const std::filesystem::path& model_directory,
                                   std::vector<std::string>* leading_zeros) {
   std::vector<int64_t> versions;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(model_directory, error)) {
+  // An unreadable folder has the versions read so far (none): the load then says so.
+  (void)ForEachEntry(model_directory, [&](const std::filesystem::directory_entry& entry) {
     int64_t version = 0;
-    if (!entry.is_directory(error)) continue;
+    std::error_code error;
+    if (!entry.is_directory(error)) return;
     const std::string name = entry.path().filename().string();
     if (ParseVersion(name, version)) {
       versions.push_back(version);
@@ -102,7 +117,7 @@ std::vector<int64_t> ListVersions(const std::filesystem::path& model_directory,
                name.find_first_not_of("0123456789") == std::string::npos) {
       leading_zeros->push_back(name);
     }
-  }
+  });
   std::sort(versions.begin(), versions.end());
   return versions;
 }
@@ -191,17 +206,17 @@ std::string Fingerprint(const std::filesystem::path& model_directory) {
 }
 
 Result<std::vector<std::string>> ListModels(const std::filesystem::path& repository) {
-  std::error_code error;
-  std::filesystem::directory_iterator it(repository, error);
+  std::vector<std::string> names;
+  const std::error_code error =
+      ForEachEntry(repository, [&](const std::filesystem::directory_entry& entry) {
+        const std::string name = entry.path().filename().string();
+        std::error_code type_error;
+        if (name.empty() || name[0] == '.' || !entry.is_directory(type_error)) return;
+        names.push_back(name);
+      });
   if (error) {
     return NotFound("model repository '{}' cannot be read: {}", repository.string(),
                     error.message());
-  }
-  std::vector<std::string> names;
-  for (const auto& entry : it) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name[0] == '.') continue;
-    if (entry.is_directory(error)) names.push_back(name);
   }
   std::sort(names.begin(), names.end());
   return names;

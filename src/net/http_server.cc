@@ -98,6 +98,10 @@ class HttpServer::Impl {
 
   HttpServer::Stats stats() const { return core_.stats(); }
 
+  void CheckDeadlines() {
+    if (!threads_.empty() && !stopped_) engine_->CheckDeadlines();
+  }
+
  private:
   HttpCore core_;
   Listener listener_;                   // until the engine takes it
@@ -193,6 +197,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
 
 uint16_t HttpServer::port() const { return impl_->port(); }
 void HttpServer::StopAccepting() { impl_->StopAccepting(); }
+void HttpServer::CheckDeadlines() { impl_->CheckDeadlines(); }
 void HttpServer::Shutdown(std::chrono::milliseconds timeout) { impl_->Shutdown(timeout); }
 HttpServer::Stats HttpServer::stats() const { return impl_->stats(); }
 

@@ -58,7 +58,8 @@ class ModelVersion {
 
   // Checks a request against the config (inputs present and known, data types, shapes, batch
   // size, byte sizes, requested outputs) and puts its inputs into config order.
-  // Errors: InvalidArgument with a message naming the tensor.
+  // Errors: InvalidArgument with a message naming the tensor, in Triton's words where clients
+  // match on them (missing inputs, batch size, byte sizes). A batch of 0 fails as in Triton.
   Status Validate(InferRequest& request) const;
 
   // Queues a validated request (see Scheduler::Enqueue).
@@ -72,6 +73,11 @@ class ModelVersion {
   }
 
  private:
+  // Validate's parts: every required input present; an input's data the size its shape needs
+  // (REQUIRES: its shape matches the config's dims).
+  Status CheckInputCount(const std::vector<tensor::Tensor>& inputs) const;
+  Status CheckInputData(const tensor::Tensor& input, bool batched) const;
+
   ModelVersion(model::ModelConfig config, int64_t version,
                std::unique_ptr<VersionObserver> observer);
 

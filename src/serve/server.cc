@@ -4,6 +4,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "core/exceptions.h"
 #include "core/logging.h"
 #include "model/repository.h"
 #include "serve/ensemble.h"
@@ -103,7 +104,8 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
     done(Unavailable("the server is shutting down"));
     return;
   }
-  Result<Target> target = Resolve(request->model_name, request->model_version);
+  Result<Target> target = CatchAsStatus(
+      "looking the model up", [&] { return Resolve(request->model_name, request->model_version); });
   if (!target.ok()) {
     done(target.status());
     in_flight_.Leave();
@@ -135,26 +137,31 @@ Result<InferenceServer::Target> InferenceServer::Resolve(std::string_view name, 
 void InferenceServer::Dispatch(const Target& target, std::unique_ptr<InferRequest> request,
                                InferCallback done, bool counted) {
   request->model_version = target.model->version();
-  if (Status refused = target.model->Validate(*request); !refused.ok()) {
-    done(std::move(refused));
+  const Status refused =
+      CatchAsStatus("checking the request", [&] { return target.model->Validate(*request); });
+  if (!refused.ok()) {
+    done(refused);
     if (counted) in_flight_.Leave();
     return;
   }
-  InferCallback finish = [this, done = std::move(done), canary = target.canary,
-                          version = request->model_version, arrival = request->arrival,
-                          counted](Result<std::unique_ptr<InferResponse>> result) mutable {
-    // A request its client gave up on says nothing about the version it went to.
-    if (canary && (result.ok() || result.status().code() != StatusCode::kCancelled)) {
-      canary->Record(version, result.ok(), NanosBetween(arrival, Clock::Real().Now()));
+  // From here every path answers through `finish`, at the latest when an exception drops it.
+  InferCallback finish = AnsweredOnce(
+      [this, done = std::move(done), canary = target.canary, version = request->model_version,
+       arrival = request->arrival, counted](Result<std::unique_ptr<InferResponse>> result) mutable {
+        // A request its client gave up on says nothing about the version it went to.
+        if (canary && (result.ok() || result.status().code() != StatusCode::kCancelled)) {
+          canary->Record(version, result.ok(), NanosBetween(arrival, Clock::Real().Now()));
+        }
+        done(std::move(result));
+        if (counted) in_flight_.Leave();
+      });
+  RunLoggingExceptions("queuing a request", [&] {
+    if (target.model->IsEnsemble()) {
+      RunEnsemble(*this, target.model, std::move(request), std::move(finish));
+    } else {
+      target.model->Enqueue(std::move(request), std::move(finish));
     }
-    done(std::move(result));
-    if (counted) in_flight_.Leave();
-  };
-  if (target.model->IsEnsemble()) {
-    RunEnsemble(*this, target.model, std::move(request), std::move(finish));
-  } else {
-    target.model->Enqueue(std::move(request), std::move(finish));
-  }
+  });
 }
 
 Status InferenceServer::StartCanary(std::string_view name, CanaryPolicy policy) {

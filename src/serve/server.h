@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -98,16 +99,21 @@ class InferenceServer {
   Status LoadStartupModels();
 
   // Loads or reloads one model (the repository API). `config_json`, when given, replaces the
-  // model's config.pbtxt (protobuf JSON mapping, Triton's field names). Errors: Unavailable (as
-  // Triton) outside explicit mode, NotFound for a model not in the repository, InvalidArgument for
-  // a bad config, or why a version failed to load (the serving versions stay); Unavailable once a
-  // shutdown has begun.
+  // model's config.pbtxt (protobuf JSON mapping, Triton's field names). An ensemble's step models
+  // that are not serving are loaded first, recursively, as Triton loads an ensemble's composing
+  // models (those stay loaded if the ensemble then fails). Errors: Unavailable (as Triton)
+  // outside explicit mode, NotFound for a model not in the repository, InvalidArgument for a bad
+  // config or a step model that failed, or why a version failed to load (the serving versions
+  // stay); Unavailable once a shutdown has begun.
   Status LoadModel(std::string_view name, std::optional<std::string> config_json = std::nullopt);
   // Unloads every version of a model, and the loaded ensembles that call it (directly or through
   // other ensembles), which could not run any more, as Triton does; requests already queued still
-  // finish. Errors: Unavailable outside explicit mode or once a shutdown has begun, NotFound for
-  // a model not loaded.
-  Status UnloadModel(std::string_view name);
+  // finish. With `unload_dependents` (Triton's flag), unloading an ensemble also unloads the step
+  // models its load brought in (not those loaded on request), once no loaded ensemble calls them,
+  // recursively. A model that is not loaded, or not in the repository at all, is no error (as in
+  // Triton): nothing happens. Errors: Unavailable outside explicit mode or once a shutdown has
+  // begun.
+  Status UnloadModel(std::string_view name, bool unload_dependents = false);
   // One poll-mode scan: loads new and changed models whose files have settled, unloads removed
   // ones. Runs by itself every poll interval in poll mode; public for tests.
   void Poll();
@@ -115,10 +121,12 @@ class InferenceServer {
   bool IsLive() const { return true; }
   // Not while shutting down; with strict readiness, only while every model is available.
   bool IsReady() const;
-  // Whether a model version (kLatestVersion: the highest) is loaded and takes requests; strict
-  // readiness does not change it.
-  bool IsModelReady(std::string_view name, int64_t version) const {
-    return !in_flight_.draining() && GetModel(name, version).ok();
+  // OK when a model version (kLatestVersion: the highest) is loaded and takes requests; strict
+  // readiness does not change it. As Triton answers: NotFound (GetModel's wording) for a model or
+  // version not loaded, Unavailable once a shutdown has begun.
+  Status ModelReady(std::string_view name, int64_t version) const {
+    RETURN_IF_ERROR(GetModel(name, version).status());
+    return in_flight_.draining() ? Unavailable("Server not ready") : Status::Ok();
   }
 
   // Validates and queues a request; `done` is called exactly once, possibly before Infer returns
@@ -183,8 +191,10 @@ class InferenceServer {
   struct ModelEntry {
     std::map<int64_t, std::shared_ptr<ModelVersion>> versions;  // serving
     std::map<int64_t, std::string> failures;                    // version -> reason
-    std::string reason;       // why the model as a whole is not serving (bad config, ...)
-    bool loading = false;     // a first load is under way
+    std::string reason;    // why the model as a whole is not serving (bad config, ...)
+    bool loading = false;  // a first load is under way
+    // Loaded on request (every model in none and poll modes), not only as an ensemble's step.
+    bool requested = false;
     std::string config;       // serialized config the versions were loaded with
     std::string fingerprint;  // the files the versions were loaded from (poll mode)
     std::map<int64_t, std::string> version_files;  // per-version file digests
@@ -194,12 +204,20 @@ class InferenceServer {
     std::shared_ptr<ModelVersion> version;
   };
 
+  // Why Load runs: on request (in explicit mode, loading the ensemble's step models that are not
+  // serving first), or as such a step model (Triton's implicitly loaded composing models).
+  enum class LoadReason { kRequested, kRequestedWithSteps, kStep };
+
   // The buffer window a replaced version keeps running for (P90 of recent loads + 50 ms).
-  // REQUIRES: lifecycle_mutex_ held (as for the two below).
+  // REQUIRES: lifecycle_mutex_ held (as for the methods below).
   std::chrono::milliseconds ReleaseDelay() const;
-  Status Load(const std::string& name, std::optional<std::string> config_json);
+  Status Load(const std::string& name, std::optional<std::string> config_json, LoadReason reason);
+  // Loads the models `config`'s steps name that are not serving (LoadReason::kStep), skipping
+  // those whose load is already under way (an ensemble that calls itself fails its own checks).
+  Status LoadStepModels(const std::string& ensemble, const model::ModelConfig& config);
   // Also unloads the loaded ensembles that call the model, directly or through other ensembles.
-  Status Unload(const std::string& name);
+  // OK when the model is not loaded.
+  Status Unload(const std::string& name, bool unload_dependents);
   void Retire(std::vector<std::shared_ptr<ModelVersion>> versions);
   void RunLifecycleThread();
   int DefaultThreads(const model::ModelConfig& config) const;
@@ -220,6 +238,7 @@ class InferenceServer {
   std::mutex lifecycle_mutex_;  // one load/unload/poll at a time; taken before models_mutex_
   std::map<std::string, std::string> last_seen_;  // poll: fingerprints one scan ago
   std::deque<int64_t> load_times_ms_;             // recent load durations
+  std::set<std::string> loads_under_way_;         // models whose Load call is in progress
 
   // Taken shared for lookups (every request takes it once), exclusively to change the tables.
   mutable std::shared_mutex models_mutex_;

@@ -206,11 +206,12 @@ def test_config_override(fixture: Fixture) -> str:
     try:
         server.start()
         client = server.client()
-        ready = client.get(f"/v2/models/{MODEL}/ready").status
+        ready = client.get(f"/v2/models/{MODEL}/ready")
         index = client.post_json("/v2/repository/index", {}).text()
         shown = fixture.page.output_after(f"curl -s localhost:8000/v2/models/{MODEL}/ready")
-        check(f"{ready}\n{index}" == shown.strip(), f"before loading: {ready} {index}\n"
-                                                    f"the page shows: {shown}")
+        # curl -w '%{http_code}\n' prints the status right after the body.
+        got = f"{ready.text()}{ready.status}\n{index}"
+        check(got == shown.strip(), f"before loading: {got}\nthe page shows: {shown}")
         headers = {"Content-Type": "application/json"}
         path = f"/v2/repository/models/{MODEL}/load"
         loaded = client.request("POST", path, wrap_override(override), headers)

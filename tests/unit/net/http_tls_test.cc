@@ -14,6 +14,8 @@
 #include <boost/beast/ssl.hpp>
 
 #include "net/http_server.h"
+#include "testing/eventually.h"
+#include "testing/fake_clock.h"
 #include "testing/test_certs.h"
 #include "unread_answer.h"
 
@@ -62,9 +64,13 @@ class HttpTlsTest : public ::testing::Test {
             .mutual = mutual};
   }
 
-  Status Start(HttpTlsOptions tls, std::chrono::seconds idle_timeout = std::chrono::seconds(300)) {
+  // A server whose deadlines read clock_.
+  Status Start(HttpTlsOptions tls, std::chrono::seconds idle_timeout = std::chrono::seconds(300),
+               size_t max_connections = 4096) {
     HttpServerOptions options;
     options.idle_timeout = idle_timeout;
+    options.max_connections = max_connections;
+    options.clock = &clock_;
     options.address = "127.0.0.1";
     options.port = 0;
     options.threads = 1;
@@ -163,6 +169,7 @@ class HttpTlsTest : public ::testing::Test {
   KeyAndCert server_cert_;
   KeyAndCert client_cert_;
   std::promise<void> big_answered_;  // the handler has sent its answer to GET /big
+  testing::FakeClock clock_;
   std::unique_ptr<HttpServer> server_;
 };
 
@@ -188,8 +195,7 @@ TEST_F(HttpTlsTest, HttpsServesClientsThatTrustTheServer) {
 }
 
 TEST_F(HttpTlsTest, HeadIsAnsweredWithoutABodyAndTheConnectionGoesOn) {
-  // A short idle timeout, so a server that never answers the GET ends the exchange.
-  ASSERT_TRUE(Start(Tls(/*mutual=*/false), /*idle_timeout=*/std::chrono::seconds(2)).ok());
+  ASSERT_TRUE(Start(Tls(/*mutual=*/false)).ok());
   const std::string received = Exchange(
       "HEAD /a HTTP/1.1\r\nHost: localhost\r\n\r\n"
       "GET /b HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
@@ -204,14 +210,31 @@ TEST_F(HttpTlsTest, HeadIsAnsweredWithoutABodyAndTheConnectionGoesOn) {
 // As over plain HTTP: an answer the client does not take (it stops reading) is given up after
 // the idle timeout, so a shutdown does not wait for it.
 TEST_F(HttpTlsTest, AnAnswerTheClientDoesNotTakeIsGivenUpAfterTheTimeout) {
-  ASSERT_TRUE(Start(Tls(/*mutual=*/false), /*idle_timeout=*/std::chrono::seconds(1)).ok());
+  ASSERT_TRUE(Start(Tls(/*mutual=*/false), /*idle_timeout=*/std::chrono::seconds(30)).ok());
   asio::io_context io;
   ssl::context context = TrustingClientContext();
   beast::ssl_stream<beast::tcp_stream> stream(io, context);
   ASSERT_FALSE(Open(stream));
   asio::write(stream, asio::buffer(std::string("GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n")));
   big_answered_.get_future().wait();  // and never read
-  ExpectShutdownGivesUpTheUnreadAnswer(*server_);
+  ExpectShutdownGivesUpTheUnreadAnswer(*server_, clock_, std::chrono::seconds(30));
+}
+
+// Past the connection limit an HTTPS connection is closed at once: no handshake is spent on it.
+TEST_F(HttpTlsTest, ConnectionsPastTheLimitAreClosedWithoutAHandshake) {
+  ASSERT_TRUE(Start(Tls(/*mutual=*/false), std::chrono::seconds(300), /*max_connections=*/1).ok());
+  asio::io_context io;
+  ssl::context context = TrustingClientContext();
+  beast::ssl_stream<beast::tcp_stream> held(io, context);
+  ASSERT_FALSE(Open(held));
+  beast::ssl_stream<beast::tcp_stream> refused(io, context);
+  EXPECT_TRUE(Open(refused));
+  EXPECT_EQ(server_->stats().refused[static_cast<size_t>(HttpRefusal::kConnections)], 1u);
+  beast::error_code ignored;
+  held.shutdown(ignored);
+  beast::get_lowest_layer(held).close();
+  ASSERT_TRUE(testing::Eventually([&] { return server_->stats().open_connections == 0; }));
+  EXPECT_EQ(Get(ca_.cert_pem, nullptr), 200);
 }
 
 TEST_F(HttpTlsTest, MutualTlsRequiresAClientCertificateFromTheRootCa) {

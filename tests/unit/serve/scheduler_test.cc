@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core/cpu_affinity.h"
+#include "testing/fake_clock.h"
 
 namespace rampart::serve {
 namespace {
@@ -187,7 +188,8 @@ class SchedulerTest : public ::testing::Test {
 
   Recorder recorder_;
   Statistics stats_;
-  InstanceClock instance_clock_;  // for Start's `clock`; outlives the scheduler
+  InstanceClock instance_clock_;   // for Start's `clock`; outlives the scheduler
+  testing::FakeClock fake_clock_;  // likewise: moves only when a test says
   std::unique_ptr<Scheduler> scheduler_;
 };
 
@@ -403,8 +405,9 @@ TEST_F(SchedulerTest, BatcherWithoutDelayRunsALoneRequestDirectly) {
 // returns once it is running: the instance is busy meanwhile.
 class DirectExecutionTest : public SchedulerTest {
  protected:
+  // On clock_, which moves only when a test says: executions take no time unless it does.
   void StartBlockedDirectExecution(std::chrono::nanoseconds direct_limit) {
-    Start(Policy(0), 1, direct_limit);
+    Start(Policy(0), 1, direct_limit, {}, fake_clock_);
     ASSERT_GE(SendUntilDirect(1000), 2);
     caller_ = std::thread([&] { blocked_ = Send(-1); });
     ASSERT_TRUE(recorder_.WaitFor([&] { return recorder_.active == 1; }));
@@ -470,9 +473,9 @@ TEST_F(DirectExecutionTest, RequestsQueuedBehindASlowExecutionGoToTheInstanceThr
   StartBlockedDirectExecution(std::chrono::milliseconds(1));
   auto queued = Send(7);
   EXPECT_EQ(scheduler_->QueueSize(), 1u);
-  // Not synchronisation: the blocked execution must take long enough (20 ms, over eight times
-  // the limit) to lift the smoothed execution time above the direct-execution limit.
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The blocked execution takes 20 ms by the scheduler's clock, enough (over eight times the
+  // limit) to lift the smoothed execution time above the direct-execution limit.
+  fake_clock_.Advance(std::chrono::milliseconds(20));
   recorder_.Release();
   caller_.join();
   ASSERT_TRUE(blocked_.get().ok());

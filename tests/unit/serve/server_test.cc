@@ -79,6 +79,73 @@ TEST(InferenceServer, TheIndexListsModelsNoLoadHasTriedByNameOnly) {
   EXPECT_EQ(server.UnloadModel("add").message(), "the server is shutting down");
 }
 
+// Triton answers an unload of a model that is not loaded (never loaded, unloaded already, or
+// not in the repository at all) with success, and does nothing.
+TEST(InferenceServer, UnloadingAModelThatIsNotLoadedSucceedsAndChangesNothing) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/true), backends);
+  EXPECT_TRUE(server.UnloadModel("add").ok());
+  EXPECT_TRUE(server.UnloadModel("no_such_model").ok());
+  std::vector<ModelIndexEntry> index = server.RepositoryIndex();
+  ASSERT_EQ(index.size(), 2u);
+  EXPECT_EQ(index[0].state, "");  // still listed by name only: no load has tried it
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  ASSERT_TRUE(server.UnloadModel("add").ok());
+  EXPECT_TRUE(server.UnloadModel("add", /*unload_dependents=*/true).ok());
+  index = server.RepositoryIndex();
+  EXPECT_EQ(index[0].reason, "unloaded");
+  EXPECT_TRUE(server.IsReady());
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+// Triton reloads beside the serving versions and, when the reload fails, keeps them as they
+// were, in the index too: no row of its own for the failure. A new version that failed shows as
+// that version, UNAVAILABLE with its reason (and strict readiness counts it), as in Triton.
+TEST(InferenceServer, AFailedReloadLeavesTheIndexAsItWas) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/true), backends);
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  const auto add_rows = [&server] {
+    std::vector<ModelIndexEntry> rows;
+    for (ModelIndexEntry& entry : server.RepositoryIndex()) {
+      if (entry.name == "add") rows.push_back(std::move(entry));
+    }
+    return rows;
+  };
+  WriteModel(repository.path(), "add", "name: \"add\" max_batch_size: eight");
+  EXPECT_FALSE(server.LoadModel("add").ok());
+  std::vector<ModelIndexEntry> rows = add_rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].version, "1");
+  EXPECT_EQ(rows[0].state, "READY");
+  EXPECT_EQ(rows[0].reason, "");
+  EXPECT_TRUE(server.IsReady());
+
+  // Version 2 needs a warm-up file only version 1 has.
+  WriteModel(repository.path(), "add",
+             std::string(kAddConfig) +
+                 "version_policy { all {} } model_warmup [ { name: \"w\" batch_size: 1 inputs "
+                 "[ { key: \"INPUT0\" value { data_type: TYPE_INT32 dims: [ 1 ] "
+                 "input_data_file: \"one\" } }, { key: \"INPUT1\" value { data_type: "
+                 "TYPE_INT32 dims: [ 1 ] zero_data: true } } ] } ]");
+  std::filesystem::create_directories(repository.path() / "add" / "1" / "warmup");
+  std::ofstream(repository.path() / "add" / "1" / "warmup" / "one") << std::string(4, '\0');
+  std::filesystem::create_directories(repository.path() / "add" / "2");
+  EXPECT_FALSE(server.LoadModel("add").ok());
+  rows = add_rows();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].version, "1");
+  EXPECT_EQ(rows[0].state, "READY");
+  EXPECT_EQ(rows[1].version, "2");
+  EXPECT_EQ(rows[1].state, "UNAVAILABLE");
+  EXPECT_NE(rows[1].reason.find("model_warmup 'w'"), std::string::npos) << rows[1].reason;
+  EXPECT_FALSE(server.IsReady());
+  EXPECT_TRUE(server.GetModel("add", 1).ok());  // still serving
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
 TEST(InferenceServer, WithoutStrictReadinessAFailedModelLeavesTheServerReady) {
   RepositoryDir repository;
   backend::BackendRegistry backends = AddBackends();
