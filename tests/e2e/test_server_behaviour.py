@@ -333,9 +333,11 @@ def test_help_shows_every_default(fixture: Fixture) -> str:
 
 def test_missing_repository(fixture: Fixture) -> str:
     missing = os.path.join(fixture.work_dir, "no-such-repository")
+    # Every port 0: the ports are checked first, and the default 8002 may be taken here.
     command = [fixture.binary, "serve", "--model-repository", missing,
                "--http-port", "0", "--http-address", "127.0.0.1", "--grpc-port", "0",
-               "--grpc-address", "127.0.0.1"]
+               "--grpc-address", "127.0.0.1", "--metrics-port", "0",
+               "--metrics-address", "127.0.0.1"]
     try:
         result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
                                 timeout=30)
