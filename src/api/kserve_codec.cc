@@ -126,7 +126,8 @@ Status FlattenBytes(simdjson::dom::element data, std::string_view tensor, size_t
     if (data.get_string().get(text) != simdjson::SUCCESS) {
       return ElementTypeError(data, tensor, count, "a string");
     }
-    tensor::AppendBytesElement(text, out);
+    RETURN_IF_ERROR(
+        tensor::AppendBytesElement(text, out).WithContext(fmt::format("input '{}'", tensor)));
     ++count;
     return Status::Ok();
   }

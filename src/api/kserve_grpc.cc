@@ -141,12 +141,9 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     return Answer(context, [&] {
       Result<int64_t> version = ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
-      auto model = server_.GetModel(request->name(), *version);
-      if (!model.ok()) return ToGrpcStatus(model.status());
-      auto versions = server_.GetVersions(request->name());
-      FillModelMetadata(
-          **model, versions.ok() ? *versions : std::vector<std::shared_ptr<serve::ModelVersion>>(),
-          *response);
+      Result<serve::ModelMetadata> metadata = server_.Metadata(request->name(), *version);
+      if (!metadata.ok()) return ToGrpcStatus(metadata.status());
+      FillModelMetadata(*metadata, *response);
       return grpc::Status::OK;
     });
   }
@@ -168,21 +165,13 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
                                             const inference::ModelStatisticsRequest* request,
                                             inference::ModelStatisticsResponse* response) override {
     return Answer(context, [&] {
-      std::vector<std::shared_ptr<serve::ModelVersion>> models;
-      if (request->name().empty()) {
-        models = server_.AllModels();
-      } else if (request->version().empty()) {
-        auto versions = server_.GetVersions(request->name());
-        if (!versions.ok()) return ToGrpcStatus(versions.status());
-        models = std::move(versions).value();
-      } else {
-        Result<int64_t> version = ParseModelVersion(request->version());
-        if (!version.ok()) return ToGrpcStatus(version.status());
-        auto model = server_.GetModel(request->name(), *version);
-        if (!model.ok()) return ToGrpcStatus(model.status());
-        models.push_back(std::move(model).value());
-      }
-      for (const auto& model : models) FillModelStatistics(*model, *response->add_model_stats());
+      Result<int64_t> version = request->version().empty() ? Result<int64_t>(serve::kLatestVersion)
+                                                           : ParseModelVersion(request->version());
+      if (!version.ok()) return ToGrpcStatus(version.status());
+      Result<std::vector<std::shared_ptr<serve::ModelVersion>>> models =
+          server_.StatisticsTargets(request->name(), *version);
+      if (!models.ok()) return ToGrpcStatus(models.status());
+      for (const auto& model : *models) FillModelStatistics(*model, *response->add_model_stats());
       return grpc::Status::OK;
     });
   }

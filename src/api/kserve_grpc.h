@@ -1,8 +1,8 @@
 #pragma once
 
-// KServe v2 / Triton gRPC front end (PROTOCOLS.md §3): `inference.GRPCInferenceService` on its
-// own port, over the same InferenceServer as the HTTP front end, plus the standard
-// `grpc.health.v1.Health` service and server reflection.
+// KServe v2 / Triton gRPC front end (docs/triton-compatibility.md):
+// `inference.GRPCInferenceService` on its own port, over the same InferenceServer as the HTTP front
+// end, plus the standard `grpc.health.v1.Health` service and server reflection.
 //
 // Every RPC uses gRPC's callback API: handlers run on gRPC's own threads, hand infer requests to
 // the server and return at once; the completion callback (on an instance thread) finishes the

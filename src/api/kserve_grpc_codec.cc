@@ -127,7 +127,8 @@ Status DecodeContents(const InferTensorContents& contents, int64_t element_count
     case DataType::kFp64: AppendSame(contents.fp64_contents(), t.data); return Status::Ok();
     case DataType::kBytes:
       for (const std::string& element : contents.bytes_contents()) {
-        tensor::AppendBytesElement(element, t.data);
+        RETURN_IF_ERROR(tensor::AppendBytesElement(element, t.data)
+                            .WithContext(fmt::format("input '{}'", t.name)));
       }
       return Status::Ok();
     default: break;
@@ -204,20 +205,6 @@ Status RejectSharedMemory(const google::protobuf::Map<std::string, InferParamete
 void FillDuration(const serve::Duration& duration, inference::StatisticDuration& out) {
   out.set_count(duration.count);
   out.set_ns(duration.ns);
-}
-
-template <typename Tensors>
-void FillTensorMetadata(
-    const Tensors& tensors, bool batched,
-    google::protobuf::RepeatedPtrField<inference::ModelMetadataResponse::TensorMetadata>& out) {
-  for (const auto& tensor : tensors) {
-    inference::ModelMetadataResponse::TensorMetadata& metadata = *out.Add();
-    metadata.set_name(tensor.name());
-    metadata.set_datatype(
-        std::string(tensor::DataTypeName(model::ToTensorType(tensor.data_type()))));
-    if (batched) metadata.add_shape(-1);
-    for (int64_t dim : tensor.dims()) metadata.add_shape(dim);
-  }
 }
 
 }  // namespace
@@ -335,16 +322,21 @@ void EncodeInferResponse(serve::InferResponse& response, inference::ModelInferRe
   }
 }
 
-void FillModelMetadata(const serve::ModelVersion& model,
-                       const std::vector<std::shared_ptr<serve::ModelVersion>>& versions,
+void FillModelMetadata(const serve::ModelMetadata& metadata,
                        inference::ModelMetadataResponse& out) {
-  const model::ModelConfig& config = model.config();
-  out.set_name(config.name());
-  for (const auto& each : versions) out.add_versions(std::to_string(each->version()));
-  out.set_platform(config.platform());
-  const bool batched = config.max_batch_size() > 0;
-  FillTensorMetadata(config.input(), batched, *out.mutable_inputs());
-  FillTensorMetadata(config.output(), batched, *out.mutable_outputs());
+  out.set_name(metadata.name);
+  for (const std::string& version : metadata.versions) out.add_versions(version);
+  out.set_platform(metadata.platform);
+  const auto fill = [](const std::vector<serve::TensorMetadata>& tensors, auto& fields) {
+    for (const serve::TensorMetadata& tensor : tensors) {
+      inference::ModelMetadataResponse::TensorMetadata& field = *fields.Add();
+      field.set_name(tensor.name);
+      field.set_datatype(tensor.datatype);
+      for (int64_t dim : tensor.shape) field.add_shape(dim);
+    }
+  };
+  fill(metadata.inputs, *out.mutable_inputs());
+  fill(metadata.outputs, *out.mutable_outputs());
 }
 
 void FillModelStatistics(const serve::ModelVersion& model, inference::ModelStatistics& out) {

@@ -14,18 +14,17 @@ namespace {
 
 constexpr std::string_view kHeaderLength = "inference-header-content-length";
 
-void WriteTensorMetadata(json::Writer& writer, const auto& tensors, bool batched) {
+void WriteTensorMetadata(json::Writer& writer, const std::vector<serve::TensorMetadata>& tensors) {
   writer.StartArray();
-  for (const auto& tensor : tensors) {
+  for (const serve::TensorMetadata& tensor : tensors) {
     writer.StartObject();
     writer.Key("name");
-    writer.String(tensor.name());
+    writer.String(tensor.name);
     writer.Key("datatype");
-    writer.String(tensor::DataTypeName(model::ToTensorType(tensor.data_type())));
+    writer.String(tensor.datatype);
     writer.Key("shape");
     writer.StartArray();
-    if (batched) writer.Int64(-1);
-    for (int64_t dim : tensor.dims()) writer.Int64(dim);
+    for (int64_t dim : tensor.shape) writer.Int64(dim);
     writer.EndArray();
     writer.EndObject();
   }
@@ -270,27 +269,22 @@ net::HttpResponse KServeHttp::ServerMetadata() const {
 }
 
 net::HttpResponse KServeHttp::ModelMetadata(std::string_view model, int64_t version) const {
-  Result<std::shared_ptr<serve::ModelVersion>> loaded = server_.GetModel(model, version);
-  if (!loaded.ok()) return KServeError(loaded.status());
-  Result<std::vector<std::shared_ptr<serve::ModelVersion>>> versions = server_.GetVersions(model);
-  const model::ModelConfig& config = (*loaded)->config();
+  Result<serve::ModelMetadata> metadata = server_.Metadata(model, version);
+  if (!metadata.ok()) return KServeError(metadata.status());
   json::Writer writer;
   writer.StartObject();
   writer.Key("name");
-  writer.String(config.name());
+  writer.String(metadata->name);
   writer.Key("versions");
   writer.StartArray();
-  if (versions.ok()) {
-    for (const auto& each : *versions) writer.String(std::to_string(each->version()));
-  }
+  for (const std::string& each : metadata->versions) writer.String(each);
   writer.EndArray();
   writer.Key("platform");
-  writer.String(config.platform());
-  const bool batched = config.max_batch_size() > 0;
+  writer.String(metadata->platform);
   writer.Key("inputs");
-  WriteTensorMetadata(writer, config.input(), batched);
+  WriteTensorMetadata(writer, metadata->inputs);
   writer.Key("outputs");
-  WriteTensorMetadata(writer, config.output(), batched);
+  WriteTensorMetadata(writer, metadata->outputs);
   writer.EndObject();
   return JsonResponse(writer.Take());
 }
@@ -308,23 +302,14 @@ net::HttpResponse KServeHttp::ModelReady(std::string_view model, int64_t version
 }
 
 net::HttpResponse KServeHttp::Statistics(std::string_view model, int64_t version) const {
-  std::vector<std::shared_ptr<serve::ModelVersion>> models;
-  if (model.empty()) {
-    models = server_.AllModels();
-  } else if (version == serve::kLatestVersion) {
-    Result<std::vector<std::shared_ptr<serve::ModelVersion>>> versions = server_.GetVersions(model);
-    if (!versions.ok()) return KServeError(versions.status());
-    models = std::move(versions).value();
-  } else {
-    Result<std::shared_ptr<serve::ModelVersion>> loaded = server_.GetModel(model, version);
-    if (!loaded.ok()) return KServeError(loaded.status());
-    models.push_back(std::move(loaded).value());
-  }
+  Result<std::vector<std::shared_ptr<serve::ModelVersion>>> models =
+      server_.StatisticsTargets(model, version);
+  if (!models.ok()) return KServeError(models.status());
   json::Writer writer;
   writer.StartObject();
   writer.Key("model_stats");
   writer.StartArray();
-  for (const auto& each : models) WriteModelStats(writer, *each);
+  for (const auto& each : *models) WriteModelStats(writer, *each);
   writer.EndArray();
   writer.EndObject();
   return JsonResponse(writer.Take());

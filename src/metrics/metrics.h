@@ -76,9 +76,8 @@ class Gauge {
 // model's requests wait out its queue delay (milliseconds), and a large model or batch computes
 // for tens to hundreds of ms; past 5 s a request is better counted in +Inf than resolved. Three
 // bounds per decade keep each bucket within 2.5 times its lower bound, so a quantile
-// histogram_quantile interpolates in a bucket is off by less than that factor at any scale. (The
-// old default started at 1 ms: every fast model read p50 = 0.5 ms and p99 = 0.99 ms, whatever its
-// real latency.)
+// histogram_quantile interpolates in a bucket is off by less than that factor at any scale, and
+// nothing under a millisecond falls into one coarse first bucket.
 inline constexpr std::array<double, 18> kDefaultDurationBucketsUs = {
     10,    25,    50,    100,    250,    500,    1000,    2500,    5000,
     10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000};

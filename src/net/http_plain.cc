@@ -61,9 +61,8 @@ struct PlainIo {
 // Answers are sent at the end of the loop's turn, all of those written during it together
 // (PlainIo::SendAnswers), not one by one as they are written. A client's thread blocked in
 // epoll_wait is woken by the first answer that reaches it; sent together, the rest are there when
-// it looks, and it does not preempt this thread between answers. At 64 connections on `simple`
-// both wrk and Rampart spent ~1 us less CPU per request and throughput rose 5-10 % in
-// alternating pairs (docs/benchmarks.md). An answer waits at most for the rest of the turn's
+// it looks, and it does not preempt this thread between answers (both sides spend less CPU per
+// request; figures in docs/benchmarks.md). An answer waits at most for the rest of the turn's
 // work, and one written while its request is still being dispatched (a fast model run on this
 // thread) is sent after the handler returns, so pipelined requests are answered in order without
 // recursion.

@@ -1,6 +1,6 @@
 #pragma once
 
-// BatchQueue: the dynamic batcher's state machine (Triton semantics, PROTOCOLS.md §5).
+// BatchQueue: the dynamic batcher's state machine (Triton semantics, docs/triton-compatibility.md).
 //
 // The rules, in the order Next() applies them:
 //  1. Requests whose client has gone away are dropped (Cancelled) when the batcher comes to

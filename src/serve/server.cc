@@ -53,6 +53,39 @@ std::vector<std::shared_ptr<ModelVersion>> InferenceServer::AllModels() const {
   return all;
 }
 
+Result<ModelMetadata> InferenceServer::Metadata(std::string_view name, int64_t version) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<ModelVersion> loaded, GetModel(name, version));
+  const model::ModelConfig& config = loaded->config();
+  ModelMetadata metadata;
+  metadata.name = config.name();
+  if (Result<std::vector<std::shared_ptr<ModelVersion>>> versions = GetVersions(name);
+      versions.ok()) {
+    for (const auto& each : *versions) metadata.versions.push_back(std::to_string(each->version()));
+  }
+  metadata.platform = config.platform();
+  const bool batched = config.max_batch_size() > 0;
+  const auto describe = [batched](const auto& tensors, std::vector<TensorMetadata>& out) {
+    for (const auto& tensor : tensors) {
+      TensorMetadata& described = out.emplace_back();
+      described.name = tensor.name();
+      described.datatype = tensor::DataTypeName(model::ToTensorType(tensor.data_type()));
+      if (batched) described.shape.push_back(-1);
+      described.shape.insert(described.shape.end(), tensor.dims().begin(), tensor.dims().end());
+    }
+  };
+  describe(config.input(), metadata.inputs);
+  describe(config.output(), metadata.outputs);
+  return metadata;
+}
+
+Result<std::vector<std::shared_ptr<ModelVersion>>> InferenceServer::StatisticsTargets(
+    std::string_view name, int64_t version) const {
+  if (name.empty()) return AllModels();
+  if (version == kLatestVersion) return GetVersions(name);
+  ASSIGN_OR_RETURN(std::shared_ptr<ModelVersion> loaded, GetModel(name, version));
+  return std::vector<std::shared_ptr<ModelVersion>>{std::move(loaded)};
+}
+
 bool InferenceServer::IsReady() const {
   if (in_flight_.draining()) return false;
   if (!options_.strict_readiness) return true;

@@ -76,6 +76,23 @@ struct ServerOptions {
   ServerObserver* observer = nullptr;
 };
 
+// A tensor as model metadata describes it: its wire datatype name ("FP32", "BYTES") and its
+// shape, the batch dimension (-1) first when the model batches.
+struct TensorMetadata {
+  std::string name;
+  std::string datatype;
+  std::vector<int64_t> shape;
+};
+
+// A model's metadata, protocol-neutral: each front end writes this in its own form.
+struct ModelMetadata {
+  std::string name;
+  std::vector<std::string> versions;  // every loaded version, ascending
+  std::string platform;
+  std::vector<TensorMetadata> inputs;
+  std::vector<TensorMetadata> outputs;
+};
+
 // What the repository index reports for one model (version).
 struct ModelIndexEntry {
   std::string name;
@@ -156,6 +173,12 @@ class InferenceServer {
   Result<std::vector<std::shared_ptr<ModelVersion>>> GetVersions(std::string_view name) const;
   // Every loaded version of every model, by name then version.
   std::vector<std::shared_ptr<ModelVersion>> AllModels() const;
+  // The metadata of a loaded version (kLatestVersion: the highest). Errors: NotFound as GetModel.
+  Result<ModelMetadata> Metadata(std::string_view name, int64_t version) const;
+  // The versions a statistics request covers: every model's when `name` is empty, every
+  // version of `name` for kLatestVersion, else the one. Errors: NotFound as GetModel.
+  Result<std::vector<std::shared_ptr<ModelVersion>>> StatisticsTargets(std::string_view name,
+                                                                       int64_t version) const;
   std::vector<ModelIndexEntry> RepositoryIndex() const;
 
   // Canary releases (serve/canary.h): requests that name no version are split between the

@@ -271,7 +271,9 @@ class TorchInstance final : public ModelInstance {
         if (!element.isString()) {
           return Internal("model '{}': output '{}' must be a List[str]", model_name_, binding.name);
         }
-        tensor::AppendBytesElement(element.toStringRef(), out.data);
+        RETURN_IF_ERROR(
+            tensor::AppendBytesElement(element.toStringRef(), out.data)
+                .WithContext(fmt::format("model '{}': output '{}'", model_name_, binding.name)));
       }
       out.shape = {static_cast<int64_t>(list.size())};
       return out;

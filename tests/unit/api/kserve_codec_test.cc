@@ -229,7 +229,7 @@ serve::InferResponse SampleResponse() {
   out.data.assign(reinterpret_cast<const char*>(values), 8);
   response.outputs.push_back(out);
   tensor::Tensor text{"s", tensor::DataType::kBytes, {1}, {}};
-  tensor::AppendBytesElement("ok", text.data);
+  EXPECT_TRUE(tensor::AppendBytesElement("ok", text.data).ok());
   response.outputs.push_back(text);
   return response;
 }
@@ -260,7 +260,7 @@ TEST(EncodeInferResponse, AppendsBinaryOutputsAfterTheJson) {
 TEST(EncodeInferResponse, ALargeStringComesBackWithoutItsWorstCaseReserve) {
   serve::InferResponse response;
   tensor::Tensor text{"s", tensor::DataType::kBytes, {1}, {}};
-  tensor::AppendBytesElement(std::string(8 << 20, 'x'), text.data);
+  EXPECT_TRUE(tensor::AppendBytesElement(std::string(8 << 20, 'x'), text.data).ok());
   response.outputs.push_back(std::move(text));
   auto encoded = EncodeInferResponse(response, {});
   ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();

@@ -524,8 +524,8 @@ TEST(ProcessCollector, ReadsTheRealProcOnLinux) {
 
 // ---- promtool -----------------------------------------------------------------------------------
 
-// A registry shaped like the server's: Triton's names (PROTOCOLS.md §4) per model and version,
-// Rampart's latency histograms, a Triton-style summary and the process collector.
+// A registry shaped like the server's: Triton's names (docs/triton-compatibility.md) per model and
+// version, Rampart's latency histograms, a Triton-style summary and the process collector.
 void FillRealisticRegistry(Registry& registry) {
   const std::vector<std::string> kModelLabels = {"model", "version"};
   const std::vector<std::vector<std::string>> kModels = {
