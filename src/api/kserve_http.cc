@@ -163,7 +163,7 @@ void WriteAccessLog(const net::HttpRequest& request, std::string_view trace_id, 
   line.Key("total_us");
   line.Double(total_ns / 1e3);
   line.EndObject();
-  LOG_INFO("{}", line.view());
+  LogInfoJsonObject(line.view());
 }
 
 }  // namespace

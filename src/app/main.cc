@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -90,6 +91,22 @@ class ShutdownSignals {
   sigset_t unblocked_;               // the thread's mask while waiting
 };
 
+// Opens the listening socket of one front end, named by its flags in the one line logged when it
+// cannot: "--http-port 8000: address already in use".
+std::optional<net::Listener> OpenListener(std::string_view port_flag, int port,
+                                          std::string_view address_flag,
+                                          const std::string& address) {
+  Result<net::Listener> listener = net::Listener::Open(address, static_cast<uint16_t>(port));
+  if (listener.ok()) return std::move(listener).value();
+  if (listener.status().code() != StatusCode::kUnavailable) {
+    LOG_ERROR("{} {}: {}", address_flag, address, listener.status().message());
+  } else {
+    LOG_ERROR("{} {}: {}{}", port_flag, port, listener.status().message(),
+              address == "0.0.0.0" ? "" : fmt::format(" (on {} {})", address_flag, address));
+  }
+  return std::nullopt;
+}
+
 // rampart_http_refused_total's reasons: the HTTP server's limits, and a full repository queue.
 constexpr std::string_view kRepositoryQueueRefusal = "repository_queue";
 std::vector<std::string> RefusalReasons() {
@@ -101,12 +118,13 @@ std::vector<std::string> RefusalReasons() {
   return reasons;
 }
 
-// Serves /metrics in Prometheus text format on its own port. A scrape (which reads /proc and
-// takes the registry's locks) runs on `scrapes`, off the I/O thread; `scrapes` must be stopped
-// before the server goes.
+// Serves /metrics in Prometheus text format on its own port, on `listener` (opened before the
+// models load). A scrape (which reads /proc and takes the registry's locks) runs on `scrapes`,
+// off the I/O thread; `scrapes` must be stopped before the server goes.
 Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings& settings,
                                                             const metrics::Registry& registry,
-                                                            SerialWorker& scrapes) {
+                                                            SerialWorker& scrapes,
+                                                            net::Listener listener) {
   net::HttpServerOptions options;
   options.address = settings.metrics_address;
   options.port = static_cast<uint16_t>(settings.metrics_port);
@@ -114,7 +132,8 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
   options.max_body_bytes = 64 * 1024;
   options.name = "metrics";
   return net::HttpServer::Start(
-      options, [&registry, &scrapes](net::HttpRequest&& request, net::Responder responder) {
+      options,
+      [&registry, &scrapes](net::HttpRequest&& request, net::Responder responder) {
         net::HttpResponse response;
         if (request.path() != "/metrics") {
           response.status = 404;
@@ -137,7 +156,8 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
           return;
         }
         responder.Send(std::move(response));
-      });
+      },
+      std::move(listener));
 }
 
 api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings) {
@@ -217,6 +237,32 @@ int Serve(const ServeSettings& settings) {
   options.direct_execution_limit = std::chrono::microseconds(settings.direct_execution_max_us);
   options.default_max_queue_size = settings.default_max_queue_size;
   options.observer = serve_metrics.get();
+
+  // Every port is checked before the models load, which can take minutes. HTTP's and the
+  // metrics' sockets are opened here and kept, so nothing can take them meanwhile (connections
+  // wait in the backlog until serving starts); gRPC binds its own socket, so its port is only
+  // tried here (a name rather than an IP address is left for gRPC to resolve).
+  std::optional<net::Listener> http_listener =
+      OpenListener("--http-port", settings.http_port, "--http-address", settings.http_address);
+  std::optional<net::Listener> metrics_listener;
+  if (settings.allow_metrics) {
+    metrics_listener = OpenListener("--metrics-port", settings.metrics_port, "--metrics-address",
+                                    settings.metrics_address);
+  }
+  bool grpc_port_free = true;
+  if (settings.allow_grpc && settings.grpc_port != 0) {
+    Result<net::Listener> tried =
+        net::Listener::Open(settings.grpc_address, static_cast<uint16_t>(settings.grpc_port));
+    if (!tried.ok() && tried.status().code() == StatusCode::kUnavailable) {
+      grpc_port_free =
+          OpenListener("--grpc-port", settings.grpc_port, "--grpc-address", settings.grpc_address)
+              .has_value();
+    }
+  }
+  if (!http_listener || (settings.allow_metrics && !metrics_listener) || !grpc_port_free) {
+    return 1;
+  }
+
   auto server = std::make_unique<serve::InferenceServer>(options, backends);
   if (Status loaded = server->LoadStartupModels(); !loaded.ok()) {
     LOG_ERROR("{}", loaded.message());
@@ -268,9 +314,11 @@ int Serve(const ServeSettings& settings) {
                                            .mutual = settings.http_ssl_mutual};
   }
   auto http = net::HttpServer::Start(
-      http_options, [&kserve](net::HttpRequest&& request, net::Responder responder) {
+      http_options,
+      [&kserve](net::HttpRequest&& request, net::Responder responder) {
         kserve.Handle(std::move(request), std::move(responder));
-      });
+      },
+      std::move(*http_listener));
   if (!http.ok()) {
     LOG_ERROR("{}", http.status().message());
     return 1;
@@ -278,7 +326,7 @@ int Serve(const ServeSettings& settings) {
   SerialWorker scrapes("metrics-scrape", /*max_queued=*/4);
   std::unique_ptr<net::HttpServer> metrics_http;
   if (settings.allow_metrics) {
-    auto started = StartMetricsServer(settings, registry, scrapes);
+    auto started = StartMetricsServer(settings, registry, scrapes, std::move(*metrics_listener));
     if (!started.ok()) {
       LOG_ERROR("metrics: {}", started.status().message());
       return 1;
@@ -353,14 +401,22 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   CLI::App* serve = app->add_subcommand(
       "serve",
       "Serve the models of a Triton-layout model repository over KServe v2 HTTP and gRPC.");
-  // A flag with a value whose default `--help` shows.
+  // `--help` shows every flag's default the same way, after its type: `INT=8000`,
+  // `BOOLEAN=true` (flags whose default is empty, such as file paths, show none).
+  // A flag with a value.
   const auto option = [serve](std::string name, auto& value, std::string help) {
     return serve->add_option(std::move(name), value, std::move(help))->capture_default_str();
   };
-  // A boolean flag that may also be given a value (--allow-grpc=false).
+  // A boolean flag: alone it means true; it also takes a value (--allow-grpc=false or
+  // --allow-grpc false).
   const auto switch_flag = [serve](std::string name, bool& value, std::string help) {
-    return serve->add_flag(std::move(name), value, std::move(help))->expected(0, 1);
+    return serve->add_flag(std::move(name), value, std::move(help))
+        ->expected(0, 1)
+        ->option_text(value ? "BOOLEAN=true" : "BOOLEAN=false");
   };
+  serve->footer(
+      "A BOOLEAN flag alone means true; --flag=false (or --flag false) turns it off. Flags "
+      "override the --config file.");
   serve
       ->add_option("--config", config_file,
                    "YAML config file (sections server: and http:); flags override it")
@@ -407,8 +463,7 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   switch_flag("--http-ssl-mutual", settings.http_ssl_mutual,
               "HTTPS with mutual TLS: clients must present a "
               "certificate signed by --http-ssl-root-cert");
-  switch_flag("--allow-grpc", settings.allow_grpc,
-              "Serve KServe v2 gRPC (true/false; default true)");
+  switch_flag("--allow-grpc", settings.allow_grpc, "Serve KServe v2 gRPC");
   option("--grpc-address", settings.grpc_address, "Address the gRPC server binds");
   option("--grpc-port", settings.grpc_port, "gRPC port (0 picks a free one and prints it)");
   option("--grpc-max-input-size", settings.grpc_max_input_size,
@@ -426,16 +481,18 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   serve->add_option("--grpc-root-cert", settings.grpc_root_cert,
                     "PEM CA certificate(s) that sign client certificates");
   option("--metrics-port", settings.metrics_port, "Prometheus metrics port (/metrics)");
-  option("--allow-metrics", settings.allow_metrics, "Serve Prometheus metrics (true/false)");
+  switch_flag("--allow-metrics", settings.allow_metrics, "Serve Prometheus metrics");
   option("--metrics-address", settings.metrics_address, "Address the metrics server binds");
-  serve->add_option(
-      "--metrics-histogram-buckets", settings.metrics_histogram_buckets,
-      "Latency histogram bucket bounds in microseconds, exported in seconds (default " +
-          std::string(metrics::kDefaultDurationBucketsUsText) +
-          ": 10 us to 5 s); a model's metrics_histogram_buckets parameter overrides it");
-  serve->add_flag("--metrics-summaries", settings.metrics_summaries,
-                  "Also export p50/p90/p99 summaries (Triton's "
-                  "nv_inference_*_summary_us)");
+  serve
+      ->add_option("--metrics-histogram-buckets", settings.metrics_histogram_buckets,
+                   "Latency histogram bucket bounds in microseconds, exported in seconds (the "
+                   "default: 10 us to 5 s); a model's metrics_histogram_buckets parameter "
+                   "overrides it")
+      ->default_str(settings.metrics_histogram_buckets.empty()
+                        ? std::string(metrics::kDefaultDurationBucketsUsText)
+                        : settings.metrics_histogram_buckets);
+  switch_flag("--metrics-summaries", settings.metrics_summaries,
+              "Also export p50/p90/p99 summaries (Triton's nv_inference_*_summary_us)");
   option("--default-max-queue-size", settings.default_max_queue_size,
          "Requests a model's queue (each priority level's) holds when its config sets no "
          "max_queue_size; more get 503 at once (0 = unbounded, as Triton)");
@@ -447,13 +504,12 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
          "intra-op budget then divides these instead of every core (default: any)");
   option("--http-cpus", settings.http_cpus,
          "CPUs (a list like 0-1) that HTTP I/O threads run on (default: any)");
-  option("--http-sched-batch", settings.http_sched_batch,
-         "Run HTTP I/O threads under SCHED_BATCH (true/false): their wake-ups then do "
-         "not preempt a busy thread, such as a model instance mid-batch");
-  option("--strict-readiness", settings.strict_readiness,
-         "Whether /v2/health/ready (and gRPC ServerReady) answers ready only while "
-         "every model in the repository is loaded (true/false); models unloaded on "
-         "request do not count");
+  switch_flag("--http-sched-batch", settings.http_sched_batch,
+              "Run HTTP I/O threads under SCHED_BATCH: their wake-ups then do not preempt a "
+              "busy thread, such as a model instance mid-batch");
+  switch_flag("--strict-readiness", settings.strict_readiness,
+              "Whether /v2/health/ready (and gRPC ServerReady) answers ready only while every "
+              "model in the repository is loaded; models unloaded on request do not count");
   option("--threads-per-instance", settings.threads_per_instance,
          "Intra-op threads per model instance (0 = cores divided by "
          "the model's instances); a model's INTRA_OP_THREAD_COUNT "
@@ -465,9 +521,8 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   option("--log-verbose", settings.log_verbose, "Verbose logging level (0 = info, >0 = debug)");
   option("--log-format", settings.log_format,
          "Log lines: 'default' (text) or 'json' (one object a line)");
-  serve->add_flag("--access-log", settings.access_log,
-                  "Log one JSON line per infer request with its trace id and "
-                  "per-stage timing");
+  switch_flag("--access-log", settings.access_log,
+              "Log one JSON line per infer request with its trace id and per-stage timing");
 
   return app;
 }

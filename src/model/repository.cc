@@ -25,12 +25,37 @@ bool ParseVersion(const std::string& name, int64_t& version) {
   return error == std::errc() && ptr == end && version >= 0;
 }
 
+// A config naming neither platform nor backend is completed from the model's files, as Triton
+// completes it (AutoCompleteBackendFields): `default_model_filename: "model.pt"`, or no
+// default_model_filename and a file model.pt in the first version folder, make it a PyTorch
+// model. Triton looks in the first sub-folder by name, whatever its name; so does this.
+void CompleteBackendFromFiles(const std::filesystem::path& model_directory, ModelConfig& config) {
+  if (!config.platform().empty() || !config.backend().empty()) return;
+  constexpr std::string_view kTorchFile = "model.pt";
+  if (config.default_model_filename() == kTorchFile) {
+    config.set_backend(std::string(kPytorchBackend));
+    return;
+  }
+  if (!config.default_model_filename().empty()) return;
+  std::error_code error;
+  std::vector<std::string> folders;
+  for (const auto& entry : std::filesystem::directory_iterator(model_directory, error)) {
+    if (entry.is_directory(error)) folders.push_back(entry.path().filename().string());
+  }
+  if (folders.empty()) return;
+  const std::string first = *std::min_element(folders.begin(), folders.end());
+  if (std::filesystem::is_regular_file(model_directory / first / kTorchFile, error)) {
+    config.set_backend(std::string(kPytorchBackend));
+  }
+}
+
 }  // namespace
 
 namespace {
 
 Result<ModelSource> Select(const std::filesystem::path& model_directory, ModelConfig config,
                            std::string_view file) {
+  CompleteBackendFromFiles(model_directory, config);
   RETURN_IF_ERROR(CompleteAndValidate(config, model_directory.filename().string(), file));
   ModelSource source;
   source.name = model_directory.filename().string();

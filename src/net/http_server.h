@@ -107,12 +107,43 @@ struct HttpServerOptions {
   bool sched_batch = false;           // I/O threads under SCHED_BATCH (UseBatchScheduling)
 };
 
+// A listening TCP socket opened before its server starts, so that a port already in use is found
+// before anything slow (loading models) and nothing can take the port meanwhile; connections
+// wait in its backlog until the server accepts them. Move-only; closes the socket unless a
+// server took it.
+class Listener {
+ public:
+  // Binds `address`:`port` (an IP address; port 0 picks a free one) and listens. Errors:
+  // InvalidArgument "not an IP address: ..." when the address does not parse; Unavailable with
+  // the OS's reason alone, lower case ("address already in use", "permission denied"), for the
+  // caller to say which listener it is.
+  static Result<Listener> Open(const std::string& address, uint16_t port);
+
+  Listener() = default;
+  Listener(Listener&& other) noexcept;
+  Listener& operator=(Listener&& other) noexcept;
+  ~Listener();
+
+  uint16_t port() const;  // the bound port (the chosen one when Open was given 0)
+  int Release();          // hands the socket over; -1 when there is none
+  bool open() const { return fd_ >= 0; }
+
+ private:
+  explicit Listener(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
 class HttpServer {
  public:
-  // Binds, listens and starts the I/O threads. Errors: Unavailable when the address cannot be
-  // bound (with the OS reason); InvalidArgument for TLS files that cannot be read or used.
+  // Binds, listens and starts the I/O threads. Errors: Unavailable "cannot listen on
+  // <address>:<port>: <reason>" when the address cannot be bound; InvalidArgument for an address
+  // that does not parse and for TLS files that cannot be read or used.
   static Result<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
                                                    HttpHandler handler);
+  // As above, on a listener opened beforehand (options.address and options.port are then
+  // ignored); the server owns it from here, also when it fails to start.
+  static Result<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                   HttpHandler handler, Listener listener);
   ~HttpServer();  // Shutdown(0) if not done
 
   uint16_t port() const;

@@ -131,9 +131,8 @@ Status InferenceServer::LoadStartupModels() {
   // The first models' thread budgets count the instances of those that load after them.
   planned_instances_ = PlannedInstances(wanted);
   for (const std::string& name : wanted) {
-    if (options_.control_mode == ModelControlMode::kPoll) {
-      last_seen_[name] = model::Fingerprint(options_.repository / name);
-    }
+    const bool polling = options_.control_mode == ModelControlMode::kPoll;
+    if (polling) last_seen_[name] = model::Fingerprint(options_.repository / name);
     // Failures are recorded in the index and logged; the other models load regardless. A model
     // an earlier one brought in as a step is not loaded again.
     if (reason == LoadReason::kRequestedWithSteps && GetModel(name, kLatestVersion).ok()) {
@@ -141,7 +140,12 @@ Status InferenceServer::LoadStartupModels() {
       models_[name].requested = true;
       continue;
     }
-    (void)Load(name, std::nullopt, reason);
+    // As Poll does, a failure remembers the files it failed on, so the first poll does not take
+    // them for a change and retry them.
+    if (!Load(name, std::nullopt, reason).ok() && polling) {
+      std::lock_guard models_lock(models_mutex_);
+      models_[name].fingerprint = last_seen_[name];
+    }
   }
   planned_instances_ = 0;  // later loads count the instances then serving
   return Status::Ok();

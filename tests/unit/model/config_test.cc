@@ -53,14 +53,113 @@ TEST(ParseConfigText, ReadsTritonFieldNames) {
   EXPECT_EQ(config.parameters().at("INTRA_OP_THREAD_COUNT").string_value(), "1");
 }
 
-TEST(ParseConfigText, UnknownFieldsAreSkippedWithAWarning) {
+// A typo must not be dropped for a later, unrelated error (`dims` missing): as Triton, the
+// unknown field is the error, with file, line and field.
+TEST(ParseConfigText, AnUnknownFieldIsAnErrorNamingFileLineAndField) {
   Result<ParsedConfig> parsed = ParseConfigText(
-      "name: \"m\"\nbackend: \"pytorch\"\nfuture_field: 7\nmax_batch_size: 4\n", "m/config.pbtxt");
+      "name: \"m\"\nbackend: \"pytorch\"\ninput [\n  { name: \"x\" data_type: TYPE_FP32 dimz: [ 3 "
+      "] "
+      "}\n]\n",
+      "repo/m/config.pbtxt");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+  const std::string& message = parsed.status().message();
+  EXPECT_EQ(message.rfind("repo/m/config.pbtxt:4:", 0), 0u) << message;
+  EXPECT_NE(message.find("\"dimz\""), std::string::npos) << message;
+  EXPECT_EQ(message.find("at least one dimension"), std::string::npos) << message;
+
+  EXPECT_FALSE(ParseConfigText("name: \"m\"\nfuture_field: 7\n", "m/config.pbtxt").ok());
+}
+
+// Fields Rampart does not act on still parse when Triton's schema has them.
+TEST(ParseConfigText, AcceptsEveryTritonFieldRampartDoesNotActOn) {
+  Result<ParsedConfig> parsed = ParseConfigText(
+      R"pb(
+        name: "m"
+        backend: "pytorch"
+        runtime: "model.so" input
+        [ {
+          name: "x"
+          data_type: TYPE_FP32
+          dims: [ 3 ]
+          is_non_linear_format_io: false
+        }] output
+        [ {
+          name: "y"
+          data_type: TYPE_FP32
+          dims: [ 3 ]
+          is_non_linear_format_io: false
+        }] instance_group
+        [ {
+          kind: KIND_CPU secondary_devices
+          [ { kind: KIND_NVDLA device_id: 0 }]
+        }]
+        optimization {
+          execution_accelerators { cpu_execution_accelerator
+                                   [ { name: "openvino" }] }
+          cuda { graph_spec
+                 [ {
+                   batch_size: 4
+                   input {
+                     key: "x"
+                     value { dim: [ 3 ] }
+                   }
+                 }] }
+        }
+        model_repository_agents { agents
+                                  [ {
+                                    name: "checksum"
+                                    parameters { key: "k" value: "v" }
+                                  }] }
+        model_metrics { metric_control
+                        [ {
+                          metric_identifier { family: "nv_inference_first_response_histogram_ms" }
+                          histogram_options { buckets: [ 1, 2 ] }
+                        }] }
+      )pb",
+      "m/config.pbtxt");
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-  EXPECT_EQ(parsed->config.max_batch_size(), 4);
-  ASSERT_EQ(parsed->warnings.size(), 1u);
-  EXPECT_NE(parsed->warnings[0].find("m/config.pbtxt:3"), std::string::npos);
-  EXPECT_NE(parsed->warnings[0].find("future_field"), std::string::npos);
+  EXPECT_EQ(parsed->config.runtime(), "model.so");
+  Result<ParsedConfig> sequence = ParseConfigText(R"pb(
+                                                    sequence_batching {
+                                                      control_input
+                                                      [ {
+                                                        name: "START" control
+                                                        [ {
+                                                          kind: CONTROL_SEQUENCE_START
+                                                          int32_false_true: [ 0, 1 ]
+                                                        }]
+                                                      }] state
+                                                      [ {
+                                                        input_name: "in"
+                                                        output_name: "out"
+                                                        data_type: TYPE_FP32
+                                                        dims: [ 1 ] initial_state
+                                                        [ {
+                                                          name: "zero"
+                                                          data_type: TYPE_FP32
+                                                          dims: [ 1 ]
+                                                          zero_data: true
+                                                        }]
+                                                      }]
+                                                      oldest { preserve_ordering: true }
+                                                    }
+                                                  )pb",
+                                                  "m/config.pbtxt");
+  ASSERT_TRUE(sequence.ok()) << sequence.status().ToString();
+  EXPECT_TRUE(ParseConfigText("ensemble_scheduling { max_inflight_requests: 4 }", "m").ok());
+}
+
+TEST(ParseConfigJson, RefusesUnknownFieldsAndReadsEnumsInAnyCase) {
+  Result<ModelConfig> config = ParseConfigJson(
+      R"({"max_batch_size": 4, "input": [{"name": "x", "data_type": "type_fp32", "dims": [3]}]})",
+      "override");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->input(0).data_type(), inference::TYPE_FP32);
+  Result<ModelConfig> typo = ParseConfigJson(
+      R"({"input": [{"name": "x", "data_type": "TYPE_FP32", "dimz": [3]}]})", "override");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("dimz"), std::string::npos) << typo.status().message();
 }
 
 TEST(ParseConfigText, SyntaxErrorsNameFileLineAndColumn) {
@@ -380,9 +479,10 @@ TEST(ConfigToJson, ConvertsEvery64BitFieldAndReadsBackTheSame) {
   EXPECT_EQ(strings->dynamic_batching().max_queue_delay_microseconds(), 2000u);
 }
 
-// Triton's ModelConfigToJson converts a fixed list of ModelConfig's 64-bit fields (its
-// ValidateModelConfigInt64 checks the list against its schema); Rampart's schema must hold no
-// 64-bit field outside that list, or its JSON would differ from Triton's for it.
+// Triton's ValidateModelConfigInt64 lists every 64-bit field of its schema; its ModelConfigToJson
+// writes most of them as numbers, a few as protobuf's strings. Rampart's schema, which declares
+// all of Triton's fields, must hold no 64-bit field outside that list, and ConfigToJson must
+// write each the way Triton does.
 void Collect64BitFields(const google::protobuf::Descriptor& message, const std::string& path,
                         int depth, std::set<std::string>& found) {
   if (depth > 8) return;
@@ -424,12 +524,54 @@ TEST(ConfigToJson, TheSchemaHoldsOnly64BitFieldsTritonConverts) {
       "ModelConfig::sequence_batching::direct::max_queue_delay_microseconds",
       "ModelConfig::sequence_batching::oldest::max_queue_delay_microseconds",
       "ModelConfig::sequence_batching::max_sequence_idle_microseconds",
+      "ModelConfig::sequence_batching::state::dims",
+      "ModelConfig::sequence_batching::state::initial_state::dims",
       "ModelConfig::ensemble_scheduling::step::model_version",
       "ModelConfig::model_warmup::inputs::value::dims",
+      "ModelConfig::optimization::cuda::graph_spec::input::value::dim",
+      "ModelConfig::optimization::cuda::graph_spec::graph_lower_bound::input::value::dim",
+      "ModelConfig::instance_group::secondary_devices::device_id",
   };
   std::set<std::string> found;
   Collect64BitFields(*ModelConfig::descriptor(), "ModelConfig", 0, found);
   for (const std::string& field : found) EXPECT_TRUE(triton.contains(field)) << field;
+
+  // Those Triton's ModelConfigToJson leaves as strings stay strings; the others are numbers.
+  Result<ParsedConfig> parsed = ParseConfigText(R"pb(
+                                                  instance_group
+                                                  [ {
+                                                    kind: KIND_CPU secondary_devices
+                                                    [ { kind: KIND_NVDLA device_id: 3 }]
+                                                  }]
+                                                  optimization {
+                                                    cuda { graph_spec
+                                                           [ {
+                                                             input {
+                                                               key: "x"
+                                                               value { dim: [ 5 ] }
+                                                             }
+                                                           }] }
+                                                  }
+                                                  sequence_batching { state
+                                                                      [ {
+                                                                        dims: [ 2 ] initial_state
+                                                                        [ {
+                                                                          dims: [ 4 ]
+                                                                          zero_data: true
+                                                                        }]
+                                                                      }] }
+                                                )pb",
+                                                "m");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const std::string json = ConfigToJson(parsed->config);
+  EXPECT_NE(json.find(R"("device_id":"3")"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("dim":["5"])"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("initial_state":[{"data_type":"TYPE_INVALID","dims":["4"])"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find(R"("output_name":"","data_type":"TYPE_INVALID","dims":[2])"),
+            std::string::npos)
+      << json;
 }
 
 }  // namespace

@@ -502,5 +502,53 @@ TEST(HttpServer, BindFailureIsUnavailable) {
   (*first)->Shutdown(std::chrono::milliseconds(100));
 }
 
+// A listener opened ahead holds its port (the app opens HTTP's before loading models): a second
+// one is refused with the OS's reason alone, and a connection made before the server starts is
+// answered once it does.
+TEST(HttpServer, AListenerOpenedAheadHoldsThePortUntilTheServerTakesIt) {
+  Result<Listener> listener = Listener::Open("127.0.0.1", 0);
+  ASSERT_TRUE(listener.ok()) << listener.status().ToString();
+  const uint16_t port = listener->port();
+  ASSERT_NE(port, 0);
+  Result<Listener> second = Listener::Open("127.0.0.1", port);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(second.status().message(), "address already in use");
+  EXPECT_EQ(Listener::Open("localhost", 0).status().code(), StatusCode::kInvalidArgument);
+
+  asio::io_context context;
+  asio::ip::tcp::socket early(context);
+  early.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  BoundReceives(early);
+  asio::write(early, asio::buffer(std::string("GET /early HTTP/1.1\r\nHost: x\r\nConnection: "
+                                              "close\r\n\r\n")));
+
+  HttpServerOptions options;
+  options.threads = 1;
+  auto server = HttpServer::Start(
+      options,
+      [](HttpRequest&& request, Responder responder) {
+        HttpResponse response;
+        response.body = std::string(request.path());
+        responder.Send(std::move(response));
+      },
+      std::move(listener).value());
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  EXPECT_EQ((*server)->port(), port);
+  EXPECT_NE(ReadToEnd(early.native_handle()).find("/early"), std::string::npos);
+  (*server)->Shutdown(std::chrono::milliseconds(100));
+
+  // Start without a listener still names the address in its error.
+  Result<Listener> holder = Listener::Open("127.0.0.1", 0);
+  ASSERT_TRUE(holder.ok());
+  HttpServerOptions taken;
+  taken.address = "127.0.0.1";
+  taken.port = holder->port();
+  auto refused = HttpServer::Start(taken, [](HttpRequest&&, Responder) {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            fmt::format("cannot listen on 127.0.0.1:{}: address already in use", taken.port));
+}
+
 }  // namespace
 }  // namespace rampart::net

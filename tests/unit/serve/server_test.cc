@@ -204,6 +204,47 @@ TEST(InferenceServer, PollForgetsAModelThatLeftWithoutEverLoading) {
   server.Shutdown(std::chrono::milliseconds(0));
 }
 
+// A backend whose instances never load; counts the attempts.
+class FailingBackend final : public backend::Backend {
+ public:
+  explicit FailingBackend(std::atomic<int>& attempts) : attempts_(attempts) {}
+  std::string_view name() const override { return "failing"; }
+  Result<std::unique_ptr<backend::ModelInstance>> CreateInstance(
+      const backend::InstanceSpec&) override {
+    ++attempts_;
+    return Internal("this backend never loads");
+  }
+
+ private:
+  std::atomic<int>& attempts_;
+};
+
+// A model that failed at start-up and whose files did not change is not "changed; reloading" on
+// the first poll (its start-up fingerprint used to be left out), only once its files change.
+TEST(InferenceServer, PollDoesNotRetryAFailedModelWhoseFilesDidNotChange) {
+  RepositoryDir repository;
+  std::filesystem::remove_all(repository.path() / "broken");
+  std::string config = kAddConfig;
+  config.replace(config.find("add"), 3, "fails");
+  config.replace(config.find("fake"), 4, "failing");
+  WriteModel(repository.path(), "fails", config);
+  std::atomic<int> attempts = 0;
+  backend::BackendRegistry backends = AddBackends();
+  backends.Register(std::make_unique<FailingBackend>(attempts));
+  InferenceServer server(PollMode(repository.path()), backends);
+  ASSERT_TRUE(server.LoadStartupModels().ok());
+  EXPECT_EQ(attempts, 1);
+  server.Poll();
+  server.Poll();
+  EXPECT_EQ(attempts, 1);
+  EXPECT_TRUE(server.GetModel("add", kLatestVersion).ok());
+  WriteModel(repository.path(), "fails", config + "\n# changed\n");
+  server.Poll();  // seen once
+  server.Poll();  // settled: retried
+  EXPECT_EQ(attempts, 2);
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
 TEST(InferenceServer, PollLoadsAnEnsembleAfterTheStepModelThatAppearedWithIt) {
   RepositoryDir repository;
   backend::BackendRegistry backends = AddBackends();
