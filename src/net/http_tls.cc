@@ -202,44 +202,40 @@ class TlsConnection final : public Connection {
     deadline_ = core_.Now() + timeout;
   }
 
-  // Waits for the next request within the idle timeout; once its first bytes are there, its
-  // head must come within the header timeout.
+  // Reads the next request: the bytes TLS decrypts are fed to the parser as they come, so the
+  // deadlines follow them (RequestDeadline): the idle timeout until the request's first byte,
+  // then the head's, then the body's minimum rate.
   void ReadNext() {
     responded_ = false;
+    continued_ = false;
     request_ = HttpRequest();
     parser_.emplace(request_, core_.options().max_body_bytes, core_);
     request_deadline_.Reset();
-    if (buffer_.size() > 0 || SSL_pending(stream_.native_handle()) > 0) {
-      ReadHead();  // pipelined: it has begun to arrive
-      return;
-    }
     SetDeadline(core_.options().idle_timeout);
-    Lowest().async_wait(tcp::socket::wait_read, [self = Self()](beast::error_code error) {
-      if (error) {
-        self->OnRead(error);
+    Parse();  // a pipelined request may be buffered already
+  }
+
+  // Feeds the buffered bytes to the parser; then answers, dispatches, or reads on.
+  void Parse() {
+    while (buffer_.size() > 0) {
+      beast::error_code error;
+      const size_t used = parser_->put(buffer_.data(), error);
+      buffer_.consume(used);
+      if (error && error != http::error::need_more) {
+        OnRead(error);
         return;
       }
-      self->ReadHead();
-    });
-  }
-
-  void ReadHead() {
-    const SteadyTime now = core_.Now();
-    request_deadline_.HeadStarted(now);
-    SetDeadline(request_deadline_.due() - now);
-    http::async_read_header(
-        stream_, buffer_, *parser_,
-        [self = Self()](beast::error_code error, size_t) { self->OnHeader(error); });
-  }
-
-  // Clients that send `Expect: 100-continue` (curl does for bodies over 1 MiB) wait for an
-  // interim answer before sending the body; oversized bodies were already refused above.
-  void OnHeader(beast::error_code error) {
-    if (error) {
-      OnRead(error);
-      return;
+      if (parser_->is_done()) {
+        OnRead({});
+        return;
+      }
+      AdvanceRequestDeadline();
+      if (used == 0) break;  // a head not yet whole: read more behind it
     }
-    if (parser_->expects_continue() && !parser_->is_done()) {
+    // Clients that send `Expect: 100-continue` (curl does for bodies over 1 MiB) wait for an
+    // interim answer before sending the body; oversized bodies were already refused above.
+    if (parser_->is_header_done() && parser_->expects_continue() && !continued_) {
+      continued_ = true;
       continue_.emplace(http::status::continue_, parser_->version());
       http::async_write(stream_, *continue_,
                         [self = Self()](beast::error_code write_error, size_t) {
@@ -247,36 +243,34 @@ class TlsConnection final : public Connection {
                             self->Close();
                             return;
                           }
-                          self->ReadBody();
+                          self->ReadSome();
                         });
       return;
     }
-    ReadBody();
+    ReadSome();
   }
 
-  // A piece at a time: each piece moves the deadline (RequestDeadline: the body must keep a
-  // minimum rate, however long it takes in all).
-  void ReadBody() {
-    if (parser_->is_done()) {  // no body (GET, HEAD), or all of it came with the head
-      OnRead({});
-      return;
-    }
-    if (!request_deadline_.reading_body()) {
-      const SteadyTime now = core_.Now();
-      request_deadline_.BodyStarted(now);
+  void ReadSome() {
+    stream_.async_read_some(buffer_.prepare(kReadBufferBytes),
+                            [self = Self()](beast::error_code error, size_t read) {
+                              if (error) {
+                                self->OnRead(error);
+                                return;
+                              }
+                              self->buffer_.commit(read);
+                              self->Parse();
+                            });
+  }
+
+  // After bytes of the current request reached the parser.
+  void AdvanceRequestDeadline() {
+    const SteadyTime now = core_.Now();
+    if (!request_deadline_.started()) request_deadline_.HeadStarted(now);
+    if (parser_->is_header_done()) {
+      if (!request_deadline_.reading_body()) request_deadline_.BodyStarted(now);
       request_deadline_.BodyReceived(request_.body.size());
-      SetDeadline(request_deadline_.due() - now);
     }
-    http::async_read_some(stream_, buffer_, *parser_,
-                          [self = Self()](beast::error_code error, size_t) {
-                            if (error) {
-                              self->OnRead(error);
-                              return;
-                            }
-                            self->request_deadline_.BodyReceived(self->request_.body.size());
-                            self->deadline_ = self->request_deadline_.due();
-                            self->ReadBody();  // answers once the body is whole
-                          });
+    deadline_ = request_deadline_.due();
   }
 
   void OnRead(beast::error_code error) {
@@ -386,6 +380,7 @@ class TlsConnection final : public Connection {
   std::string head_;  // status line and headers of the response being written
   std::string body_;  // its body
   std::optional<http::response<http::empty_body>> continue_;
+  bool continued_ = false;  // `100 Continue` sent for the current request
   SteadyTime received_{};
   uint64_t request_number_ = 0;  // requests dispatched so far; names the current one
   std::shared_ptr<std::atomic<bool>> client_gone_;  // the current request's

@@ -1,12 +1,15 @@
 // HTTPS and mutual TLS on the HTTP server, with certificates made at test time.
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <future>
 
+#include <openssl/ssl.h>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
@@ -27,6 +30,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace ssl = asio::ssl;
 namespace fs = std::filesystem;
+using tcp_socket = asio::ip::tcp::socket;
 using testing::KeyAndCert;
 
 constexpr int kConnectionFailed = -1;
@@ -192,6 +196,59 @@ TEST_F(HttpTlsTest, HttpsServesClientsThatTrustTheServer) {
   http::response<http::string_body> response;
   if (!error) http::read(plain, buffer, response, error);
   EXPECT_TRUE(error);
+}
+
+// A TLS 1.3 client may send its request right behind its last handshake message, so that both
+// arrive in one segment and the request is read off the socket with the handshake (curl does).
+// The server must find it there: it once waited for the socket to become readable again, and the
+// request hung until the idle timeout. This client runs TLS over memory buffers, to send the two
+// together for certain.
+TEST_F(HttpTlsTest, ARequestThatArrivesWithTheHandshakesEndIsAnswered) {
+  ASSERT_TRUE(Start(Tls(/*mutual=*/false)).ok());
+  SSL_CTX* context = SSL_CTX_new(TLS_client_method());
+  ASSERT_NE(context, nullptr);
+  SSL_CTX_set_min_proto_version(context, TLS1_3_VERSION);
+  SSL* ssl = SSL_new(context);
+  BIO* incoming = BIO_new(BIO_s_mem());  // from the server, for OpenSSL to read
+  BIO* outgoing = BIO_new(BIO_s_mem());  // what OpenSSL wrote, to send
+  SSL_set_bio(ssl, incoming, outgoing);
+  SSL_set_connect_state(ssl);
+  asio::io_context io;
+  tcp_socket socket(io);
+  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+  const timeval timeout{10, 0};
+  setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  const auto flush = [&] {
+    std::string bytes(static_cast<size_t>(BIO_pending(outgoing)), '\0');
+    BIO_read(outgoing, bytes.data(), static_cast<int>(bytes.size()));
+    asio::write(socket, asio::buffer(bytes));
+  };
+  const auto receive = [&] {
+    char chunk[16384];
+    const ssize_t got = ::recv(socket.native_handle(), chunk, sizeof(chunk), 0);
+    if (got > 0) BIO_write(incoming, chunk, static_cast<int>(got));
+    return got > 0;
+  };
+  // The handshake, with the client's last flight held back.
+  while (SSL_do_handshake(ssl) != 1) {
+    ASSERT_EQ(SSL_get_error(ssl, -1), SSL_ERROR_WANT_READ);
+    flush();
+    ASSERT_TRUE(receive()) << "the server ended the handshake";
+  }
+  const std::string request = "GET /a HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(SSL_write(ssl, request.data(), static_cast<int>(request.size())),
+            static_cast<int>(request.size()));
+  flush();  // the Finished message and the request, in one write
+  std::string answer;
+  char plain[4096];
+  while (answer.find("hello /a") == std::string::npos && receive()) {
+    int read = 0;
+    while ((read = SSL_read(ssl, plain, sizeof(plain))) > 0) answer.append(plain, read);
+  }
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << answer;
+  EXPECT_NE(answer.find("hello /a"), std::string::npos) << answer;
+  SSL_free(ssl);
+  SSL_CTX_free(context);
 }
 
 TEST_F(HttpTlsTest, HeadIsAnsweredWithoutABodyAndTheConnectionGoesOn) {
