@@ -176,16 +176,20 @@ api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings) {
   return options;
 }
 
-// HTTP I/O threads when --http-thread-count is 0: one per core, less one per model instance
-// thread running at a raised priority (optimization.priority PRIORITY_MAX, applied): such a
-// thread takes its core whenever it has a batch, and I/O threads beyond the remaining cores only
-// take turns with each other there. Measured on 2 cores (mlp_classifier, one intra-op thread, 64
-// clients, alternating batching_bench runs): one I/O thread served a median 0.87 x offline over
-// eight runs, two 0.78 over four (docs/benchmarks.md). Counted from the models loaded at start;
-// with --http-cpus, one per core as before (the operator placed the threads).
+// HTTP I/O threads when --http-thread-count is 0, with the reason logged. With --http-cpus, one
+// per CPU listed (more would only take turns there). Otherwise one per core, less one per model
+// instance thread running at a raised priority (optimization.priority PRIORITY_MAX, applied): such
+// a thread takes its core whenever it has a batch, and I/O threads beyond the remaining cores only
+// take turns with each other there (docs/benchmarks.md has the measurements). Counted from the
+// models loaded at start.
 int DefaultHttpThreads(const ServeSettings& settings, const serve::InferenceServer& server) {
+  if (!settings.http_cpus.empty()) {
+    const auto threads = static_cast<int>(ParseCpuList(settings.http_cpus)->size());  // checked
+    LOG_INFO("HTTP: {} I/O thread(s), one per --http-cpus CPU (--http-thread-count overrides)",
+             threads);
+    return threads;
+  }
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  if (!settings.http_cpus.empty()) return cores;
   int favoured = 0;
   for (const auto& version : server.AllModels()) favoured += version->FavouredInstances();
   const int threads = std::max(1, cores - favoured);
@@ -194,6 +198,8 @@ int DefaultHttpThreads(const ServeSettings& settings, const serve::InferenceServ
         "HTTP: {} I/O thread(s) for {} core(s), {} held by model instance threads at a raised "
         "priority (--http-thread-count overrides)",
         threads, cores, favoured);
+  } else {
+    LOG_INFO("HTTP: {} I/O thread(s), one per core (--http-thread-count overrides)", threads);
   }
   return threads;
 }
