@@ -176,12 +176,11 @@ api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings) {
   return options;
 }
 
-// HTTP I/O threads when --http-thread-count is 0, with the reason logged. With --http-cpus, one
-// per CPU listed (more would only take turns there). Otherwise one per core, less one per model
-// instance thread running at a raised priority (optimization.priority PRIORITY_MAX, applied): such
-// a thread takes its core whenever it has a batch, and I/O threads beyond the remaining cores only
-// take turns with each other there (docs/benchmarks.md has the measurements). Counted from the
-// models loaded at start.
+// HTTP I/O threads when --http-thread-count is 0, with the reason logged: one per CPU they may
+// run on (--http-cpus', else the machine's cores). Model instance threads at a raised priority
+// (optimization.priority PRIORITY_MAX) take their core from the I/O threads whenever they have a
+// batch, so a core is not set aside for them: a model that answers on the I/O threads (direct
+// execution) keeps every core when the batching model idles (docs/benchmarks.md).
 int DefaultHttpThreads(const ServeSettings& settings, const serve::InferenceServer& server) {
   if (!settings.http_cpus.empty()) {
     const auto threads = static_cast<int>(ParseCpuList(settings.http_cpus)->size());  // checked
@@ -192,16 +191,12 @@ int DefaultHttpThreads(const ServeSettings& settings, const serve::InferenceServ
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   int favoured = 0;
   for (const auto& version : server.AllModels()) favoured += version->FavouredInstances();
-  const int threads = std::max(1, cores - favoured);
-  if (favoured > 0) {
-    LOG_INFO(
-        "HTTP: {} I/O thread(s) for {} core(s), {} held by model instance threads at a raised "
-        "priority (--http-thread-count overrides)",
-        threads, cores, favoured);
-  } else {
-    LOG_INFO("HTTP: {} I/O thread(s), one per core (--http-thread-count overrides)", threads);
-  }
-  return threads;
+  LOG_INFO("HTTP: {} I/O thread(s), one per core{} (--http-thread-count overrides)", cores,
+           favoured > 0 ? fmt::format("; {} model instance thread(s) at a raised priority take "
+                                      "their core when they have a batch",
+                                      favoured)
+                        : std::string());
+  return cores;
 }
 
 int Serve(const ServeSettings& settings) {
