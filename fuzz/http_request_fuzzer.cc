@@ -28,8 +28,8 @@
 
 // Boost's assertions (BOOST_ENABLE_ASSERT_HANDLER, set for this target) come here; all abort but
 // one. Beast 1.74's chunked-body parser asserts that a final chunk it parses again holds at least
-// 5 bytes, but a read that ends inside "0\r\n\r\n" leaves it 3 or 4, which the code after the
-// assertion handles (it waits for more); Beast relaxed the assertion upstream
+// 5 bytes, but a read that ends inside an empty body's "0\r\n\r\n" leaves it 3 or 4, which the
+// code after the assertion handles (it waits for more); Beast relaxed the assertion upstream
 // (boostorg/beast#2861). Rampart's builds define NDEBUG, which compiles it out; `make asan` (a
 // Debug build) would abort.
 namespace boost {

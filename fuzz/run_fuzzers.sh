@@ -70,7 +70,7 @@ for name in "${targets[@]}"; do
   log="$build_dir/logs/$name.log"
   executions="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
   rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
-  coverage="$(grep -o 'cov: [0-9]*' "$log" | tail -1)"
+  coverage="$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)"
   if [ "${status[$name]}" -eq 0 ]; then
     printf 'fuzz: %-24s ok    %12s runs  %8s/s  %s\n' "$name" "${executions:-?}" "${rate:-?}" \
       "${coverage:-}"
@@ -78,9 +78,10 @@ for name in "${targets[@]}"; do
   fi
   failed=1
   printf 'fuzz: %-24s FAILED (exit %s); log %s\n' "$name" "${status[$name]}" "$log"
-  grep -E '^(==[0-9]+==|SUMMARY|fuzz check failed|.*runtime error|.*assertion)' "$log" | head -5 |
-    sed 's/^/    /'
-  grep -o "Test unit written to .*" "$log" | sed 's/^Test unit written to /    reproducer: /'
+  { grep -E '^(==[0-9]+==|SUMMARY|fuzz check failed|.*runtime error|.*assertion)' "$log" || true; } |
+    head -5 | sed 's/^/    /'
+  { grep -o "Test unit written to .*" "$log" || true; } |
+    sed 's/^Test unit written to /    reproducer: /'
 done
 if [ "$failed" -ne 0 ]; then
   echo "fuzz: a target failed. Replay a reproducer with: $build_dir/fuzz/NAME REPRODUCER"
