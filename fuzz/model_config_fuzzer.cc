@@ -4,10 +4,10 @@
 // not covered: its check lives with the ensemble runtime and the whole server.)
 //
 // Checks on a config that validates: its JSON form (GET /v2/models/{m}/config) parses back when
-// its text is UTF-8 without escapes (protobuf's JSON printer drops bytes that are not UTF-8, which
-// a config's strings may hold: they are not checked, as in Triton); a request shape matching an
-// input's dims maps onto its reshape with the same element count, and an output's produced shape
-// matching its reshape maps back, as validation promises.
+// its text is UTF-8 without escapes (a config's strings may hold other bytes, which nothing checks
+// and protobuf's JSON printer drops); a request shape matching an input's dims maps onto its
+// reshape with the same element count, and an output's produced shape matching its reshape maps
+// back, as validation promises.
 
 #include <cstddef>
 #include <cstdint>
