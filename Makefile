@@ -8,7 +8,8 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 RUN_ARGS ?= --model-repository examples/models
 
-.PHONY: all deps configure build run test check format format-check tidy asan fuzz bench clean
+.PHONY: all deps configure build build-serve run test check format format-check tidy asan fuzz bench \
+	clean
 
 all: build
 
@@ -23,8 +24,12 @@ configure: deps $(BUILD_DIR)/build.ninja
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# Only what serving needs: the server and the example models (no tests, no benchmarks).
+build-serve: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target rampart example_models
+
 # Starts the server on the bundled example models: KServe v2 HTTP on port 8000.
-run: build
+run: build-serve
 	$(BUILD_DIR)/rampart serve $(RUN_ARGS)
 
 # The unit and end-to-end tests, then every fuzz target for FUZZ_SECONDS (FUZZ_SECONDS=0 skips).

@@ -19,7 +19,15 @@ file:close()
 
 wrk.method = "POST"
 wrk.body = body
-wrk.headers["Content-Type"] = "application/json"
+-- With $RAMPART_BENCH_HEADER_LENGTH the body is the binary tensor extension's: that many bytes
+-- of JSON, then raw tensors.
+local header_length = os.getenv("RAMPART_BENCH_HEADER_LENGTH")
+if header_length ~= nil and header_length ~= "" then
+  wrk.headers["Content-Type"] = "application/octet-stream"
+  wrk.headers["Inference-Header-Content-Length"] = header_length
+else
+  wrk.headers["Content-Type"] = "application/json"
+end
 
 local latency_path = os.getenv("RAMPART_BENCH_LATENCY_FILE")
 if latency_path ~= nil and latency_path ~= "" then

@@ -43,7 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(element.data() >= buffer.data() &&
               element.data() + element.size() <= buffer.data() + buffer.size(),
           "an element points outside the buffer");
-    rampart::tensor::AppendBytesElement(element, serialized);
+    Check(rampart::tensor::AppendBytesElement(element, serialized).ok(),
+          "an element of a split buffer does not serialize");
   }
   Check(serialized == buffer, "the elements do not serialize back to the buffer");
   const auto count = static_cast<int64_t>(elements->size());

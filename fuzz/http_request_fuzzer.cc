@@ -1,16 +1,19 @@
 // libFuzzer target: the HTTP/1.1 request parser (net/http_connection.h's RequestParser, Beast's
 // parser underneath) on a connection's byte stream, fed in pieces as the plain-HTTP connection
-// feeds it: unparsed bytes stay in the buffer and the next read is appended to them; a finished
-// request on a keep-alive connection starts the next one (pipelining).
+// feeds it: unparsed bytes stay in the buffer and the next read is appended to them; a request's
+// deadline advances as it comes; a finished request on a keep-alive connection starts the next
+// one (pipelining).
 //
-// Input layout: byte 0 is the largest piece (0: the whole stream in one piece), byte 1 seeds the
-// piece sizes (1 to that largest, pseudo-random) and its top bit picks a 64-byte body limit
-// instead of 1 MiB; the rest is the stream. At the end of the stream the parser sees an end of
-// file, as Beast's reads (the HTTPS connections) give it.
+// Input layout: byte 0 is the largest piece (0: the whole stream in one piece); byte 1 seeds the
+// piece sizes (1 to that largest, pseudo-random) from its low 6 bits, its top bit picks a 64-byte
+// body limit instead of 1 MiB and the next one 128 bytes of bodies in flight instead of 1 GiB;
+// the rest is the stream. At the end of the stream the parser sees an end of file, as Beast's
+// reads (the HTTPS connections) give it.
 //
-// Checks: the parser never consumes more than it was given; a parse error maps to a 400/413
-// answer or to closing the connection, and the answer's head formats; a finished request's
-// accessors work.
+// Checks: the parser never consumes more than it was given; a parse error maps to a 400, 413 or
+// 503 answer or to closing the connection, and the answer's head formats; a finished request's
+// accessors work; a request's deadline is never before its start; once a parser is gone, none
+// of the server's bodies-in-flight budget stays reserved.
 
 #include <cstddef>
 #include <cstdint>
@@ -51,9 +54,13 @@ void assertion_failed(char const* expression, char const* function, char const* 
 namespace {
 
 namespace http = boost::beast::http;
+using rampart::SteadyTime;
 using rampart::fuzz::Check;
+using rampart::net::HttpCore;
 using rampart::net::HttpRequest;
 using rampart::net::HttpResponse;
+using rampart::net::HttpServerOptions;
+using rampart::net::RequestDeadline;
 using rampart::net::RequestParser;
 
 // A finished request, as the server would dispatch it: its accessors and an answer's head.
@@ -69,13 +76,28 @@ void Dispatch(const HttpRequest& request, const RequestParser& parser) {
 }
 
 // The connection's answer to a parse error (or none: it closes).
-void Reject(boost::beast::error_code error, uint64_t body_limit) {
-  std::optional<HttpResponse> answer = rampart::net::ParseErrorResponse(error, body_limit);
+void Reject(boost::beast::error_code error, HttpCore& core) {
+  std::optional<HttpResponse> answer = rampart::net::ParseErrorResponse(error, core);
   if (!answer) return;
-  Check(answer->status == 400 || answer->status == 413,
-        "a parse error answered neither 400 nor 413");
+  Check(answer->status == 400 || answer->status == 413 || answer->status == 503,
+        "a parse error answered other than 400, 413 or 503");
   std::string head;
   rampart::net::FormatHead(*answer, 11, false, head);
+}
+
+// What a connection does while a request is unfinished: its deadline advances.
+void AdvanceDeadline(RequestDeadline& deadline, const RequestParser& parser,
+                     const HttpRequest& request, SteadyTime now) {
+  if (!deadline.started()) deadline.HeadStarted(now);
+  if (parser.is_header_done()) {
+    if (!deadline.reading_body()) deadline.BodyStarted(now);
+    deadline.BodyReceived(request.body.size());
+  }
+  Check(deadline.due() >= now, "a request's deadline is before its start");
+}
+
+void CheckNothingReserved(const HttpCore& core) {
+  Check(core.stats().body_bytes_in_flight == 0, "a finished parser left body bytes reserved");
 }
 
 }  // namespace
@@ -83,17 +105,23 @@ void Reject(boost::beast::error_code error, uint64_t body_limit) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   const size_t largest_piece = data[0] == 0 ? size : data[0];
-  uint32_t random = 0x9e3779b9u ^ (data[1] & 0x7f);
-  const uint64_t body_limit = (data[1] & 0x80) != 0 ? 64 : uint64_t{1} << 20;
+  uint32_t random = 0x9e3779b9u ^ (data[1] & 0x3f);
+  HttpServerOptions options;
+  options.max_body_bytes = (data[1] & 0x80) != 0 ? 64 : uint64_t{1} << 20;
+  options.max_body_bytes_in_flight = (data[1] & 0x40) != 0 ? 128 : uint64_t{1} << 30;
+  HttpCore core(options, [](HttpRequest&&, rampart::net::Responder) {});
+  const SteadyTime now = rampart::Clock::Real().Now();
   const std::string_view stream(reinterpret_cast<const char*>(data) + 2, size - 2);
 
   std::string buffer;  // read and not yet parsed
   size_t fed = 0;      // bytes of `stream` read so far
   HttpRequest request;
-  std::optional<RequestParser> parser(std::in_place, request, body_limit);
+  RequestDeadline deadline(options);
+  std::optional<RequestParser> parser(std::in_place, request, options.max_body_bytes, core);
   while (true) {
     boost::beast::error_code error;
-    if (!buffer.empty()) {
+    const bool parsed = !buffer.empty();
+    if (parsed) {
       const size_t used = parser->put(boost::asio::buffer(buffer), error);
       Check(used <= buffer.size(), "the parser consumed more than it was given");
       buffer.erase(0, used);
@@ -101,16 +129,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       error = http::error::need_more;
     }
     if (error && error != http::error::need_more) {
-      Reject(error, body_limit);
+      Reject(error, core);
+      parser.reset();
+      CheckNothingReserved(core);
       return 0;
     }
     if (parser->is_done()) {
       Dispatch(request, *parser);
-      if (!parser->keep_alive()) return 0;
+      const bool keep_alive = parser->keep_alive();
+      parser.reset();
+      CheckNothingReserved(core);
+      if (!keep_alive) return 0;
       request = HttpRequest();
-      parser.emplace(request, body_limit);
+      deadline.Reset();
+      parser.emplace(request, options.max_body_bytes, core);
       continue;
     }
+    if (parsed) AdvanceDeadline(deadline, *parser, request, now);
     if (fed == stream.size()) break;
     random = random * 1664525u + 1013904223u;
     const size_t piece = 1 + (random >> 8) % largest_piece;
@@ -119,13 +154,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fed += read.size();
   }
   // The peer closed with a request unfinished: as Beast's reads end a message.
-  if (!parser->got_some()) return 0;
-  boost::beast::error_code error;
-  parser->put_eof(error);
-  if (error) {
-    Reject(error, body_limit);
-  } else if (parser->is_done()) {
-    Dispatch(request, *parser);
+  if (parser->got_some()) {
+    boost::beast::error_code error;
+    parser->put_eof(error);
+    if (error) {
+      Reject(error, core);
+    } else if (parser->is_done()) {
+      Dispatch(request, *parser);
+    }
   }
+  parser.reset();
+  CheckNothingReserved(core);
   return 0;
 }

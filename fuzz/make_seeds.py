@@ -286,7 +286,6 @@ version_policy: { latest: { num_versions: 2 } }
 input [ { name: "x" data_type: TYPE_FP16 dims: [ -1 ] } ]
 output [ { name: "y" data_type: TYPE_BF16 dims: [ 1 ] label_filename: "labels.txt" } ]
 optimization { priority: PRIORITY_MIN input_pinned_memory { enable: true } }
-unknown_field_from_a_newer_triton: 1
 ''',
     '''name: "all_versions" platform: "pytorch_libtorch" version_policy: { all: {} }
 input { name: "a" data_type: TYPE_UINT8 dims: 1 } output { name: "b" data_type: TYPE_FP64 dims: 1 }

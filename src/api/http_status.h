@@ -1,6 +1,6 @@
 #pragma once
 
-// The one place a Status becomes a KServe HTTP error (PROTOCOLS.md §2):
+// The one place a Status becomes a KServe HTTP error (docs/triton-compatibility.md):
 // NotFound 404, Unavailable 503, Unimplemented 501, Internal 500, PayloadTooLarge 413,
 // everything else 400; the body is {"error":"<message>"}.
 

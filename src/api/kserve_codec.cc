@@ -126,7 +126,8 @@ Status FlattenBytes(simdjson::dom::element data, std::string_view tensor, size_t
     if (data.get_string().get(text) != simdjson::SUCCESS) {
       return ElementTypeError(data, tensor, count, "a string");
     }
-    tensor::AppendBytesElement(text, out);
+    RETURN_IF_ERROR(
+        tensor::AppendBytesElement(text, out).WithContext(fmt::format("input '{}'", tensor)));
     ++count;
     return Status::Ok();
   }
@@ -244,8 +245,7 @@ Result<tensor::Tensor> DecodeInput(json::Value input, size_t position, size_t js
     }
     tensor.data.assign(binary.substr(binary_offset, *binary_size));
     binary_offset += *binary_size;
-    RETURN_IF_ERROR(tensor::ValidateByteSize(tensor.datatype, tensor.shape, tensor.data,
-                                             "input '{}'", tensor.name));
+    // Whether it is the size the shape needs is the model's check (Triton's words, naming it).
     return tensor;
   }
   if (!data) {
@@ -264,21 +264,43 @@ Result<tensor::Tensor> DecodeInput(json::Value input, size_t position, size_t js
   return tensor;
 }
 
+// The request's parameters, as Triton's HTTP front end reads them (ParseJsonTritonParams):
+// its reserved ones must have their types; sequence_id (an unsigned integer or a string) and
+// sequence_start/_end (booleans) mean nothing to a model without a sequence batcher, as to
+// Triton's; keys starting with "triton_" are Triton's own and refused; any other (custom)
+// parameter must be a string, a number or a boolean, and no backend of Rampart's reads one.
 Status DecodeParameters(json::Value parameters, DecodedInfer& decoded) {
   if (!parameters.IsObject()) return InvalidArgument("'parameters' must be an object");
-  if (auto binary = parameters.Find("binary_data_output")) {
-    ASSIGN_OR_RETURN(decoded.encoding.all_binary, binary->GetBool("parameters.binary_data_output"));
-  }
-  if (auto priority = parameters.Find("priority")) {
-    ASSIGN_OR_RETURN(decoded.request->priority, priority->GetUint64("parameters.priority"));
-  }
-  if (auto timeout = parameters.Find("timeout")) {
-    ASSIGN_OR_RETURN(decoded.request->timeout_us, timeout->GetUint64("parameters.timeout"));
-  }
-  for (std::string_view sequence : {"sequence_id", "sequence_start", "sequence_end"}) {
-    if (parameters.Find(sequence)) {
-      return Unimplemented("parameter '{}': sequence batching is not supported", sequence);
+  for (auto [key, element] : parameters.Object()) {
+    const json::Value value(element);
+    const std::string what = fmt::format("parameters.{}", key);
+    const std::string unable = fmt::format("Unable to parse '{}'", key);
+    Status status;
+    if (key == "sequence_id") {
+      if (!value.GetUint64(what).ok()) status = value.GetString(what).status().WithContext(unable);
+    } else if (key == "sequence_start" || key == "sequence_end") {
+      status = value.GetBool(what).status().WithContext(unable);
+    } else if (key == "priority") {
+      Result<uint64_t> priority = value.GetUint64(what);
+      if (priority.ok()) decoded.request->priority = *priority;
+      status = priority.status().WithContext(unable);
+    } else if (key == "timeout") {
+      Result<uint64_t> timeout = value.GetUint64(what);
+      if (timeout.ok()) decoded.request->timeout_us = *timeout;
+      status = timeout.status().WithContext(unable);
+    } else if (key == "binary_data_output") {
+      Result<bool> binary = value.GetBool(what);
+      if (binary.ok()) decoded.encoding.all_binary = *binary;
+      status = binary.status().WithContext(unable);
+    } else if (key.starts_with("triton_")) {
+      status = InvalidArgument(
+          "parameter keys starting with 'triton_' are reserved for Triton usage and should not be "
+          "specified.");
+    } else if (value.IsObject() || value.IsArray() || value.IsNull()) {
+      status = InvalidArgument(
+          "parameter '{}' has invalid type. It should be either 'int', 'bool', or 'string'.", key);
     }
+    RETURN_IF_ERROR(status);
   }
   return Status::Ok();
 }

@@ -1,7 +1,7 @@
 #pragma once
 
 // KServe v2 infer bodies over HTTP: JSON tensors (flat or nested `data`) and Triton's binary
-// tensor extension, in both directions (PROTOCOLS.md §2).
+// tensor extension, in both directions (docs/triton-compatibility.md).
 //
 // Pure functions of their arguments; safe from any thread (each thread keeps its own JSON parser).
 

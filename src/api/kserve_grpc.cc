@@ -6,12 +6,14 @@
 #include <utility>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
 #include "api/grpc_service.grpc.pb.h"
 #include "api/kserve_grpc_calls.h"
 #include "api/kserve_grpc_codec.h"
+#include "core/exceptions.h"
 #include "core/serial_worker.h"
 
 namespace rampart::api {
@@ -41,21 +43,25 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, Body&& bo
 }
 
 // Triton's repository load/unload parameters: `config` (load only: the model's config as JSON,
-// replacing config.pbtxt) and `unload_dependents` (Triton's flag also unloads the models an
-// ensemble's load brought in with it; Rampart loads no model implicitly, so there are none:
-// checked, then nothing more to do). Returns the config override.
+// replacing config.pbtxt) and `unload_dependents` (unloading an ensemble also unloads the step
+// models its load brought in).
+struct Control {
+  std::optional<std::string> config;
+  bool unload_dependents = false;
+};
+
 template <typename Request>
-Result<std::optional<std::string>> ControlParameters(const Request& request, bool load) {
+Result<Control> ControlParameters(const Request& request, bool load) {
   if (!request.repository_name().empty()) {
     return Unimplemented("'repository_name' specification is not supported");
   }
-  std::optional<std::string> config;
+  Control control;
   for (const auto& [key, value] : request.parameters()) {
     if (key == "config" && load) {
       if (value.parameter_choice_case() != inference::ModelRepositoryParameter::kStringParam) {
         return InvalidArgument("parameter 'config' must be a string_param holding JSON");
       }
-      config = value.string_param();
+      control.config = value.string_param();
     } else if (key.starts_with("file:")) {
       return Unimplemented("parameter '{}': loading model files from the request is not supported",
                            key);
@@ -63,11 +69,12 @@ Result<std::optional<std::string>> ControlParameters(const Request& request, boo
       if (value.parameter_choice_case() != inference::ModelRepositoryParameter::kBoolParam) {
         return InvalidArgument("parameter 'unload_dependents' must be a bool_param");
       }
+      control.unload_dependents = value.bool_param();
     } else {
       return InvalidArgument("unknown parameter '{}'", key);
     }
   }
-  return config;
+  return control;
 }
 
 class Service final : public inference::GRPCInferenceService::CallbackService {
@@ -78,7 +85,10 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc_calls::CallShared& shared() { return shared_; }
   // Runs queued repository loads and unloads, then stops their thread. REQUIRES: no more calls
   // can arrive (the gRPC server is shut down).
-  void StopControl() { control_.Stop(); }
+  void StopControl() {
+    control_.Stop();
+    repository_reads_.Stop();
+  }
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
                                        const inference::ServerLiveRequest*,
@@ -104,9 +114,10 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     return Answer(context, [&] {
       Result<int64_t> version = ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
-      // Like HTTP (400, not 404), an unknown model is simply not ready.
-      response->set_ready(server_.IsModelReady(request->name(), *version));
-      return grpc::Status::OK;
+      // As Triton: an unknown model is NOT_FOUND, not merely "not ready".
+      const Status ready = server_.ModelReady(request->name(), *version);
+      response->set_ready(ready.ok());
+      return ToGrpcStatus(ready);
     });
   }
 
@@ -130,12 +141,9 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     return Answer(context, [&] {
       Result<int64_t> version = ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
-      auto model = server_.GetModel(request->name(), *version);
-      if (!model.ok()) return ToGrpcStatus(model.status());
-      auto versions = server_.GetVersions(request->name());
-      FillModelMetadata(
-          **model, versions.ok() ? *versions : std::vector<std::shared_ptr<serve::ModelVersion>>(),
-          *response);
+      Result<serve::ModelMetadata> metadata = server_.Metadata(request->name(), *version);
+      if (!metadata.ok()) return ToGrpcStatus(metadata.status());
+      FillModelMetadata(*metadata, *response);
       return grpc::Status::OK;
     });
   }
@@ -157,31 +165,24 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
                                             const inference::ModelStatisticsRequest* request,
                                             inference::ModelStatisticsResponse* response) override {
     return Answer(context, [&] {
-      std::vector<std::shared_ptr<serve::ModelVersion>> models;
-      if (request->name().empty()) {
-        models = server_.AllModels();
-      } else if (request->version().empty()) {
-        auto versions = server_.GetVersions(request->name());
-        if (!versions.ok()) return ToGrpcStatus(versions.status());
-        models = std::move(versions).value();
-      } else {
-        Result<int64_t> version = ParseModelVersion(request->version());
-        if (!version.ok()) return ToGrpcStatus(version.status());
-        auto model = server_.GetModel(request->name(), *version);
-        if (!model.ok()) return ToGrpcStatus(model.status());
-        models.push_back(std::move(model).value());
-      }
-      for (const auto& model : models) FillModelStatistics(*model, *response->add_model_stats());
+      Result<int64_t> version = request->version().empty() ? Result<int64_t>(serve::kLatestVersion)
+                                                           : ParseModelVersion(request->version());
+      if (!version.ok()) return ToGrpcStatus(version.status());
+      Result<std::vector<std::shared_ptr<serve::ModelVersion>>> models =
+          server_.StatisticsTargets(request->name(), *version);
+      if (!models.ok()) return ToGrpcStatus(models.status());
+      for (const auto& model : *models) FillModelStatistics(*model, *response->add_model_stats());
       return grpc::Status::OK;
     });
   }
 
+  // Reads the repository's directory: on the repository thread.
   grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
                                             const inference::RepositoryIndexRequest* request,
                                             inference::RepositoryIndexResponse* response) override {
-    return Answer(context, [&] {
+    return OnWorker(repository_reads_, context, "reading the repository index", [=, this] {
       if (!request->repository_name().empty()) {
-        return ToGrpcStatus(Unimplemented("'repository_name' specification is not supported"));
+        return Unimplemented("'repository_name' specification is not supported");
       }
       for (const serve::ModelIndexEntry& entry : server_.RepositoryIndex()) {
         if (request->ready() && entry.state != "READY") continue;
@@ -191,7 +192,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
         model.set_state(entry.state);
         model.set_reason(entry.reason);
       }
-      return grpc::Status::OK;
+      return Status::Ok();
     });
   }
 
@@ -224,24 +225,35 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   template <typename Request>
   grpc::ServerUnaryReactor* RepositoryControl(grpc::CallbackServerContext* context,
                                               const Request& request, bool load) {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    Result<std::optional<std::string>> config = ControlParameters(request, load);
-    if (!config.ok()) {
-      reactor->Finish(ToGrpcStatus(config.status()));
+    Result<Control> control = ControlParameters(request, load);
+    if (!control.ok()) {
+      grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+      reactor->Finish(ToGrpcStatus(control.status()));
       return reactor;
     }
-    auto task = [this, reactor, load, model = request.model_name(),
-                 config = std::move(config).value()]() mutable {
-      Status status;
-      try {
-        status = load ? server_.LoadModel(model, std::move(config)) : server_.UnloadModel(model);
-      } catch (const std::exception& error) {
-        status = Internal("{} '{}': {}", load ? "loading" : "unloading", model, error.what());
-      }
-      reactor->Finish(ToGrpcStatus(status));
-    };
-    if (!control_.Post(std::move(task))) {
-      reactor->Finish(ToGrpcStatus(Unavailable("the server is shutting down")));
+    return OnWorker(
+        control_, context, load ? "loading a model" : "unloading a model",
+        [this, load, model = request.model_name(), control = std::move(control).value()]() mutable {
+          return load ? server_.LoadModel(model, std::move(control.config))
+                      : server_.UnloadModel(model, control.unload_dependents);
+        });
+  }
+
+  // Runs `work` (returning a Status; it may fill the call's response) on `worker` and finishes
+  // the call from there. A full queue finishes it RESOURCE_EXHAUSTED at once, a stopping worker
+  // UNAVAILABLE; an exception from `work` becomes its Status.
+  template <typename Work>
+  grpc::ServerUnaryReactor* OnWorker(SerialWorker& worker, grpc::CallbackServerContext* context,
+                                     std::string_view what, Work work) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    const Status queued = worker.Post([reactor, what, work = std::move(work)]() mutable {
+      reactor->Finish(ToGrpcStatus(CatchAsStatus(what, [&] { return work(); })));
+    });
+    if (queued.code() == StatusCode::kResourceExhausted) {
+      reactor->Finish(ToGrpcStatus(ResourceExhausted(
+          "too many repository requests are waiting ({}); retry later", queued.message())));
+    } else if (!queued.ok()) {
+      reactor->Finish(ToGrpcStatus(queued));
     }
     return reactor;
   }
@@ -249,7 +261,28 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   serve::InferenceServer& server_;
   const KServeGrpcOptions& options_;
   grpc_calls::CallShared shared_;
-  SerialWorker control_{"grpc-control"};  // repository load/unload; last: stops first
+  // Repository load/unload, one at a time, and the index apart (it answers while a load runs);
+  // last: they stop first.
+  SerialWorker repository_reads_{"grpc-index", kMaxQueuedRepositoryCalls};
+  SerialWorker control_{"grpc-control", kMaxQueuedRepositoryCalls};
+};
+
+// Every method no service here implements (Triton's shared-memory, trace and log settings
+// RPCs, a typo): UNIMPLEMENTED naming it. gRPC's own answer carries no message at all.
+class UnimplementedMethods final : public grpc::CallbackGenericService {
+ public:
+  grpc::ServerGenericBidiReactor* CreateReactor(
+      grpc::GenericCallbackServerContext* context) override {
+    class Reactor final : public grpc::ServerGenericBidiReactor {
+     public:
+      explicit Reactor(const std::string& method) {
+        Finish(
+            ToGrpcStatus(Unimplemented("method '{}' is not implemented by this server", method)));
+      }
+      void OnDone() override { delete this; }
+    };
+    return new Reactor(context->method());
+  }
 };
 
 Result<std::string> ReadPem(const std::string& path, std::string_view flag) {
@@ -292,6 +325,7 @@ struct KServeGrpc::Impl {
 
   const KServeGrpcOptions options;
   Service service;                            // outlives grpc_server (declared before it)
+  UnimplementedMethods unimplemented;         // likewise
   std::unique_ptr<grpc::Server> grpc_server;  // null until started
   int port = 0;
   bool stopped = false;
@@ -313,6 +347,7 @@ Result<std::unique_ptr<KServeGrpc>> KServeGrpc::Start(serve::InferenceServer& se
     grpc::ServerBuilder builder;
     builder.AddListeningPort(target, credentials, &impl->port);
     builder.RegisterService(&impl->service);
+    builder.RegisterCallbackGenericService(&impl->unimplemented);
     builder.SetMaxReceiveMessageSize(impl->options.max_receive_bytes);
     // Without this, Linux lets a second server bind the same port and steal half the calls.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

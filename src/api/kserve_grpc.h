@@ -1,8 +1,8 @@
 #pragma once
 
-// KServe v2 / Triton gRPC front end (PROTOCOLS.md §3): `inference.GRPCInferenceService` on its
-// own port, over the same InferenceServer as the HTTP front end, plus the standard
-// `grpc.health.v1.Health` service and server reflection.
+// KServe v2 / Triton gRPC front end (docs/triton-compatibility.md):
+// `inference.GRPCInferenceService` on its own port, over the same InferenceServer as the HTTP front
+// end, plus the standard `grpc.health.v1.Health` service and server reflection.
 //
 // Every RPC uses gRPC's callback API: handlers run on gRPC's own threads, hand infer requests to
 // the server and return at once; the completion callback (on an instance thread) finishes the
@@ -10,10 +10,13 @@
 // flight per stream (reading pauses at kMaxStreamPending unanswered or unwritten ones) and
 // writes the responses in request order, as Triton does for models that are not decoupled (an
 // answer that completes early waits for those before it); a failed request is answered in the
-// stream with `error_message`, and the stream stays open. A cancelled call (client gone, deadline
-// passed) marks its requests cancelled, so the batcher drops those still queued.
-// RepositoryModelLoad/Unload run on a control thread of their own (loading builds models), as
-// HTTP's load/unload do.
+// stream with `error_message`, and the stream stays open. Each answer the server gave carries
+// Triton's `triton_final_response` parameter (true: every request has one response). Methods of
+// Triton's service that Rampart does not implement answer UNIMPLEMENTED, with a message. A
+// cancelled call (client gone, deadline passed) marks its requests cancelled, so the batcher drops
+// those still queued. RepositoryModelLoad/Unload run on a control thread of their own (loading
+// builds models) and RepositoryIndex on another (it reads the repository), each behind a bounded
+// queue (RESOURCE_EXHAUSTED when full), as HTTP's do.
 //
 // gRPC's headers stay inside this module: this header only declares the front end's surface.
 //
@@ -21,6 +24,7 @@
 // cancelled_calls() from any thread. Errors never escape as exceptions.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -54,6 +58,10 @@ struct KServeGrpcOptions {
 
 // Reading pauses on a stream with this many requests in flight or responses not yet written.
 inline constexpr int kMaxStreamPending = 256;
+
+// Repository calls (index, load, unload) that may wait for their thread; more are refused
+// RESOURCE_EXHAUSTED.
+inline constexpr size_t kMaxQueuedRepositoryCalls = 64;
 
 class KServeGrpc {
  public:

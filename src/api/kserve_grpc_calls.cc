@@ -8,6 +8,7 @@
 #include "api/kserve_grpc.h"
 #include "api/kserve_grpc_codec.h"
 #include "core/clock.h"
+#include "core/exceptions.h"
 
 namespace rampart::api::grpc_calls {
 namespace {
@@ -17,24 +18,19 @@ using inference::ModelInferResponse;
 using inference::ModelStreamInferResponse;
 using InferResult = Result<std::unique_ptr<serve::InferResponse>>;
 
-// Decodes, turning exceptions (allocation failures) into Internal: none may reach gRPC.
+// Decodes; an exception (running out of memory) becomes a Status (core/exceptions.h): none may
+// reach gRPC.
 Result<std::unique_ptr<serve::InferRequest>> SafeDecode(ModelInferRequest& request) {
-  try {
-    return DecodeInferRequest(request);
-  } catch (const std::exception& error) {
-    return Internal("decoding the infer request: {}", error.what());
-  }
+  return CatchAsStatus("decoding the infer request", [&] { return DecodeInferRequest(request); });
 }
 
 // Fills `out` from a completed request; the status the call or stream entry ends with.
 Status SafeEncode(InferResult& result, ModelInferResponse& out) {
   if (!result.ok()) return result.status();
-  try {
+  return CatchAsStatus("encoding the infer response", [&] {
     EncodeInferResponse(**result, out);
     return Status::Ok();
-  } catch (const std::exception& error) {
-    return Internal("encoding the infer response: {}", error.what());
-  }
+  });
 }
 
 // One ModelInfer call; lives from the handler until gRPC calls OnDone (after Finish).
@@ -147,6 +143,10 @@ class StreamCall final
       if (Status encoded = SafeEncode(result, *response.mutable_infer_response()); !encoded.ok()) {
         response = Error(encoded, model, version, id);
       }
+      // As Triton's stream writer marks each request's last response (for a model that is not
+      // decoupled, its only one); a request refused before it reached the server has none.
+      (*response.mutable_infer_response()->mutable_parameters())["triton_final_response"]
+          .set_bool_param(true);
       Respond(slot, std::move(response));
     });
   }

@@ -127,7 +127,8 @@ Status DecodeContents(const InferTensorContents& contents, int64_t element_count
     case DataType::kFp64: AppendSame(contents.fp64_contents(), t.data); return Status::Ok();
     case DataType::kBytes:
       for (const std::string& element : contents.bytes_contents()) {
-        tensor::AppendBytesElement(element, t.data);
+        RETURN_IF_ERROR(tensor::AppendBytesElement(element, t.data)
+                            .WithContext(fmt::format("input '{}'", t.name)));
       }
       return Status::Ok();
     default: break;
@@ -135,32 +136,59 @@ Status DecodeContents(const InferTensorContents& contents, int64_t element_count
   return InvalidArgument("input '{}': unsupported datatype", t.name);
 }
 
-// A parameter that must be a non-negative integer (Triton's clients send int64 or uint64).
-Result<uint64_t> UnsignedParameter(std::string_view name, const InferParameter& parameter) {
-  switch (parameter.parameter_choice_case()) {
-    case InferParameter::kUint64Param: return parameter.uint64_param();
-    case InferParameter::kInt64Param:
-      if (parameter.int64_param() >= 0) return static_cast<uint64_t>(parameter.int64_param());
-      return InvalidArgument("parameter '{}' must not be negative, got {}", name,
-                             parameter.int64_param());
-    default:
-      return InvalidArgument(
-          "parameter '{}' must be an unsigned integer (uint64_param or "
-          "int64_param)",
-          name);
-  }
-}
-
+// The request's parameters, as Triton's gRPC front end reads them (SetInferenceRequestMetadata),
+// with its words: its reserved ones must have their types; sequence_id, sequence_start and
+// sequence_end mean nothing to a model without a sequence batcher, as to Triton's; of the keys
+// starting with "triton_" only Triton's triton_enable_empty_final_response is allowed (it
+// concerns decoupled models, which Rampart has not); any other (custom) parameter must be an
+// int64, bool, string or double, and no backend of Rampart's reads one.
 Status DecodeParameters(const ModelInferRequest& request, serve::InferRequest& out) {
+  constexpr std::string_view kAllowedTritonKey = "triton_enable_empty_final_response";
   for (const auto& [name, parameter] : request.parameters()) {
-    if (name == "priority") {
-      ASSIGN_OR_RETURN(out.priority, UnsignedParameter(name, parameter));
+    const InferParameter::ParameterChoiceCase type = parameter.parameter_choice_case();
+    if (name == "sequence_id") {
+      if (type != InferParameter::kInt64Param && type != InferParameter::kStringParam) {
+        return InvalidArgument(
+            "invalid value type for 'sequence_id' parameter, expected int64_param or "
+            "string_param.");
+      }
+    } else if (name == "sequence_start" || name == "sequence_end" || name == kAllowedTritonKey) {
+      if (type != InferParameter::kBoolParam) {
+        return InvalidArgument("invalid value type for '{}' parameter, expected bool_param.", name);
+      }
+    } else if (name == "priority") {
+      if (type == InferParameter::kUint64Param) {
+        out.priority = parameter.uint64_param();
+      } else if (type == InferParameter::kInt64Param && parameter.int64_param() >= 0) {
+        out.priority = static_cast<uint64_t>(parameter.int64_param());
+      } else if (type == InferParameter::kInt64Param) {
+        return InvalidArgument("invalid value for 'priority', expected value >= 0.");
+      } else {
+        return InvalidArgument(
+            "invalid value type for 'priority' parameter, expected int64_param or "
+            "uint64_param.");
+      }
     } else if (name == "timeout") {
-      ASSIGN_OR_RETURN(out.timeout_us, UnsignedParameter(name, parameter));
-    } else if (name == "sequence_id" || name == "sequence_start" || name == "sequence_end") {
-      return Unimplemented("parameter '{}': sequence batching is not supported", name);
+      if (type != InferParameter::kInt64Param) {
+        return InvalidArgument("invalid value type for 'timeout' parameter, expected int64_param.");
+      }
+      // Triton reads a negative one as a huge unsigned timeout; refused here instead.
+      if (parameter.int64_param() < 0) {
+        return InvalidArgument("invalid value for 'timeout', expected value >= 0.");
+      }
+      out.timeout_us = static_cast<uint64_t>(parameter.int64_param());
+    } else if (name.starts_with("triton_")) {
+      return InvalidArgument(
+          "parameter keys starting with 'triton_' are reserved for Triton usage. Only the "
+          "following keys starting with 'triton_' are allowed: {}",
+          kAllowedTritonKey);
+    } else if (type != InferParameter::kInt64Param && type != InferParameter::kBoolParam &&
+               type != InferParameter::kStringParam && type != InferParameter::kDoubleParam) {
+      return InvalidArgument(
+          "invalid value type for '{}' parameter, expected int64_param, bool_param, or "
+          "string_param.",
+          name);
     }
-    // Others (binary_data_output, headers, custom ones) mean nothing here; HTTP ignores them too.
   }
   return Status::Ok();
 }
@@ -177,20 +205,6 @@ Status RejectSharedMemory(const google::protobuf::Map<std::string, InferParamete
 void FillDuration(const serve::Duration& duration, inference::StatisticDuration& out) {
   out.set_count(duration.count);
   out.set_ns(duration.ns);
-}
-
-template <typename Tensors>
-void FillTensorMetadata(
-    const Tensors& tensors, bool batched,
-    google::protobuf::RepeatedPtrField<inference::ModelMetadataResponse::TensorMetadata>& out) {
-  for (const auto& tensor : tensors) {
-    inference::ModelMetadataResponse::TensorMetadata& metadata = *out.Add();
-    metadata.set_name(tensor.name());
-    metadata.set_datatype(
-        std::string(tensor::DataTypeName(model::ToTensorType(tensor.data_type()))));
-    if (batched) metadata.add_shape(-1);
-    for (int64_t dim : tensor.dims()) metadata.add_shape(dim);
-  }
 }
 
 }  // namespace
@@ -213,7 +227,9 @@ grpc::Status ToGrpcStatus(const Status& status) {
     // gRPC's own answer to a message over the size limit.
     case StatusCode::kPayloadTooLarge: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
   }
-  return grpc::Status(code, status.message());
+  // Every error carries a message, as Triton's do.
+  return grpc::Status(code, status.message().empty() ? std::string(StatusCodeName(status.code()))
+                                                     : status.message());
 }
 
 Result<int64_t> ParseModelVersion(std::string_view version) {
@@ -271,8 +287,8 @@ Result<std::unique_ptr<serve::InferRequest>> DecodeInferRequest(ModelInferReques
             "input '{}': 'contents' must not be set when the request uses raw_input_contents",
             t.name);
       }
+      // Whether it is the size the shape needs is the model's check (Triton's words, naming it).
       t.data.swap(*request.mutable_raw_input_contents(i));
-      RETURN_IF_ERROR(tensor::ValidateByteSize(t.datatype, t.shape, t.data, "input '{}'", t.name));
     } else if (input.has_contents()) {
       RETURN_IF_ERROR(DecodeContents(input.contents(), *count, t));
     } else if (*count > 0) {
@@ -306,16 +322,21 @@ void EncodeInferResponse(serve::InferResponse& response, inference::ModelInferRe
   }
 }
 
-void FillModelMetadata(const serve::ModelVersion& model,
-                       const std::vector<std::shared_ptr<serve::ModelVersion>>& versions,
+void FillModelMetadata(const serve::ModelMetadata& metadata,
                        inference::ModelMetadataResponse& out) {
-  const model::ModelConfig& config = model.config();
-  out.set_name(config.name());
-  for (const auto& each : versions) out.add_versions(std::to_string(each->version()));
-  out.set_platform(config.platform());
-  const bool batched = config.max_batch_size() > 0;
-  FillTensorMetadata(config.input(), batched, *out.mutable_inputs());
-  FillTensorMetadata(config.output(), batched, *out.mutable_outputs());
+  out.set_name(metadata.name);
+  for (const std::string& version : metadata.versions) out.add_versions(version);
+  out.set_platform(metadata.platform);
+  const auto fill = [](const std::vector<serve::TensorMetadata>& tensors, auto& fields) {
+    for (const serve::TensorMetadata& tensor : tensors) {
+      inference::ModelMetadataResponse::TensorMetadata& field = *fields.Add();
+      field.set_name(tensor.name);
+      field.set_datatype(tensor.datatype);
+      for (int64_t dim : tensor.shape) field.add_shape(dim);
+    }
+  };
+  fill(metadata.inputs, *out.mutable_inputs());
+  fill(metadata.outputs, *out.mutable_outputs());
 }
 
 void FillModelStatistics(const serve::ModelVersion& model, inference::ModelStatistics& out) {

@@ -1,7 +1,7 @@
 #pragma once
 
-// KServe v2 gRPC messages <-> the serving core's types (PROTOCOLS.md §3), and the one mapping from
-// Status to grpc::Status.
+// KServe v2 gRPC messages <-> the serving core's types (docs/triton-compatibility.md), and the one
+// mapping from Status to grpc::Status.
 //
 // Inputs arrive either as typed `contents` (one repeated field per datatype family) or as
 // `raw_input_contents` (little-endian bytes, one entry per input); responses always use
@@ -16,13 +16,15 @@
 #include "core/status.h"
 #include "serve/model_version.h"
 #include "serve/request.h"
+#include "serve/server.h"
 
 namespace rampart::api {
 
 // The gRPC status a KServe client sees for `status`: NotFound -> NOT_FOUND, InvalidArgument ->
 // INVALID_ARGUMENT, Unavailable -> UNAVAILABLE, Unimplemented -> UNIMPLEMENTED, Internal ->
 // INTERNAL, ResourceExhausted and PayloadTooLarge -> RESOURCE_EXHAUSTED, Cancelled -> CANCELLED,
-// and each other canonical code to its namesake. The message is kept unchanged.
+// and each other canonical code to its namesake. The message is kept unchanged (an empty one
+// becomes the code's name: no error goes out without a message).
 grpc::Status ToGrpcStatus(const Status& status);
 
 // A request's `version` field: empty = the latest loaded version, else a non-negative integer.
@@ -40,10 +42,8 @@ Result<std::unique_ptr<serve::InferRequest>> DecodeInferRequest(
 // Fills `out` from `response`, moving each output's bytes into raw_output_contents.
 void EncodeInferResponse(serve::InferResponse& response, inference::ModelInferResponse& out);
 
-// Model metadata as HTTP's /v2/models/{m} reports it; `versions` are every loaded version.
-void FillModelMetadata(const serve::ModelVersion& model,
-                       const std::vector<std::shared_ptr<serve::ModelVersion>>& versions,
-                       inference::ModelMetadataResponse& out);
+// Model metadata, as HTTP's /v2/models/{m} reports it.
+void FillModelMetadata(const serve::ModelMetadata& metadata, inference::ModelMetadataResponse& out);
 
 // One model version's statistics, from the same snapshot HTTP's /stats reads.
 void FillModelStatistics(const serve::ModelVersion& model, inference::ModelStatistics& out);

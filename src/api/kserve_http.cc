@@ -1,10 +1,9 @@
 #include "api/kserve_http.h"
 
-#include <charconv>
-
 #include "api/http_compression.h"
 #include "api/http_status.h"
 #include "api/kserve_codec.h"
+#include "core/exceptions.h"
 #include "core/logging.h"
 #include "core/trace.h"
 #include "json/writer.h"
@@ -15,69 +14,17 @@ namespace {
 
 constexpr std::string_view kHeaderLength = "inference-header-content-length";
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Percent-decodes one path segment. nullopt on a malformed escape.
-std::optional<std::string> DecodeSegment(std::string_view segment) {
-  std::string out;
-  out.reserve(segment.size());
-  for (size_t i = 0; i < segment.size(); ++i) {
-    if (segment[i] != '%') {
-      out.push_back(segment[i]);
-      continue;
-    }
-    if (i + 2 >= segment.size()) return std::nullopt;
-    const int high = HexValue(segment[i + 1]);
-    const int low = HexValue(segment[i + 2]);
-    if (high < 0 || low < 0) return std::nullopt;
-    out.push_back(static_cast<char>(high * 16 + low));
-    i += 2;
-  }
-  return out;
-}
-
-std::vector<std::string_view> SplitPath(std::string_view path) {
-  std::vector<std::string_view> segments;
-  segments.reserve(8);  // the longest route has 6: one allocation, not one per doubling
-  size_t start = 0;
-  while (start <= path.size()) {
-    const size_t end = path.find('/', start);
-    const std::string_view segment =
-        path.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    if (!segment.empty()) segments.push_back(segment);
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return segments;
-}
-
-Result<int64_t> ParseVersion(std::string_view text) {
-  int64_t version = 0;
-  auto [ptr, error] = std::from_chars(text.data(), text.data() + text.size(), version);
-  if (error != std::errc() || ptr != text.data() + text.size() || version < 0) {
-    // Triton's routes only match digits here, so anything else is an unknown path: 404.
-    return NotFound("'{}' is not a valid model version", text);
-  }
-  return version;
-}
-
-void WriteTensorMetadata(json::Writer& writer, const auto& tensors, bool batched) {
+void WriteTensorMetadata(json::Writer& writer, const std::vector<serve::TensorMetadata>& tensors) {
   writer.StartArray();
-  for (const auto& tensor : tensors) {
+  for (const serve::TensorMetadata& tensor : tensors) {
     writer.StartObject();
     writer.Key("name");
-    writer.String(tensor.name());
+    writer.String(tensor.name);
     writer.Key("datatype");
-    writer.String(tensor::DataTypeName(model::ToTensorType(tensor.data_type())));
+    writer.String(tensor.datatype);
     writer.Key("shape");
     writer.StartArray();
-    if (batched) writer.Int64(-1);
-    for (int64_t dim : tensor.dims()) writer.Int64(dim);
+    for (int64_t dim : tensor.shape) writer.Int64(dim);
     writer.EndArray();
     writer.EndObject();
   }
@@ -216,7 +163,7 @@ void WriteAccessLog(const net::HttpRequest& request, std::string_view trace_id, 
   line.Key("total_us");
   line.Double(total_ns / 1e3);
   line.EndObject();
-  LOG_INFO("{}", line.view());
+  LogInfoJsonObject(line.view());
 }
 
 }  // namespace
@@ -224,121 +171,9 @@ void WriteAccessLog(const net::HttpRequest& request, std::string_view trace_id, 
 KServeHttp::KServeHttp(serve::InferenceServer& server, KServeHttpOptions options)
     : server_(server), options_(std::move(options)) {}
 
-void KServeHttp::Shutdown() { control_.Stop(); }
-
-void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
-  const std::vector<std::string_view> path = SplitPath(request.path());
-  const bool get = request.method == "GET";
-  const bool post = request.method == "POST";
-  const auto method_not_allowed = [&] {
-    // Triton answers a known route with the wrong method 405 (not a Status code of ours).
-    net::HttpResponse response = KServeError(
-        InvalidArgument("method {} is not allowed on {}", request.method, request.path()));
-    response.status = 405;
-    responder.Send(std::move(response));
-  };
-  if (path.empty() || path[0] != "v2") {
-    responder.Send(KServeError(NotFound("no route for {}", request.path())));
-    return;
-  }
-  // /v2
-  if (path.size() == 1) {
-    get ? responder.Send(ServerMetadata()) : method_not_allowed();
-    return;
-  }
-  // /v2/health/{live,ready}
-  if (path[1] == "health" && path.size() == 3 && (path[2] == "live" || path[2] == "ready")) {
-    if (!get) return method_not_allowed();
-    const bool ok = path[2] == "live" ? server_.IsLive() : server_.IsReady();
-    responder.Send(EmptyResponse(ok ? 200 : 400));
-    return;
-  }
-  // /v2/repository/index, /v2/repository/models/{m}/{load,unload}
-  if (path[1] == "repository") {
-    if (path.size() == 3 && path[2] == "index") {
-      post ? responder.Send(RepositoryIndex(request)) : method_not_allowed();
-      return;
-    }
-    if (path.size() == 5 && path[2] == "models" && (path[4] == "load" || path[4] == "unload")) {
-      if (!post) return method_not_allowed();
-      std::optional<std::string> model = DecodeSegment(path[3]);
-      if (!model) {
-        responder.Send(KServeError(InvalidArgument("malformed model name in {}", request.path())));
-        return;
-      }
-      // Loading reads files and builds models: never on an I/O thread.
-      auto task = [this, load = path[4] == "load", model = std::move(*model),
-                   body = std::move(request.body), responder = std::move(responder)]() mutable {
-        responder.Send(RepositoryControl(load, model, body));
-      };
-      // While shutting down the task is dropped, and its responder answers 500.
-      control_.Post(std::move(task));
-      return;
-    }
-  }
-  // /v2/logging (Triton's logging extension)
-  if (path[1] == "logging" && path.size() == 2) {
-    get || post ? responder.Send(Logging(request)) : method_not_allowed();
-    return;
-  }
-  if (path[1] != "models") {
-    responder.Send(KServeError(NotFound("no route for {}", request.path())));
-    return;
-  }
-  // /v2/models/stats
-  if (path.size() == 3 && path[2] == "stats") {
-    get ? responder.Send(Statistics("", serve::kLatestVersion)) : method_not_allowed();
-    return;
-  }
-  if (path.size() < 3) {
-    responder.Send(KServeError(NotFound("no route for {}", request.path())));
-    return;
-  }
-  std::optional<std::string> model = DecodeSegment(path[2]);
-  if (!model) {
-    responder.Send(KServeError(InvalidArgument("malformed model name in {}", request.path())));
-    return;
-  }
-  size_t next = 3;
-  int64_t version = serve::kLatestVersion;
-  if (path.size() >= 5 && path[3] == "versions") {
-    Result<int64_t> parsed = ParseVersion(path[4]);
-    if (!parsed.ok()) {
-      responder.Send(KServeError(parsed.status()));
-      return;
-    }
-    version = *parsed;
-    next = 5;
-  }
-  const std::string_view action = path.size() > next ? path[next] : std::string_view();
-  if (path.size() > next + 1) {
-    responder.Send(KServeError(NotFound("no route for {}", request.path())));
-    return;
-  }
-  if (action.empty()) {
-    get ? responder.Send(ModelMetadata(*model, version)) : method_not_allowed();
-  } else if (action == "ready") {
-    get ? responder.Send(ModelReady(*model, version)) : method_not_allowed();
-  } else if (action == "config") {
-    get ? responder.Send(ModelConfig(*model, version)) : method_not_allowed();
-  } else if (action == "stats") {
-    get ? responder.Send(Statistics(*model, version)) : method_not_allowed();
-  } else if (action == "canary") {
-    if (get) {
-      responder.Send(Canary(*model));
-    } else if (post) {
-      responder.Send(StartCanary(*model, request.body));
-    } else if (request.method == "DELETE") {
-      Status stopped = server_.StopCanary(*model);
-      responder.Send(stopped.ok() ? EmptyResponse(200) : KServeError(stopped));
-    } else {
-      method_not_allowed();
-    }
-  } else if (action == "infer") {
-    post ? Infer(std::move(request), *model, version, std::move(responder)) : method_not_allowed();
-  } else {
-    responder.Send(KServeError(NotFound("no route for {}", request.path())));
-  }
+void KServeHttp::Shutdown() {
+  control_.Stop();
+  repository_reads_.Stop();
 }
 
 void KServeHttp::Infer(net::HttpRequest&& request, std::string_view model, int64_t version,
@@ -367,14 +202,19 @@ void KServeHttp::Infer(net::HttpRequest&& request, std::string_view model, int64
     return;
   }
   if (encoding != ContentEncoding::kIdentity) {
-    Result<std::string> inflated = Inflate(request.body, encoding, options_.max_body_bytes);
+    Result<std::string> inflated = CatchAsStatus("inflating the request body", [&] {
+      return Inflate(request.body, encoding, options_.max_body_bytes);
+    });
     if (!inflated.ok()) {
       refuse(KServeError(inflated.status()));
       return;
     }
     request.body = std::move(inflated).value();
   }
-  Result<DecodedInfer> decoded = DecodeInferRequest(request.body, request.Header(kHeaderLength));
+  // Out of memory while decoding answers 503 (core/exceptions.h), not a crash.
+  Result<DecodedInfer> decoded = CatchAsStatus("decoding the request", [&] {
+    return DecodeInferRequest(request.body, request.Header(kHeaderLength));
+  });
   if (!decoded.ok()) {
     refuse(KServeError(decoded.status()));
     return;
@@ -429,27 +269,22 @@ net::HttpResponse KServeHttp::ServerMetadata() const {
 }
 
 net::HttpResponse KServeHttp::ModelMetadata(std::string_view model, int64_t version) const {
-  Result<std::shared_ptr<serve::ModelVersion>> loaded = server_.GetModel(model, version);
-  if (!loaded.ok()) return KServeError(loaded.status());
-  Result<std::vector<std::shared_ptr<serve::ModelVersion>>> versions = server_.GetVersions(model);
-  const model::ModelConfig& config = (*loaded)->config();
+  Result<serve::ModelMetadata> metadata = server_.Metadata(model, version);
+  if (!metadata.ok()) return KServeError(metadata.status());
   json::Writer writer;
   writer.StartObject();
   writer.Key("name");
-  writer.String(config.name());
+  writer.String(metadata->name);
   writer.Key("versions");
   writer.StartArray();
-  if (versions.ok()) {
-    for (const auto& each : *versions) writer.String(std::to_string(each->version()));
-  }
+  for (const std::string& each : metadata->versions) writer.String(each);
   writer.EndArray();
   writer.Key("platform");
-  writer.String(config.platform());
-  const bool batched = config.max_batch_size() > 0;
+  writer.String(metadata->platform);
   writer.Key("inputs");
-  WriteTensorMetadata(writer, config.input(), batched);
+  WriteTensorMetadata(writer, metadata->inputs);
   writer.Key("outputs");
-  WriteTensorMetadata(writer, config.output(), batched);
+  WriteTensorMetadata(writer, metadata->outputs);
   writer.EndObject();
   return JsonResponse(writer.Take());
 }
@@ -461,27 +296,20 @@ net::HttpResponse KServeHttp::ModelConfig(std::string_view model, int64_t versio
 }
 
 net::HttpResponse KServeHttp::ModelReady(std::string_view model, int64_t version) const {
-  return EmptyResponse(server_.IsModelReady(model, version) ? 200 : 400);
+  // As Triton: 200 and no body when ready, else the error (404 for an unknown model).
+  const Status ready = server_.ModelReady(model, version);
+  return ready.ok() ? EmptyResponse(200) : KServeError(ready);
 }
 
 net::HttpResponse KServeHttp::Statistics(std::string_view model, int64_t version) const {
-  std::vector<std::shared_ptr<serve::ModelVersion>> models;
-  if (model.empty()) {
-    models = server_.AllModels();
-  } else if (version == serve::kLatestVersion) {
-    Result<std::vector<std::shared_ptr<serve::ModelVersion>>> versions = server_.GetVersions(model);
-    if (!versions.ok()) return KServeError(versions.status());
-    models = std::move(versions).value();
-  } else {
-    Result<std::shared_ptr<serve::ModelVersion>> loaded = server_.GetModel(model, version);
-    if (!loaded.ok()) return KServeError(loaded.status());
-    models.push_back(std::move(loaded).value());
-  }
+  Result<std::vector<std::shared_ptr<serve::ModelVersion>>> models =
+      server_.StatisticsTargets(model, version);
+  if (!models.ok()) return KServeError(models.status());
   json::Writer writer;
   writer.StartObject();
   writer.Key("model_stats");
   writer.StartArray();
-  for (const auto& each : models) WriteModelStats(writer, *each);
+  for (const auto& each : *models) WriteModelStats(writer, *each);
   writer.EndArray();
   writer.EndObject();
   return JsonResponse(writer.Take());

@@ -1,15 +1,20 @@
 #pragma once
 
-// KServe v2 / Triton HTTP front end (PROTOCOLS.md §2): health, metadata, config, infer,
-// statistics and the repository index, on top of the InferenceServer.
+// KServe v2 / Triton HTTP front end: health, metadata, config, infer, statistics, the repository
+// index and model control, Triton's logging extension and Rampart's canary releases, on top of
+// the InferenceServer. Every route is in one table (Routes, kserve_http_routes.cc).
 //
 // Handle() runs on an HTTP I/O thread and never blocks: infer requests are decoded there, handed
 // to the server, and answered from the completion callback (the response is serialized back on
-// the I/O thread). Every infer answer carries a W3C `traceparent` (continuing the caller's trace
-// or starting one) and a `Server-Timing` header with the request's queue, compute_input,
-// compute_infer, compute_output and total durations. Thread-safe; holds no mutable state.
+// the I/O thread); the repository index and load/unload, which read files and build models, run
+// on threads of their own, each behind a bounded queue (429 when it is full). Every infer answer
+// carries a W3C `traceparent` (continuing the caller's trace or starting one) and a
+// `Server-Timing` header with the request's queue, compute_input, compute_infer, compute_output
+// and total durations. Thread-safe; holds no mutable state of its own.
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "core/serial_worker.h"
 #include "net/http_server.h"
@@ -24,18 +29,45 @@ struct KServeHttpOptions {
   bool access_log = false;
   // The most a compressed infer body may inflate to (the HTTP server's body limit, as a rule).
   uint64_t max_body_bytes = 64ull << 20;
+  // Told when a repository request is refused because too many wait already (429); on an I/O
+  // thread, so it must be cheap and thread-safe (a counter).
+  std::function<void()> on_worker_queue_full;
 };
+
+// Repository requests (index, load, unload) that may wait for their thread; more get 429.
+inline constexpr size_t kMaxQueuedRepositoryRequests = 64;
 
 class KServeHttp {
  public:
   KServeHttp(serve::InferenceServer& server, KServeHttpOptions options);
 
   void Handle(net::HttpRequest&& request, net::Responder responder);
-  // Finishes queued repository load/unload requests and stops their thread. Call before the
+  // Finishes queued repository requests and stops their threads. Call before the
   // InferenceServer goes away.
   void Shutdown();
 
  private:
+  // What a route's path captures.
+  struct RouteArgs {
+    std::string model;                        // "{model}", percent-decoded
+    int64_t version = serve::kLatestVersion;  // "{version}"
+  };
+  using RouteHandler = void (*)(KServeHttp&, RouteArgs&, net::HttpRequest&&, net::Responder&&);
+  struct Route {
+    std::string_view method;
+    // Literal path segments; "{model}" and "{version}" match any segment and capture it.
+    std::vector<std::string> pattern;
+    RouteHandler handler;
+  };
+  // Every route, built once. A path no route has is 404; one with another method, 405.
+  static const std::vector<Route>& Routes();
+
+  // Runs `work` on `worker` and answers with what it returns; a full queue answers 429, a
+  // stopping one 503.
+  void OffIoThread(SerialWorker& worker, net::Responder responder,
+                   UniqueFunction<net::HttpResponse()> work);
+  void QueueRepositoryControl(bool load, std::string model, std::string body,
+                              net::Responder responder);
   void Infer(net::HttpRequest&& request, std::string_view model, int64_t version,
              net::Responder responder);
   net::HttpResponse ServerMetadata() const;
@@ -43,7 +75,8 @@ class KServeHttp {
   net::HttpResponse ModelConfig(std::string_view model, int64_t version) const;
   net::HttpResponse ModelReady(std::string_view model, int64_t version) const;
   net::HttpResponse Statistics(std::string_view model, int64_t version) const;
-  net::HttpResponse RepositoryIndex(const net::HttpRequest& request) const;
+  // POST /v2/repository/index with `body` (may be empty); reads the repository.
+  net::HttpResponse RepositoryIndex(const std::string& body) const;
   net::HttpResponse Logging(const net::HttpRequest& request) const;
   // GET/POST/DELETE /v2/models/{m}/canary: state, start (JSON policy), stop.
   net::HttpResponse Canary(std::string_view model) const;
@@ -54,7 +87,10 @@ class KServeHttp {
 
   serve::InferenceServer& server_;
   const KServeHttpOptions options_;
-  SerialWorker control_{"http-control"};  // repository load/unload, one at a time, off I/O
+  // Repository load/unload, one at a time; and the repository index, apart, so that it answers
+  // (a model LOADING) while a load runs.
+  SerialWorker control_{"http-control", kMaxQueuedRepositoryRequests};
+  SerialWorker repository_reads_{"http-index", kMaxQueuedRepositoryRequests};
 };
 
 }  // namespace rampart::api

@@ -9,11 +9,11 @@
 
 namespace rampart::api {
 
-net::HttpResponse KServeHttp::RepositoryIndex(const net::HttpRequest& request) const {
+net::HttpResponse KServeHttp::RepositoryIndex(const std::string& request_body) const {
   bool ready_only = false;
-  if (!request.body.empty()) {
+  if (!request_body.empty()) {
     json::Parser parser;
-    Result<json::Value> body = parser.Parse(request.body);
+    Result<json::Value> body = parser.Parse(request_body);
     if (!body.ok()) return KServeError(body.status());
     if (!body->IsObject()) return KServeError(InvalidArgument("the body must be a JSON object"));
     if (auto ready = body->Find("ready")) {
@@ -50,6 +50,7 @@ net::HttpResponse KServeHttp::RepositoryIndex(const net::HttpRequest& request) c
 net::HttpResponse KServeHttp::RepositoryControl(bool load, const std::string& model,
                                                 const std::string& body) const {
   std::optional<std::string> config;
+  bool unload_dependents = false;
   if (!body.empty()) {
     json::Parser parser;
     Result<json::Value> root = parser.Parse(body);
@@ -70,18 +71,18 @@ net::HttpResponse KServeHttp::RepositoryControl(bool load, const std::string& mo
                             "is not supported",
                             key));
         } else if (key == "unload_dependents") {
-          // Triton's flag also unloads the models an ensemble's load brought in with it; Rampart
-          // loads no model implicitly, so there are none. Checked, then nothing more to do.
+          // Triton's flag: unloading an ensemble also unloads the step models its load brought in.
           Result<bool> flag = json::Value(value).GetBool("parameters.unload_dependents");
           if (!flag.ok()) return KServeError(flag.status());
+          unload_dependents = *flag;
         } else {
           return KServeError(InvalidArgument("unknown parameter '{}'", key));
         }
       }
     }
   }
-  const Status status =
-      load ? server_.LoadModel(model, std::move(config)) : server_.UnloadModel(model);
+  const Status status = load ? server_.LoadModel(model, std::move(config))
+                             : server_.UnloadModel(model, unload_dependents);
   return status.ok() ? EmptyResponse(200) : KServeError(status);
 }
 

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -22,7 +23,9 @@
 #include "backend/torch/torch_backend.h"
 #include "core/cpu_affinity.h"
 #include "core/logging.h"
+#include "core/serial_worker.h"
 #include "metrics/process_collector.h"
+#include "metrics/reason_counter.h"
 #include "metrics/serve_metrics.h"
 #include "net/http_server.h"
 #include "serve/server.h"
@@ -88,9 +91,40 @@ class ShutdownSignals {
   sigset_t unblocked_;               // the thread's mask while waiting
 };
 
-// Serves /metrics in Prometheus text format on its own port.
+// Opens the listening socket of one front end, named by its flags in the one line logged when it
+// cannot: "--http-port 8000: address already in use".
+std::optional<net::Listener> OpenListener(std::string_view port_flag, int port,
+                                          std::string_view address_flag,
+                                          const std::string& address) {
+  Result<net::Listener> listener = net::Listener::Open(address, static_cast<uint16_t>(port));
+  if (listener.ok()) return std::move(listener).value();
+  if (listener.status().code() != StatusCode::kUnavailable) {
+    LOG_ERROR("{} {}: {}", address_flag, address, listener.status().message());
+  } else {
+    LOG_ERROR("{} {}: {}{}", port_flag, port, listener.status().message(),
+              address == "0.0.0.0" ? "" : fmt::format(" (on {} {})", address_flag, address));
+  }
+  return std::nullopt;
+}
+
+// rampart_http_refused_total's reasons: the HTTP server's limits, and a full repository queue.
+constexpr std::string_view kRepositoryQueueRefusal = "repository_queue";
+std::vector<std::string> RefusalReasons() {
+  std::vector<std::string> reasons;
+  for (int i = 0; i < net::kHttpRefusalKinds; ++i) {
+    reasons.emplace_back(net::HttpRefusalName(static_cast<net::HttpRefusal>(i)));
+  }
+  reasons.emplace_back(kRepositoryQueueRefusal);
+  return reasons;
+}
+
+// Serves /metrics in Prometheus text format on its own port, on `listener` (opened before the
+// models load). A scrape (which reads /proc and takes the registry's locks) runs on `scrapes`,
+// off the I/O thread; `scrapes` must be stopped before the server goes.
 Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings& settings,
-                                                            const metrics::Registry& registry) {
+                                                            const metrics::Registry& registry,
+                                                            SerialWorker& scrapes,
+                                                            net::Listener listener) {
   net::HttpServerOptions options;
   options.address = settings.metrics_address;
   options.port = static_cast<uint16_t>(settings.metrics_port);
@@ -98,7 +132,8 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
   options.max_body_bytes = 64 * 1024;
   options.name = "metrics";
   return net::HttpServer::Start(
-      options, [&registry](net::HttpRequest&& request, net::Responder responder) {
+      options,
+      [&registry, &scrapes](net::HttpRequest&& request, net::Responder responder) {
         net::HttpResponse response;
         if (request.path() != "/metrics") {
           response.status = 404;
@@ -107,18 +142,29 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
           response.status = 405;
           response.body = R"({"error":"use GET /metrics"})";
         } else {
-          response.content_type = "text/plain; version=0.0.4; charset=utf-8";
-          response.body = registry.Exposition();
+          auto held = std::make_shared<net::Responder>(std::move(responder));
+          const Status queued = scrapes.Post([held, &registry] {
+            net::HttpResponse exposition;
+            exposition.content_type = "text/plain; version=0.0.4; charset=utf-8";
+            exposition.body = registry.Exposition();
+            held->Send(std::move(exposition));
+          });
+          if (queued.ok()) return;
+          response.status = 503;
+          response.body = R"({"error":"too many scrapes at once; retry later"})";
+          held->Send(std::move(response));
+          return;
         }
         responder.Send(std::move(response));
-      });
+      },
+      std::move(listener));
 }
 
 api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings) {
   api::KServeGrpcOptions options;
   options.address = settings.grpc_address;
   options.port = settings.grpc_port;
-  options.server_name = "rampart";
+  options.server_name = settings.server_name;
   options.server_version = RAMPART_VERSION;
   options.max_receive_bytes = static_cast<int>(settings.grpc_max_input_size);  // checked
   if (settings.grpc_use_ssl || settings.grpc_use_ssl_mutual) {
@@ -130,16 +176,20 @@ api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings) {
   return options;
 }
 
-// HTTP I/O threads when --http-thread-count is 0: one per core, less one per model instance
-// thread running at a raised priority (optimization.priority PRIORITY_MAX, applied): such a
-// thread takes its core whenever it has a batch, and I/O threads beyond the remaining cores only
-// take turns with each other there. Measured on 2 cores (mlp_classifier, one intra-op thread, 64
-// clients, alternating batching_bench runs): one I/O thread served a median 0.87 x offline over
-// eight runs, two 0.78 over four (docs/benchmarks.md). Counted from the models loaded at start;
-// with --http-cpus, one per core as before (the operator placed the threads).
+// HTTP I/O threads when --http-thread-count is 0, with the reason logged. With --http-cpus, one
+// per CPU listed (more would only take turns there). Otherwise one per core, less one per model
+// instance thread running at a raised priority (optimization.priority PRIORITY_MAX, applied): such
+// a thread takes its core whenever it has a batch, and I/O threads beyond the remaining cores only
+// take turns with each other there (docs/benchmarks.md has the measurements). Counted from the
+// models loaded at start.
 int DefaultHttpThreads(const ServeSettings& settings, const serve::InferenceServer& server) {
+  if (!settings.http_cpus.empty()) {
+    const auto threads = static_cast<int>(ParseCpuList(settings.http_cpus)->size());  // checked
+    LOG_INFO("HTTP: {} I/O thread(s), one per --http-cpus CPU (--http-thread-count overrides)",
+             threads);
+    return threads;
+  }
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  if (!settings.http_cpus.empty()) return cores;
   int favoured = 0;
   for (const auto& version : server.AllModels()) favoured += version->FavouredInstances();
   const int threads = std::max(1, cores - favoured);
@@ -148,6 +198,8 @@ int DefaultHttpThreads(const ServeSettings& settings, const serve::InferenceServ
         "HTTP: {} I/O thread(s) for {} core(s), {} held by model instance threads at a raised "
         "priority (--http-thread-count overrides)",
         threads, cores, favoured);
+  } else {
+    LOG_INFO("HTTP: {} I/O thread(s), one per core (--http-thread-count overrides)", threads);
   }
   return threads;
 }
@@ -161,6 +213,7 @@ int Serve(const ServeSettings& settings) {
   // Metrics outlive the server they observe.
   metrics::Registry registry;
   std::unique_ptr<metrics::ServeMetrics> serve_metrics;
+  std::shared_ptr<metrics::ReasonCounter> refusals;  // null without metrics
   if (settings.allow_metrics) {
     metrics::ServeMetricsOptions metrics_options;
     if (!settings.metrics_histogram_buckets.empty()) {
@@ -171,6 +224,9 @@ int Serve(const ServeSettings& settings) {
     metrics_options.summaries = settings.metrics_summaries;
     serve_metrics = std::make_unique<metrics::ServeMetrics>(registry, metrics_options);
     registry.AddCollector(std::make_unique<metrics::ProcessCollector>(registry));
+    refusals = std::make_shared<metrics::ReasonCounter>(
+        registry, "rampart_http_refused_total",
+        "HTTP requests and connections the server's limits refused, by reason", RefusalReasons());
   }
 
   serve::ServerOptions options;
@@ -185,7 +241,34 @@ int Serve(const ServeSettings& settings) {
   options.instance_cpus = ParseCpuList(settings.instance_cpus).value();  // checked by Validate
   options.strict_readiness = settings.strict_readiness;
   options.direct_execution_limit = std::chrono::microseconds(settings.direct_execution_max_us);
+  options.default_max_queue_size = settings.default_max_queue_size;
   options.observer = serve_metrics.get();
+
+  // Every port is checked before the models load, which can take minutes. HTTP's and the
+  // metrics' sockets are opened here and kept, so nothing can take them meanwhile (connections
+  // wait in the backlog until serving starts); gRPC binds its own socket, so its port is only
+  // tried here (a name rather than an IP address is left for gRPC to resolve).
+  std::optional<net::Listener> http_listener =
+      OpenListener("--http-port", settings.http_port, "--http-address", settings.http_address);
+  std::optional<net::Listener> metrics_listener;
+  if (settings.allow_metrics) {
+    metrics_listener = OpenListener("--metrics-port", settings.metrics_port, "--metrics-address",
+                                    settings.metrics_address);
+  }
+  bool grpc_port_free = true;
+  if (settings.allow_grpc && settings.grpc_port != 0) {
+    Result<net::Listener> tried =
+        net::Listener::Open(settings.grpc_address, static_cast<uint16_t>(settings.grpc_port));
+    if (!tried.ok() && tried.status().code() == StatusCode::kUnavailable) {
+      grpc_port_free =
+          OpenListener("--grpc-port", settings.grpc_port, "--grpc-address", settings.grpc_address)
+              .has_value();
+    }
+  }
+  if (!http_listener || (settings.allow_metrics && !metrics_listener) || !grpc_port_free) {
+    return 1;
+  }
+
   auto server = std::make_unique<serve::InferenceServer>(options, backends);
   if (Status loaded = server->LoadStartupModels(); !loaded.ok()) {
     LOG_ERROR("{}", loaded.message());
@@ -193,10 +276,14 @@ int Serve(const ServeSettings& settings) {
   }
   if (serve_metrics) serve_metrics->WatchQueues(*server);
 
-  api::KServeHttp kserve(*server, {.server_name = "rampart",
-                                   .server_version = RAMPART_VERSION,
-                                   .access_log = settings.access_log,
-                                   .max_body_bytes = settings.http_max_input_size});
+  api::KServeHttpOptions kserve_options{.server_name = settings.server_name,
+                                        .server_version = RAMPART_VERSION,
+                                        .access_log = settings.access_log,
+                                        .max_body_bytes = settings.http_max_input_size};
+  if (refusals) {
+    kserve_options.on_worker_queue_full = [refusals] { refusals->Count(kRepositoryQueueRefusal); };
+  }
+  api::KServeHttp kserve(*server, std::move(kserve_options));
   // gRPC serves the same InferenceServer; it is shut down before the server goes away.
   std::unique_ptr<api::KServeGrpc> grpc;
   if (settings.allow_grpc) {
@@ -215,6 +302,17 @@ int Serve(const ServeSettings& settings) {
   http_options.cpus = ParseCpuList(settings.http_cpus).value();  // checked by Validate
   http_options.sched_batch = settings.http_sched_batch;
   http_options.max_body_bytes = settings.http_max_input_size;
+  http_options.max_connections = static_cast<size_t>(settings.http_max_connections);
+  http_options.idle_timeout = std::chrono::seconds(settings.http_idle_timeout_secs);
+  http_options.header_timeout = std::chrono::seconds(settings.http_header_timeout_secs);
+  http_options.body_timeout = std::chrono::seconds(settings.http_body_timeout_secs);
+  http_options.body_min_rate = settings.http_body_min_rate;
+  http_options.max_body_bytes_in_flight = settings.http_max_body_bytes_in_flight;
+  if (refusals) {
+    http_options.on_refused = [refusals](net::HttpRefusal refusal) {
+      refusals->Count(net::HttpRefusalName(refusal));
+    };
+  }
   if (!settings.http_ssl_cert.empty()) {
     http_options.tls = net::HttpTlsOptions{.cert = settings.http_ssl_cert,
                                            .key = settings.http_ssl_key,
@@ -222,16 +320,19 @@ int Serve(const ServeSettings& settings) {
                                            .mutual = settings.http_ssl_mutual};
   }
   auto http = net::HttpServer::Start(
-      http_options, [&kserve](net::HttpRequest&& request, net::Responder responder) {
+      http_options,
+      [&kserve](net::HttpRequest&& request, net::Responder responder) {
         kserve.Handle(std::move(request), std::move(responder));
-      });
+      },
+      std::move(*http_listener));
   if (!http.ok()) {
     LOG_ERROR("{}", http.status().message());
     return 1;
   }
+  SerialWorker scrapes("metrics-scrape", /*max_queued=*/4);
   std::unique_ptr<net::HttpServer> metrics_http;
   if (settings.allow_metrics) {
-    auto started = StartMetricsServer(settings, registry);
+    auto started = StartMetricsServer(settings, registry, scrapes, std::move(*metrics_listener));
     if (!started.ok()) {
       LOG_ERROR("metrics: {}", started.status().message());
       return 1;
@@ -280,6 +381,7 @@ int Serve(const ServeSettings& settings) {
     grpc->Shutdown(std::chrono::duration_cast<std::chrono::milliseconds>(std::max(
         deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(0))));
   }
+  scrapes.Stop();  // its tasks answer through the metrics server's connections
   if (metrics_http) metrics_http->Shutdown(std::chrono::milliseconds(0));
   kserve.Shutdown();
   // Models go first: their threads may still hold responders that point into the HTTP server.
@@ -305,20 +407,31 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   CLI::App* serve = app->add_subcommand(
       "serve",
       "Serve the models of a Triton-layout model repository over KServe v2 HTTP and gRPC.");
-  // A flag with a value whose default `--help` shows.
+  // `--help` shows every flag's default the same way, after its type: `INT=8000`,
+  // `BOOLEAN=true` (flags whose default is empty, such as file paths, show none).
+  // A flag with a value.
   const auto option = [serve](std::string name, auto& value, std::string help) {
     return serve->add_option(std::move(name), value, std::move(help))->capture_default_str();
   };
-  // A boolean flag that may also be given a value (--allow-grpc=false).
+  // A boolean flag: alone it means true; it also takes a value (--allow-grpc=false or
+  // --allow-grpc false).
   const auto switch_flag = [serve](std::string name, bool& value, std::string help) {
-    return serve->add_flag(std::move(name), value, std::move(help))->expected(0, 1);
+    return serve->add_flag(std::move(name), value, std::move(help))
+        ->expected(0, 1)
+        ->option_text(value ? "BOOLEAN=true" : "BOOLEAN=false");
   };
+  serve->footer(
+      "A BOOLEAN flag alone means true; --flag=false (or --flag false) turns it off. Flags "
+      "override the --config file.");
   serve
       ->add_option("--config", config_file,
                    "YAML config file (sections server: and http:); flags override it")
       ->check(CLI::ExistingFile);
   serve->add_option("--model-repository", settings.model_repository,
                     "Model repository directory (Triton layout)");
+  option("--server-name", settings.server_name,
+         "Name the server metadata (HTTP GET /v2, gRPC ServerMetadata) answers; 'triton' for "
+         "clients that expect Triton's");
   option("--model-control-mode", settings.model_control_mode,
          "none: load every model at start; explicit: load only "
          "--load-model models, then the repository API; poll: load "
@@ -334,6 +447,20 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
          "priority)");
   option("--http-max-input-size", settings.http_max_input_size,
          "Largest request body in bytes; larger bodies get 413");
+  option("--http-max-connections", settings.http_max_connections,
+         "Open HTTP connections at most; one more is answered 503 and closed (0 = no limit)");
+  option("--http-idle-timeout-secs", settings.http_idle_timeout_secs,
+         "Seconds a keep-alive connection may wait for its next request");
+  option("--http-header-timeout-secs", settings.http_header_timeout_secs,
+         "Seconds a request's head may take from its first byte; then 408");
+  option("--http-body-timeout-secs", settings.http_body_timeout_secs,
+         "Seconds a request's body may take, plus one per --http-body-min-rate bytes received; "
+         "then 408");
+  option("--http-body-min-rate", settings.http_body_min_rate,
+         "Bytes per second a slow request body must keep (0 = the body timeout alone)");
+  option("--http-max-body-bytes-in-flight", settings.http_max_body_bytes_in_flight,
+         "Bytes of request bodies being read at once, over all connections; a body past it gets "
+         "503 (0 = no limit)");
   serve->add_option("--http-ssl-cert", settings.http_ssl_cert,
                     "PEM certificate (chain): serve HTTPS instead of HTTP");
   serve->add_option("--http-ssl-key", settings.http_ssl_key, "PEM private key for HTTPS");
@@ -342,8 +469,7 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   switch_flag("--http-ssl-mutual", settings.http_ssl_mutual,
               "HTTPS with mutual TLS: clients must present a "
               "certificate signed by --http-ssl-root-cert");
-  switch_flag("--allow-grpc", settings.allow_grpc,
-              "Serve KServe v2 gRPC (true/false; default true)");
+  switch_flag("--allow-grpc", settings.allow_grpc, "Serve KServe v2 gRPC");
   option("--grpc-address", settings.grpc_address, "Address the gRPC server binds");
   option("--grpc-port", settings.grpc_port, "gRPC port (0 picks a free one and prints it)");
   option("--grpc-max-input-size", settings.grpc_max_input_size,
@@ -361,16 +487,21 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   serve->add_option("--grpc-root-cert", settings.grpc_root_cert,
                     "PEM CA certificate(s) that sign client certificates");
   option("--metrics-port", settings.metrics_port, "Prometheus metrics port (/metrics)");
-  option("--allow-metrics", settings.allow_metrics, "Serve Prometheus metrics (true/false)");
+  switch_flag("--allow-metrics", settings.allow_metrics, "Serve Prometheus metrics");
   option("--metrics-address", settings.metrics_address, "Address the metrics server binds");
-  serve->add_option(
-      "--metrics-histogram-buckets", settings.metrics_histogram_buckets,
-      "Latency histogram bucket bounds in microseconds, e.g. 1000,5000,10000 (default "
-      "1000,5000,10000,50000,100000,500000,1000000); a model's metrics_histogram_buckets "
-      "parameter overrides it");
-  serve->add_flag("--metrics-summaries", settings.metrics_summaries,
-                  "Also export p50/p90/p99 summaries (Triton's "
-                  "nv_inference_*_summary_us)");
+  serve
+      ->add_option("--metrics-histogram-buckets", settings.metrics_histogram_buckets,
+                   "Latency histogram bucket bounds in microseconds, exported in seconds (the "
+                   "default: 10 us to 5 s); a model's metrics_histogram_buckets parameter "
+                   "overrides it")
+      ->default_str(settings.metrics_histogram_buckets.empty()
+                        ? std::string(metrics::kDefaultDurationBucketsUsText)
+                        : settings.metrics_histogram_buckets);
+  switch_flag("--metrics-summaries", settings.metrics_summaries,
+              "Also export p50/p90/p99 summaries (Triton's nv_inference_*_summary_us)");
+  option("--default-max-queue-size", settings.default_max_queue_size,
+         "Requests a model's queue (each priority level's) holds when its config sets no "
+         "max_queue_size; more get 503 at once (0 = unbounded, as Triton)");
   option("--exit-timeout-secs", settings.exit_timeout_secs,
          "On SIGINT/SIGTERM, how long to wait for requests in "
          "flight before exiting");
@@ -379,13 +510,12 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
          "intra-op budget then divides these instead of every core (default: any)");
   option("--http-cpus", settings.http_cpus,
          "CPUs (a list like 0-1) that HTTP I/O threads run on (default: any)");
-  option("--http-sched-batch", settings.http_sched_batch,
-         "Run HTTP I/O threads under SCHED_BATCH (true/false): their wake-ups then do "
-         "not preempt a busy thread, such as a model instance mid-batch");
-  option("--strict-readiness", settings.strict_readiness,
-         "Whether /v2/health/ready (and gRPC ServerReady) answers ready only while "
-         "every model in the repository is loaded (true/false); models unloaded on "
-         "request do not count");
+  switch_flag("--http-sched-batch", settings.http_sched_batch,
+              "Run HTTP I/O threads under SCHED_BATCH: their wake-ups then do not preempt a "
+              "busy thread, such as a model instance mid-batch");
+  switch_flag("--strict-readiness", settings.strict_readiness,
+              "Whether /v2/health/ready (and gRPC ServerReady) answers ready only while every "
+              "model in the repository is loaded; models unloaded on request do not count");
   option("--threads-per-instance", settings.threads_per_instance,
          "Intra-op threads per model instance (0 = cores divided by "
          "the model's instances); a model's INTRA_OP_THREAD_COUNT "
@@ -397,9 +527,8 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   option("--log-verbose", settings.log_verbose, "Verbose logging level (0 = info, >0 = debug)");
   option("--log-format", settings.log_format,
          "Log lines: 'default' (text) or 'json' (one object a line)");
-  serve->add_flag("--access-log", settings.access_log,
-                  "Log one JSON line per infer request with its trace id and "
-                  "per-stage timing");
+  switch_flag("--access-log", settings.access_log,
+              "Log one JSON line per infer request with its trace id and per-stage timing");
 
   return app;
 }

@@ -26,6 +26,33 @@ std::function<Status(const YAML::Node&)> Field(T& target, std::string key) {
   };
 }
 
+using FieldMap = std::map<std::string, std::function<Status(const YAML::Node&)>>;
+
+Status ApplySections(const std::string& path, const YAML::Node& root,
+                     const std::map<std::string, const FieldMap*>& sections) {
+  for (const auto& section : root) {
+    const std::string name = section.first.as<std::string>();
+    auto found = sections.find(name);
+    if (found == sections.end()) {
+      return InvalidArgument("config file '{}': unknown section '{}' (known: server, http)", path,
+                             name);
+    }
+    if (!section.second.IsMap()) {
+      return InvalidArgument("config file '{}': '{}' must be a map", path, name);
+    }
+    for (const auto& entry : section.second) {
+      const std::string key = entry.first.as<std::string>();
+      auto field = found->second->find(key);
+      if (field == found->second->end()) {
+        return InvalidArgument("config file '{}': unknown key '{}.{}'", path, name, key);
+      }
+      RETURN_IF_ERROR(
+          field->second(entry.second).WithContext(fmt::format("config file '{}'", path)));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
@@ -41,12 +68,15 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
   if (!root.IsMap()) return InvalidArgument("config file '{}': the top level must be a map", path);
 
   // The YAML layout mirrors the flags: `server:` holds serve settings, `http:` the HTTP front end.
-  const std::map<std::string, std::function<Status(const YAML::Node&)>> server_fields = {
+  const FieldMap server_fields = {
       {"model_repository", Field(settings.model_repository, "server.model_repository")},
+      {"server_name", Field(settings.server_name, "server.server_name")},
       {"model_control_mode", Field(settings.model_control_mode, "server.model_control_mode")},
       {"repository_poll_secs", Field(settings.repository_poll_secs, "server.repository_poll_secs")},
       {"load_models", Field(settings.load_models, "server.load_models")},
       {"exit_timeout_secs", Field(settings.exit_timeout_secs, "server.exit_timeout_secs")},
+      {"default_max_queue_size",
+       Field(settings.default_max_queue_size, "server.default_max_queue_size")},
       {"strict_readiness", Field(settings.strict_readiness, "server.strict_readiness")},
       {"threads_per_instance", Field(settings.threads_per_instance, "server.threads_per_instance")},
       {"instance_cpus", Field(settings.instance_cpus, "server.instance_cpus")},
@@ -71,43 +101,34 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
        Field(settings.metrics_histogram_buckets, "server.metrics_histogram_buckets")},
       {"metrics_summaries", Field(settings.metrics_summaries, "server.metrics_summaries")},
   };
-  const std::map<std::string, std::function<Status(const YAML::Node&)>> http_fields = {
+  const FieldMap http_fields = {
       {"address", Field(settings.http_address, "http.address")},
       {"port", Field(settings.http_port, "http.port")},
       {"threads", Field(settings.http_threads, "http.threads")},
       {"cpus", Field(settings.http_cpus, "http.cpus")},
       {"sched_batch", Field(settings.http_sched_batch, "http.sched_batch")},
       {"max_input_size", Field(settings.http_max_input_size, "http.max_input_size")},
+      {"max_connections", Field(settings.http_max_connections, "http.max_connections")},
+      {"idle_timeout_secs", Field(settings.http_idle_timeout_secs, "http.idle_timeout_secs")},
+      {"header_timeout_secs", Field(settings.http_header_timeout_secs, "http.header_timeout_secs")},
+      {"body_timeout_secs", Field(settings.http_body_timeout_secs, "http.body_timeout_secs")},
+      {"body_min_rate", Field(settings.http_body_min_rate, "http.body_min_rate")},
+      {"max_body_bytes_in_flight",
+       Field(settings.http_max_body_bytes_in_flight, "http.max_body_bytes_in_flight")},
       {"ssl_cert", Field(settings.http_ssl_cert, "http.ssl_cert")},
       {"ssl_key", Field(settings.http_ssl_key, "http.ssl_key")},
       {"ssl_root_cert", Field(settings.http_ssl_root_cert, "http.ssl_root_cert")},
       {"ssl_mutual", Field(settings.http_ssl_mutual, "http.ssl_mutual")},
   };
-  const std::map<std::string,
-                 const std::map<std::string, std::function<Status(const YAML::Node&)>>*>
-      sections = {{"server", &server_fields}, {"http", &http_fields}};
+  const std::map<std::string, const FieldMap*> sections = {{"server", &server_fields},
+                                                           {"http", &http_fields}};
 
-  for (const auto& section : root) {
-    const std::string name = section.first.as<std::string>();
-    auto found = sections.find(name);
-    if (found == sections.end()) {
-      return InvalidArgument("config file '{}': unknown section '{}' (known: server, http)", path,
-                             name);
-    }
-    if (!section.second.IsMap()) {
-      return InvalidArgument("config file '{}': '{}' must be a map", path, name);
-    }
-    for (const auto& entry : section.second) {
-      const std::string key = entry.first.as<std::string>();
-      auto field = found->second->find(key);
-      if (field == found->second->end()) {
-        return InvalidArgument("config file '{}': unknown key '{}.{}'", path, name, key);
-      }
-      RETURN_IF_ERROR(
-          field->second(entry.second).WithContext(fmt::format("config file '{}'", path)));
-    }
+  // Keys that are not scalars (`[a]: 1`) fail their conversion to a name.
+  try {
+    return ApplySections(path, root, sections);
+  } catch (const YAML::Exception& error) {
+    return InvalidArgument("config file '{}' (line {}): {}", path, error.mark.line + 1, error.msg);
   }
-  return Status::Ok();
 }
 
 Status Validate(const ServeSettings& settings) {
@@ -115,6 +136,7 @@ Status Validate(const ServeSettings& settings) {
     return InvalidArgument(
         "--model-repository is required (or server.model_repository in --config)");
   }
+  if (settings.server_name.empty()) return InvalidArgument("--server-name must not be empty");
   if (settings.model_control_mode != "none" && settings.model_control_mode != "explicit" &&
       settings.model_control_mode != "poll") {
     return InvalidArgument("--model-control-mode must be none, poll or explicit, got '{}'",
@@ -169,6 +191,16 @@ Status Validate(const ServeSettings& settings) {
   }
   if (settings.http_max_input_size == 0) {
     return InvalidArgument("--http-max-input-size must be positive");
+  }
+  if (settings.http_max_connections < 0) {
+    return InvalidArgument("--http-max-connections must be >= 0 (0: no limit), got {}",
+                           settings.http_max_connections);
+  }
+  for (auto [name, value] :
+       {std::pair{"--http-idle-timeout-secs", settings.http_idle_timeout_secs},
+        std::pair{"--http-header-timeout-secs", settings.http_header_timeout_secs},
+        std::pair{"--http-body-timeout-secs", settings.http_body_timeout_secs}}) {
+    if (value < 1) return InvalidArgument("{} must be at least 1, got {}", name, value);
   }
   if (settings.exit_timeout_secs < 0) return InvalidArgument("--exit-timeout-secs must be >= 0");
   if (settings.repository_poll_secs < 1) {

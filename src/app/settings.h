@@ -14,6 +14,9 @@ namespace rampart::app {
 
 struct ServeSettings {
   std::string model_repository;
+  // The name ServerMetadata answers (HTTP GET /v2 and gRPC); Triton answers "triton", which some
+  // clients expect.
+  std::string server_name = "rampart";
   std::string model_control_mode = "none";  // none | explicit | poll
   int repository_poll_secs = 15;
   std::vector<std::string> load_models;
@@ -21,6 +24,13 @@ struct ServeSettings {
   int http_port = 8000;
   int http_threads = 0;  // 0 = one per core
   uint64_t http_max_input_size = 64ull << 20;
+  // Overload and slow-client limits (net::HttpServerOptions has their rules).
+  int http_max_connections = 4096;    // 0 = no limit
+  int http_idle_timeout_secs = 300;   // between requests on a keep-alive connection
+  int http_header_timeout_secs = 20;  // a request's head, from its first byte
+  int http_body_timeout_secs = 20;    // its body, plus a second per min-rate bytes
+  uint64_t http_body_min_rate = 500;  // bytes per second; 0 = body timeout alone
+  uint64_t http_max_body_bytes_in_flight = 1ull << 30;  // 0 = no limit
   // HTTPS when http_ssl_cert is set (PEM files); mutual TLS requires client certificates signed
   // by http_ssl_root_cert.
   std::string http_ssl_cert;
@@ -41,9 +51,13 @@ struct ServeSettings {
   bool allow_metrics = true;
   std::string metrics_address = "0.0.0.0";
   int metrics_port = 8002;
-  std::string metrics_histogram_buckets;  // microseconds, e.g. "1000,5000"; empty = defaults
+  // Latency histogram bounds in microseconds, e.g. "100,1000,10000"; empty = the default
+  // (metrics::kDefaultDurationBucketsUs, 10 µs to 5 s).
+  std::string metrics_histogram_buckets;
   bool metrics_summaries = false;
   int exit_timeout_secs = 30;
+  // The bound of a model queue whose config sets no max_queue_size (0 = unbounded, as Triton).
+  uint64_t default_max_queue_size = 1024;
   bool strict_readiness = true;      // ready only while every model is available (Triton)
   int threads_per_instance = 0;      // 0 = cores / instances
   std::string instance_cpus;         // CPU list ("2-7") for model instance threads; "" = any

@@ -40,10 +40,11 @@ class ModelInstance {
   virtual ~ModelInstance() = default;
 
   // Prepares the calling thread to run this instance (e.g. pins thread counts, which some
-  // runtimes keep per thread). Called once on the instance's own thread before its first
-  // Execute, and before each Execute on a borrowed thread (direct execution), so it must be
-  // cheap when nothing needs to change.
-  virtual void OnThreadStart() {}
+  // runtimes keep per thread). Called before every Execute, on whichever thread runs it: the
+  // instance's own, or a borrowed one (direct execution, an ensemble's next step), and a thread
+  // that ran another model meanwhile carries that model's settings. So it must be cheap when
+  // nothing needs to change.
+  virtual void PrepareThread() {}
 
   // Threads one execution computes on, the calling thread included (intra-op threads, or a
   // library's pool). Only the calling thread's scheduling can be set per instance.

@@ -8,10 +8,19 @@ class SteadyClock final : public Clock {
  public:
   SteadyTime Now() const override { return std::chrono::steady_clock::now(); }
 };
+class CoarseClock final : public Clock {
+ public:
+  SteadyTime Now() const override { return CoarseNow(); }
+};
 }  // namespace
 
 const Clock& Clock::Real() {
   static const SteadyClock clock;
+  return clock;
+}
+
+const Clock& Clock::Coarse() {
+  static const CoarseClock clock;
   return clock;
 }
 

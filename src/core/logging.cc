@@ -9,11 +9,21 @@ namespace rampart {
 namespace {
 
 constexpr const char* kTextPattern = "%Y-%m-%dT%H:%M:%S.%e %^%L%$ [%t] %v";
+// The logger LogInfoJsonObject writes through: the default logger's sinks under another name,
+// by which the JSON formatter knows its messages are objects.
+constexpr std::string_view kJsonObjectLoggerName = "rampart.json";
 
-// One JSON object per line, with the message escaped (messages carry user-supplied names).
+// One JSON object per line, with the message escaped (messages carry user-supplied names), or
+// as it is when it is a JSON object already (kJsonObjectLoggerName's messages).
 class JsonFormatter final : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& message, spdlog::memory_buf_t& out) override {
+    if (message.logger_name == kJsonObjectLoggerName) {
+      object_head_.format(message, out);  // {"time":"...","level":"...","thread":N,"message":
+      out.append(message.payload);
+      out.append(std::string_view("}\n"));
+      return;
+    }
     time_.format(message, out);  // {"time":"...","level":"...","thread":N,"message":"
     for (char c : message.payload) {
       switch (c) {
@@ -40,10 +50,15 @@ class JsonFormatter final : public spdlog::formatter {
   spdlog::pattern_formatter time_{
       R"({"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","thread":%t,"message":")",
       spdlog::pattern_time_type::utc, ""};
+  spdlog::pattern_formatter object_head_{
+      R"({"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","thread":%t,"message":)",
+      spdlog::pattern_time_type::utc, ""};
 };
 
 std::mutex settings_mutex;
 LogSettings current;  // guarded by settings_mutex
+// Set once by ConfigureLogging, before other threads log; read without a lock after that.
+std::shared_ptr<spdlog::logger> json_object_logger;
 
 spdlog::level::level_enum LevelFor(const LogSettings& settings) {
   if (settings.verbose_level > 0) return spdlog::level::debug;
@@ -56,8 +71,20 @@ spdlog::level::level_enum LevelFor(const LogSettings& settings) {
 }  // namespace
 
 void ConfigureLogging(const LogSettings& settings) {
-  spdlog::set_default_logger(spdlog::stderr_color_mt("rampart"));
+  auto logger = spdlog::stderr_color_mt("rampart");
+  // The same sinks, so both loggers' lines share one formatter and never interleave.
+  json_object_logger = std::make_shared<spdlog::logger>(
+      std::string(kJsonObjectLoggerName), logger->sinks().begin(), logger->sinks().end());
+  spdlog::set_default_logger(std::move(logger));
   ApplyLogSettings(settings);
+}
+
+void LogInfoJsonObject(std::string_view json_object) {
+  if (json_object_logger == nullptr) {
+    LOG_INFO("{}", json_object);
+    return;
+  }
+  json_object_logger->info("{}", json_object);
 }
 
 LogSettings CurrentLogSettings() {
@@ -74,6 +101,7 @@ void ApplyLogSettings(const LogSettings& settings) {
     logger->set_pattern(kTextPattern);
   }
   logger->set_level(LevelFor(settings));
+  if (json_object_logger != nullptr) json_object_logger->set_level(LevelFor(settings));
   current = settings;
 }
 

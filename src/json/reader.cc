@@ -79,6 +79,13 @@ Result<double> Value::GetDouble(std::string_view what) const {
 Result<Value> Parser::Parse(std::string_view text) {
   simdjson::dom::element root;
   const auto error = parser_.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root);
+  if (error == simdjson::MEMALLOC) {
+    // simdjson leaves a parser whose allocation failed half-sized (a later parse of any document
+    // then crashed in it): start afresh.
+    parser_ = simdjson::dom::parser{};
+    // The server's condition, not the document's fault (HTTP 503, as a thrown bad_alloc).
+    return Unavailable("out of memory while parsing {} bytes of JSON", text.size());
+  }
   if (error != simdjson::SUCCESS) {
     return InvalidArgument("malformed JSON: {}", simdjson::error_message(error));
   }

@@ -53,7 +53,8 @@ class Value {
 
 class Parser {
  public:
-  // Errors: InvalidArgument with simdjson's reason ("malformed JSON: ...").
+  // Errors: InvalidArgument with simdjson's reason ("malformed JSON: ..."); Unavailable when its
+  // buffers cannot be allocated (the parser is then as new).
   Result<Value> Parse(std::string_view text);
   // simdjson grows its buffers to the largest document parsed (about 15 bytes per byte of JSON)
   // and never shrinks them: this frees them when they were sized for more than `keep_bytes` of

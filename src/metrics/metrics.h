@@ -67,9 +67,25 @@ class Gauge {
   std::atomic<double> value_{0.0};
 };
 
-// Bucket bounds for latency histograms in microseconds (PROTOCOLS.md §4).
-inline constexpr std::array<double, 7> kDefaultDurationBucketsUs = {1000,   5000,   10000,  50000,
-                                                                    100000, 500000, 1000000};
+// Default bucket bounds of the latency histograms, in microseconds: 10 µs to 5 s in 1-2.5-5
+// steps, 18 bounds (19 series with +Inf per histogram and model version).
+//
+// Why this range: it is the range of this server's own latencies. A small model executed on the
+// thread that read its request (the example `simple`) is answered within 5 to 100 µs of the
+// request being read, and a request that finds an idle instance queues for a few µs; a batching
+// model's requests wait out its queue delay (milliseconds), and a large model or batch computes
+// for tens to hundreds of ms; past 5 s a request is better counted in +Inf than resolved. Three
+// bounds per decade keep each bucket within 2.5 times its lower bound, so a quantile
+// histogram_quantile interpolates in a bucket is off by less than that factor at any scale, and
+// nothing under a millisecond falls into one coarse first bucket.
+inline constexpr std::array<double, 18> kDefaultDurationBucketsUs = {
+    10,    25,    50,    100,    250,    500,    1000,    2500,    5000,
+    10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000};
+// The same list as the --metrics-histogram-buckets flag spells it (for --help and the docs;
+// a unit test keeps the two equal).
+inline constexpr std::string_view kDefaultDurationBucketsUsText =
+    "10,25,50,100,250,500,1000,2500,5000,10000,25000,50000,100000,250000,500000,1000000,"
+    "2500000,5000000";
 
 // At most this many bounds per histogram; each is one time series per label set.
 inline constexpr size_t kMaxHistogramBuckets = 256;

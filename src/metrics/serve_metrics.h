@@ -1,7 +1,7 @@
 #pragma once
 
-// ServeMetrics: the serving core's Prometheus metrics, under Triton's names (PROTOCOLS.md §4)
-// plus Rampart's latency histograms.
+// ServeMetrics: the serving core's Prometheus metrics, under Triton's names plus Rampart's
+// latency histograms (docs/observability.md lists them all).
 //
 // It is the InferenceServer's ServerObserver: each loaded version gets handles to its own
 // children up front, so recording a request is a handful of lock-free atomic updates with no
@@ -14,8 +14,8 @@
 //   Triton gauges     nv_inference_pending_request_count, nv_model_load_duration_secs, and the
 //                     process collector's nv_cpu_* gauges
 //   histograms        rampart_inference_{request,queue,compute_infer}_duration_seconds, buckets
-//                     configurable per server and per model (parameter
-//                     `metrics_histogram_buckets`, microseconds)
+//                     10 µs to 5 s by default (kDefaultDurationBucketsUs), configurable per
+//                     server and per model (parameter `metrics_histogram_buckets`, microseconds)
 //   ensembles         rampart_ensemble_alignment_seconds: spread of the parallel branches'
 //                     finish times
 //   summaries         nv_inference_{request,queue,compute_infer}_summary_us (p50/p90/p99), off

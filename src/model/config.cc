@@ -1,12 +1,16 @@
 #include "model/config.h"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 
 #include <fmt/ranges.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/json_util.h>
+
+#include "json/reader.h"
+#include "json/writer.h"
 
 namespace rampart::model {
 namespace {
@@ -212,10 +216,9 @@ Result<ParsedConfig> ParseConfigText(std::string_view text, std::string_view fil
   ErrorCollector errors(file);
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
-  // Triton adds fields over time; skipping what we do not know (with a warning) keeps newer
-  // configs loadable. Typos in fields we do know still fail below through validation.
-  parser.AllowUnknownField(true);
-  parser.AllowUnknownExtension(true);
+  // A field the schema does not know is an error, as in Triton: a typo (`dimz: [3]`) would
+  // otherwise drop what the author meant and fail later for another reason, or not at all. The
+  // schema declares every field Triton's does (model_config.proto).
   ParsedConfig parsed;
   const std::string owned(text);
   if (!parser.ParseFromString(owned, &parsed.config)) {
@@ -229,8 +232,11 @@ Result<ParsedConfig> ParseConfigText(std::string_view text, std::string_view fil
 
 Result<ModelConfig> ParseConfigJson(std::string_view json, std::string_view what) {
   ModelConfig config;
+  // As Triton reads a load request's config: unknown fields are errors, enum names match in
+  // any case.
   google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;
+  options.ignore_unknown_fields = false;
+  options.case_insensitive_enum_parsing = true;
   const auto status =
       google::protobuf::util::JsonStringToMessage(std::string(json), &config, options);
   if (!status.ok()) {
@@ -255,8 +261,10 @@ Status CompleteAndValidate(ModelConfig& config, std::string_view folder_name,
     config.set_platform(std::string(kPytorchPlatform));
   }
   if (config.platform().empty() && config.backend().empty()) {
-    return InvalidArgument("{}: one of 'platform' or 'backend' is required (e.g. backend: \"{}\")",
-                           file, kPytorchBackend);
+    return InvalidArgument(
+        "{}: one of 'platform' or 'backend' is required (e.g. backend: \"{}\"), unless the first "
+        "version folder holds a model.pt",
+        file, kPytorchBackend);
   }
   if (config.platform() == kPytorchPlatform && config.backend() != kPytorchBackend) {
     return InvalidArgument("{}: platform '{}' conflicts with backend '{}'", file, config.platform(),
@@ -338,15 +346,141 @@ Status CompleteAndValidate(ModelConfig& config, std::string_view folder_name,
   return Status::Ok();
 }
 
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+
+// Copies a JSON value as it is.
+void CopyJson(simdjson::dom::element value, json::Writer& out) {
+  switch (value.type()) {
+    case simdjson::dom::element_type::ARRAY:
+      out.StartArray();
+      for (simdjson::dom::element item : json::Value(value).Array()) CopyJson(item, out);
+      out.EndArray();
+      return;
+    case simdjson::dom::element_type::OBJECT:
+      out.StartObject();
+      for (auto [key, item] : json::Value(value).Object()) {
+        out.Key(key);
+        CopyJson(item, out);
+      }
+      out.EndObject();
+      return;
+    case simdjson::dom::element_type::INT64: out.Int64(value.get_int64().value_unsafe()); return;
+    case simdjson::dom::element_type::UINT64: out.Uint64(value.get_uint64().value_unsafe()); return;
+    case simdjson::dom::element_type::DOUBLE: out.Double(value.get_double().value_unsafe()); return;
+    case simdjson::dom::element_type::STRING: out.String(value.get_string().value_unsafe()); return;
+    case simdjson::dom::element_type::BOOL: out.Bool(value.get_bool().value_unsafe()); return;
+    case simdjson::dom::element_type::NULL_VALUE: out.Null(); return;
+  }
+}
+
+// The 64-bit fields Triton's ModelConfigToJson writes as JSON numbers. Its schema's others stay
+// protobuf's strings there, and so here: the CUDA graph shapes, the secondary devices' ids, and
+// (Triton looks for them one level too high) the initial states' dims.
+bool TritonWritesAsNumber(std::string_view path) {
+  static const std::set<std::string_view> kNumberFields = {
+      "ModelConfig::input::dims",
+      "ModelConfig::input::reshape::shape",
+      "ModelConfig::output::dims",
+      "ModelConfig::output::reshape::shape",
+      "ModelConfig::version_policy::specific::versions",
+      "ModelConfig::dynamic_batching::max_queue_delay_microseconds",
+      "ModelConfig::dynamic_batching::default_queue_policy::default_timeout_microseconds",
+      "ModelConfig::dynamic_batching::priority_queue_policy::value::default_timeout_microseconds",
+      "ModelConfig::dynamic_batching::priority_levels",
+      "ModelConfig::dynamic_batching::default_priority_level",
+      "ModelConfig::sequence_batching::direct::max_queue_delay_microseconds",
+      "ModelConfig::sequence_batching::oldest::max_queue_delay_microseconds",
+      "ModelConfig::sequence_batching::max_sequence_idle_microseconds",
+      "ModelConfig::sequence_batching::state::dims",
+      "ModelConfig::ensemble_scheduling::step::model_version",
+      "ModelConfig::model_warmup::inputs::value::dims",
+  };
+  return kNumberFields.contains(path);
+}
+
+void CopyMessage(simdjson::dom::element object, const Descriptor& message, const std::string& path,
+                 json::Writer& out);
+
+// One value of `field` (an element, when the field is repeated), at `path` (the field's, as
+// "ModelConfig::input::dims"): a 64-bit integer that Triton writes as a number, which protobuf
+// writes as a string, as a JSON number; a message through its own fields.
+void CopyFieldValue(simdjson::dom::element value, const FieldDescriptor& field,
+                    const std::string& path, json::Writer& out) {
+  const bool text =
+      value.type() == simdjson::dom::element_type::STRING && TritonWritesAsNumber(path);
+  if (field.cpp_type() == FieldDescriptor::CPPTYPE_INT64 && text) {
+    int64_t number = 0;
+    const std::string_view digits = value.get_string().value_unsafe();
+    auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+    if (error == std::errc() && end == digits.data() + digits.size()) return out.Int64(number);
+  } else if (field.cpp_type() == FieldDescriptor::CPPTYPE_UINT64 && text) {
+    uint64_t number = 0;
+    const std::string_view digits = value.get_string().value_unsafe();
+    auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+    if (error == std::errc() && end == digits.data() + digits.size()) return out.Uint64(number);
+  } else if (field.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
+             value.type() == simdjson::dom::element_type::OBJECT) {
+    return CopyMessage(value, *field.message_type(), path, out);
+  }
+  CopyJson(value, out);
+}
+
+void CopyMessage(simdjson::dom::element object, const Descriptor& message, const std::string& path,
+                 json::Writer& out) {
+  out.StartObject();
+  for (auto [key, value] : json::Value(object).Object()) {
+    out.Key(key);
+    const FieldDescriptor* field = message.FindFieldByName(std::string(key));
+    const std::string field_path = fmt::format("{}::{}", path, key);
+    if (field == nullptr) {
+      CopyJson(value, out);
+    } else if (field->is_map() && value.type() == simdjson::dom::element_type::OBJECT) {
+      // Keys stay strings (JSON's keys are); the values are the entries' `value` field.
+      const FieldDescriptor& entry_value = *field->message_type()->map_value();
+      const std::string value_path = field_path + "::value";
+      out.StartObject();
+      for (auto [entry_key, entry] : json::Value(value).Object()) {
+        out.Key(entry_key);
+        CopyFieldValue(entry, entry_value, value_path, out);
+      }
+      out.EndObject();
+    } else if (field->is_repeated() && value.type() == simdjson::dom::element_type::ARRAY) {
+      out.StartArray();
+      for (simdjson::dom::element item : json::Value(value).Array()) {
+        CopyFieldValue(item, *field, field_path, out);
+      }
+      out.EndArray();
+    } else {
+      CopyFieldValue(value, *field, field_path, out);
+    }
+  }
+  out.EndObject();
+}
+
+}  // namespace
+
 std::string ConfigToJson(const ModelConfig& config) {
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
   options.always_print_primitive_fields = true;
-  std::string json;
+  std::string printed;
   // Printing a message we built ourselves cannot fail; an error would be an invariant breach.
-  const auto status = google::protobuf::util::MessageToJsonString(config, &json, options);
-  if (!status.ok()) return "{}";
-  return json;
+  if (!google::protobuf::util::MessageToJsonString(config, &printed, options).ok()) return "{}";
+  // Protobuf's JSON mapping writes 64-bit integers as strings; Triton's ModelConfigToJson
+  // (model_config_utils.cc) turns its list of ModelConfig's 64-bit fields back into numbers
+  // (dims, reshape shapes, specific versions, the batchers' microseconds and priority levels,
+  // ensemble step versions, warm-up dims), so clients can use `dims` as a shape. The same here,
+  // for the same list (TritonWritesAsNumber).
+  json::Parser parser;
+  Result<json::Value> parsed = parser.Parse(printed);
+  if (!parsed.ok() || !parsed->IsObject()) return printed;
+  json::Writer writer;
+  writer.Reserve(printed.size());
+  CopyMessage(parsed->raw(), *ModelConfig::descriptor(), "ModelConfig", writer);
+  return writer.Take();
 }
 
 tensor::DataType ToTensorType(inference::DataType type) {

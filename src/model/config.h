@@ -3,9 +3,9 @@
 // Reading, completing and validating Triton model configurations (config.pbtxt).
 //
 // Parsing uses protobuf's TextFormat against Rampart's copy of Triton's schema
-// (model_config.proto), so Triton's files parse unchanged. Fields the schema does not know are
-// skipped and reported as warnings, never a crash. Every error names the file, the field and the
-// reason. Functions are pure and thread-safe.
+// (model_config.proto), so Triton's files parse unchanged. A field the schema does not know is an
+// error, as in Triton (the schema declares all of Triton's fields). Every error names the file,
+// the field and the reason. Functions are pure and thread-safe.
 
 #include <string>
 #include <string_view>
@@ -21,14 +21,17 @@ using inference::ModelConfig;
 
 struct ParsedConfig {
   ModelConfig config;
-  std::vector<std::string> warnings;  // e.g. unknown fields that were skipped
+  std::vector<std::string> warnings;  // protobuf's warnings about the text, if any
 };
 
-// Parses config.pbtxt text. `file` only labels messages.
+// Parses config.pbtxt text. `file` only labels messages. Errors: InvalidArgument
+// "<file>:<line>:<column>: <reason>" for bad syntax, a value of the wrong type and a field the
+// schema does not know (`Message type "inference.ModelInput" has no field named "dimz".`).
 Result<ParsedConfig> ParseConfigText(std::string_view text, std::string_view file);
 
-// Parses a config in protobuf's JSON mapping (the repository API's `config` override).
-// Unknown fields are skipped. `what` labels messages.
+// Parses a config in protobuf's JSON mapping (the repository API's `config` override), as Triton
+// does: a field the schema does not know is an error, enum names match in any case. `what`
+// labels messages.
 Result<ModelConfig> ParseConfigJson(std::string_view json, std::string_view what);
 
 // Fills what Triton fills when a config leaves it out (name from the model's folder, version
@@ -47,7 +50,9 @@ struct BackendInput {
 };
 std::vector<BackendInput> BackendInputs(const ModelConfig& config);
 
-// The config in protobuf's JSON mapping with Triton's field names (int64 as strings).
+// The config as Triton's GET /v2/models/{m}/config writes it: protobuf's JSON mapping with
+// Triton's field names, every field printed (defaults too), 64-bit integers as JSON numbers
+// (protobuf writes them as strings; Triton converts them back). ParseConfigJson reads both.
 std::string ConfigToJson(const ModelConfig& config);
 
 // A config's data type as a wire tensor type (TYPE_STRING -> BYTES).

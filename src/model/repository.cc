@@ -25,12 +25,37 @@ bool ParseVersion(const std::string& name, int64_t& version) {
   return error == std::errc() && ptr == end && version >= 0;
 }
 
+// A config naming neither platform nor backend is completed from the model's files, as Triton
+// completes it (AutoCompleteBackendFields): `default_model_filename: "model.pt"`, or no
+// default_model_filename and a file model.pt in the first version folder, make it a PyTorch
+// model. Triton looks in the first sub-folder by name, whatever its name; so does this.
+void CompleteBackendFromFiles(const std::filesystem::path& model_directory, ModelConfig& config) {
+  if (!config.platform().empty() || !config.backend().empty()) return;
+  constexpr std::string_view kTorchFile = "model.pt";
+  if (config.default_model_filename() == kTorchFile) {
+    config.set_backend(std::string(kPytorchBackend));
+    return;
+  }
+  if (!config.default_model_filename().empty()) return;
+  std::error_code error;
+  std::vector<std::string> folders;
+  for (const auto& entry : std::filesystem::directory_iterator(model_directory, error)) {
+    if (entry.is_directory(error)) folders.push_back(entry.path().filename().string());
+  }
+  if (folders.empty()) return;
+  const std::string first = *std::min_element(folders.begin(), folders.end());
+  if (std::filesystem::is_regular_file(model_directory / first / kTorchFile, error)) {
+    config.set_backend(std::string(kPytorchBackend));
+  }
+}
+
 }  // namespace
 
 namespace {
 
 Result<ModelSource> Select(const std::filesystem::path& model_directory, ModelConfig config,
                            std::string_view file) {
+  CompleteBackendFromFiles(model_directory, config);
   RETURN_IF_ERROR(CompleteAndValidate(config, model_directory.filename().string(), file));
   ModelSource source;
   source.name = model_directory.filename().string();
@@ -61,15 +86,30 @@ Result<ModelSource> Select(const std::filesystem::path& model_directory, ModelCo
   return source;
 }
 
+// Calls `visit` with each entry of `directory`. Iterates with error codes: the range-for form
+// throws std::filesystem::error when an entry cannot be read (a directory removed meanwhile, no
+// permission), and a repository scan must not throw. Returns the first error; entries before it
+// were visited.
+template <typename Visit>
+std::error_code ForEachEntry(const std::filesystem::path& directory, Visit visit) {
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end;
+       it.increment(error)) {
+    visit(*it);
+  }
+  return error;
+}
+
 }  // namespace
 
 std::vector<int64_t> ListVersions(const std::filesystem::path& model_directory,
                                   std::vector<std::string>* leading_zeros) {
   std::vector<int64_t> versions;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(model_directory, error)) {
+  // An unreadable folder has the versions read so far (none): the load then says so.
+  (void)ForEachEntry(model_directory, [&](const std::filesystem::directory_entry& entry) {
     int64_t version = 0;
-    if (!entry.is_directory(error)) continue;
+    std::error_code error;
+    if (!entry.is_directory(error)) return;
     const std::string name = entry.path().filename().string();
     if (ParseVersion(name, version)) {
       versions.push_back(version);
@@ -77,7 +117,7 @@ std::vector<int64_t> ListVersions(const std::filesystem::path& model_directory,
                name.find_first_not_of("0123456789") == std::string::npos) {
       leading_zeros->push_back(name);
     }
-  }
+  });
   std::sort(versions.begin(), versions.end());
   return versions;
 }
@@ -166,17 +206,17 @@ std::string Fingerprint(const std::filesystem::path& model_directory) {
 }
 
 Result<std::vector<std::string>> ListModels(const std::filesystem::path& repository) {
-  std::error_code error;
-  std::filesystem::directory_iterator it(repository, error);
+  std::vector<std::string> names;
+  const std::error_code error =
+      ForEachEntry(repository, [&](const std::filesystem::directory_entry& entry) {
+        const std::string name = entry.path().filename().string();
+        std::error_code type_error;
+        if (name.empty() || name[0] == '.' || !entry.is_directory(type_error)) return;
+        names.push_back(name);
+      });
   if (error) {
     return NotFound("model repository '{}' cannot be read: {}", repository.string(),
                     error.message());
-  }
-  std::vector<std::string> names;
-  for (const auto& entry : it) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name[0] == '.') continue;
-    if (entry.is_directory(error)) names.push_back(name);
   }
   std::sort(names.begin(), names.end());
   return names;

@@ -25,12 +25,17 @@ struct ModelSource {
   std::vector<int64_t> versions;  // the versions the policy selects, ascending
 };
 
-// Reads and validates one model folder, and selects versions by the config's policy.
-// Warnings (unknown fields) are logged.
+// Reads and validates one model folder, and selects versions by the config's policy. A config
+// that names neither platform nor backend is completed from the files, as Triton does: a
+// model.pt in the first version folder (by name) makes it a PyTorch model.
+// protobuf's warnings about config.pbtxt, if any, are logged.
 Result<ModelSource> ReadModel(const std::filesystem::path& model_directory);
 
-// As ReadModel, with `config` in place of the folder's config.pbtxt (it is completed and
-// validated the same way).
+// As ReadModel, with `config` in place of the folder's config.pbtxt, which is not read at all (a
+// load request's override, as Triton uses it: fields it leaves out take their defaults, not
+// config.pbtxt's values). It is completed and validated the same way: the name from the folder,
+// platform and backend from the model's files when it names neither (a model.pt in the first
+// version folder makes it a PyTorch model), version policy and instance group defaults.
 Result<ModelSource> ReadModelWithConfig(const std::filesystem::path& model_directory,
                                         ModelConfig config);
 

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/exceptions.h"
+
 namespace rampart::net {
 
 namespace {
@@ -80,7 +82,7 @@ void EventLoop::RunPosted() {
     std::lock_guard lock(mutex_);
     running_.swap(posted_);
   }
-  for (auto& task : running_) task();
+  for (auto& task : running_) RunLoggingExceptions("an I/O thread's task", [&] { task(); });
   running_.clear();
 }
 
@@ -90,7 +92,7 @@ int EventLoop::RunDueTicks() {
   auto next = std::chrono::steady_clock::time_point::max();
   for (Tick& tick : ticks_) {
     if (tick.due <= now) {
-      tick.tick();
+      RunLoggingExceptions("an I/O thread's timer", [&] { tick.tick(); });
       tick.due = now + tick.period;
     }
     next = std::min(next, tick.due);
@@ -105,7 +107,8 @@ void EventLoop::Run() {
   std::array<epoll_event, 256> events;
   while (true) {
     int timeout = RunDueTicks();
-    if (batch_end_) batch_end_();  // the last turn's events and tasks, and the ticks, are done
+    // The last turn's events and tasks, and the ticks, are done.
+    if (batch_end_) RunLoggingExceptions("an I/O thread's turn", [&] { batch_end_(); });
     {
       std::lock_guard lock(mutex_);
       if (stopped_) break;
@@ -127,7 +130,9 @@ void EventLoop::Run() {
         [[maybe_unused]] const ssize_t read_bytes = read(wake_fd_, &ignored, sizeof(ignored));
         continue;
       }
-      static_cast<Watcher*>(events[i].data.ptr)->OnEvents(events[i].events);
+      // A watcher is expected to handle its own failures; this only keeps the loop serving.
+      auto* watcher = static_cast<Watcher*>(events[i].data.ptr);
+      RunLoggingExceptions("an I/O thread's event", [&] { watcher->OnEvents(events[i].events); });
     }
     RunPosted();
     kept_.clear();

@@ -7,8 +7,8 @@
 // request. Its owner keeps track of readiness itself (after a read that returned less than it
 // asked for, the socket is drained until the next edge), so a keep-alive request costs one recv.
 // Boost.Asio's reactor cannot: it tries a read the moment one is started, which finds nothing
-// when the client has not sent its next request yet, and only then waits; that is half an extra
-// recv per request at 64 connections, and rearming a wait instead costs an epoll_ctl.
+// when the client has not sent its next request yet, and only then waits (an extra recv for
+// many requests), and rearming a wait instead costs an epoll_ctl.
 //
 // Tasks posted from other threads run on the loop thread in order; the loop is woken through an
 // eventfd only when it sleeps, so a burst of posts (a batch's answers) costs one wake-up.

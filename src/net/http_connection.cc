@@ -7,9 +7,111 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/status.hpp>
 
+#include "core/exceptions.h"
 #include "json/writer.h"
 
 namespace rampart::net {
+
+std::string_view HttpRefusalName(HttpRefusal refusal) {
+  switch (refusal) {
+    case HttpRefusal::kConnections: return "connections";
+    case HttpRefusal::kHeaderTimeout: return "header_timeout";
+    case HttpRefusal::kBodyTimeout: return "body_timeout";
+    case HttpRefusal::kBodyTooLarge: return "body_too_large";
+    case HttpRefusal::kBodiesInFlight: return "bodies_in_flight";
+    case HttpRefusal::kMalformed: return "malformed";
+  }
+  return "unknown";
+}
+
+BodyReservation& BodyReservation::operator=(BodyReservation&& other) noexcept {
+  if (this != &other) {
+    Release();
+    core_ = std::exchange(other.core_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+bool BodyReservation::Grow(HttpCore& core, uint64_t bytes) {
+  const uint64_t limit = core.options().max_body_bytes_in_flight;
+  std::atomic<uint64_t>& in_flight = core.body_bytes_in_flight_;
+  if (limit > 0) {
+    uint64_t current = in_flight.load(std::memory_order_relaxed);
+    do {
+      if (bytes > limit || current > limit - bytes) return false;
+    } while (!in_flight.compare_exchange_weak(current, current + bytes, std::memory_order_relaxed));
+  } else {
+    in_flight.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  core_ = &core;
+  bytes_ += bytes;
+  return true;
+}
+
+void BodyReservation::Release() {
+  if (core_ != nullptr && bytes_ > 0) {
+    core_->body_bytes_in_flight_.fetch_sub(bytes_, std::memory_order_relaxed);
+  }
+  bytes_ = 0;
+}
+
+ConnectionSlot::~ConnectionSlot() {
+  if (core_ != nullptr) core_->open_connections_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+std::optional<ConnectionSlot> HttpCore::OpenConnection() {
+  const uint64_t open = open_connections_.fetch_add(1, std::memory_order_relaxed);
+  if (options_.max_connections > 0 && open >= options_.max_connections) {
+    open_connections_.fetch_sub(1, std::memory_order_relaxed);
+    Refused(HttpRefusal::kConnections);
+    return std::nullopt;
+  }
+  return ConnectionSlot(this);
+}
+
+void HttpCore::Refused(HttpRefusal refusal) {
+  refused_[static_cast<size_t>(refusal)].fetch_add(1, std::memory_order_relaxed);
+  if (options_.on_refused) options_.on_refused(refusal);
+}
+
+HttpServer::Stats HttpCore::stats() const {
+  HttpServer::Stats stats;
+  stats.requests = requests_.load(std::memory_order_relaxed);
+  stats.handle_ns_total = handle_ns_.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < refused_.size(); ++i) {
+    stats.refused[i] = refused_[i].load(std::memory_order_relaxed);
+  }
+  stats.open_connections = open_connections_.load(std::memory_order_relaxed);
+  stats.body_bytes_in_flight = body_bytes_in_flight_.load(std::memory_order_relaxed);
+  return stats;
+}
+
+void HttpCore::Dispatch(HttpRequest&& request, Responder responder) {
+  in_flight_.Enter();
+  // The handler owns the responder: if it throws before answering, the responder it drops on
+  // the way out answers 500. The exception goes no further than the log.
+  RunLoggingExceptions("handling an HTTP request",
+                       [&] { handler_(std::move(request), std::move(responder)); });
+}
+
+void RequestDeadline::BodyReceived(uint64_t total_bytes) {
+  if (options_.body_min_rate == 0 || !body_started_) return;
+  // One second more for every body_min_rate bytes, from the body's start (capped far inside
+  // the clock's range, whatever the limits).
+  const double seconds =
+      std::min(1e9, static_cast<double>(total_bytes) / static_cast<double>(options_.body_min_rate));
+  due_ = *body_started_ + options_.body_timeout +
+         std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+HttpResponse TimeoutResponse(HttpRefusal refusal) {
+  return ErrorResponse(408,
+                       refusal == HttpRefusal::kBodyTimeout
+                           ? "the request body came too slowly (--http-body-timeout-secs, "
+                             "--http-body-min-rate)"
+                           : "the request head did not come in time (--http-header-timeout-secs)");
+}
 
 void HttpCore::Finished(SteadyTime received) {
   handle_ns_.fetch_add(static_cast<uint64_t>(NanosBetween(received, Clock::Real().Now())),
@@ -63,7 +165,8 @@ HttpResponse ErrorResponse(int status, std::string_view message) {
   return response;
 }
 
-RequestParser::RequestParser(HttpRequest& request, uint64_t body_limit) : request_(request) {
+RequestParser::RequestParser(HttpRequest& request, uint64_t body_limit, HttpCore& core)
+    : request_(request), core_(core) {
   request_.headers.reserve(8);  // one allocation for a typical request's headers, not three
   this->body_limit(body_limit);
   header_limit(kHeaderLimit);
@@ -90,10 +193,17 @@ void RequestParser::on_field_impl(boost::beast::http::field field, string_view n
   request_.headers.emplace_back(std::move(lower), std::string(value.data(), value.size()));
 }
 
+void RequestParser::on_header_impl(error_code& error) {
+  // A declared length counts against the bodies in flight in full, from the head on: it is the
+  // memory the body may take, however slowly it comes.
+  const boost::optional<uint64_t> length = content_length();
+  if (length && *length > 0 && !reservation_.Grow(core_, *length)) error = kBodiesInFlightError;
+}
+
 void RequestParser::on_body_init_impl(const boost::optional<uint64_t>& length, error_code&) {
-  // The declared length is a promise, not bytes: reserving all of it for every connection that
-  // sends only headers would hold up to the body limit each (and fail, unhandled, where memory
-  // is not overcommitted). Past kBodyReserve the body grows as it arrives.
+  // The declared length is a promise, not bytes: reserving all of it in memory for every
+  // connection that sends only headers would hold up to the body limit each. Past kBodyReserve
+  // the body grows as it arrives.
   if (length) request_.body.reserve(std::min<uint64_t>(*length, kBodyReserve));
 }
 
@@ -102,23 +212,37 @@ size_t RequestParser::on_body_impl(string_view body, error_code&) {
   return body.size();
 }
 
-size_t RequestParser::on_chunk_body_impl(uint64_t, string_view body, error_code&) {
+size_t RequestParser::on_chunk_body_impl(uint64_t, string_view body, error_code& error) {
+  if (!reservation_.Grow(core_, body.size())) {
+    error = kBodiesInFlightError;
+    return 0;
+  }
   request_.body.append(body.data(), body.size());
   return body.size();
 }
 
-std::optional<HttpResponse> ParseErrorResponse(boost::beast::error_code error,
-                                               uint64_t body_limit) {
+std::optional<HttpResponse> ParseErrorResponse(boost::beast::error_code error, HttpCore& core) {
   namespace http = boost::beast::http;
   if (error == http::error::body_limit) {
-    return ErrorResponse(
-        413,
-        fmt::format("request body exceeds the {} byte limit (--http-max-input-size)", body_limit));
+    core.Refused(HttpRefusal::kBodyTooLarge);
+    return ErrorResponse(413, fmt::format("request body exceeds the {} byte limit "
+                                          "(--http-max-input-size)",
+                                          core.options().max_body_bytes));
+  }
+  if (error == RequestParser::kBodiesInFlightError) {
+    core.Refused(HttpRefusal::kBodiesInFlight);
+    HttpResponse response = ErrorResponse(
+        503, fmt::format("the server is reading {} bytes of request bodies already; retry later "
+                         "(--http-max-body-bytes-in-flight)",
+                         core.options().max_body_bytes_in_flight));
+    response.headers.emplace_back("Retry-After", "1");
+    return response;
   }
   if (error == http::error::end_of_stream || error == http::error::partial_message ||
       error.category() != http::make_error_code(http::error::bad_target).category()) {
     return std::nullopt;
   }
+  core.Refused(HttpRefusal::kMalformed);
   return ErrorResponse(400, fmt::format("malformed HTTP request: {}", error.message()));
 }
 

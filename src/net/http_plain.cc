@@ -23,6 +23,7 @@
 #include <boost/beast/http/error.hpp>
 
 #include "core/clock.h"
+#include "core/exceptions.h"
 #include "core/logging.h"
 #include "net/event_loop.h"
 #include "net/http_connection.h"
@@ -36,12 +37,16 @@ class PlainConnection;
 
 // One I/O thread: its loop and the connections open on it (closed before the loop goes).
 struct PlainIo {
+  explicit PlainIo(HttpCore& http) : core(http) {}
+
+  HttpCore& core;
   std::unique_ptr<EventLoop> loop;
   std::unordered_map<PlainConnection*, std::shared_ptr<PlainConnection>> open;
   // Connections whose answers wait for the end of the loop's turn (PlainConnection::Write).
   std::vector<std::shared_ptr<PlainConnection>> unsent;
 
-  void SendAnswers();  // the loop's batch-end hook
+  void SendAnswers();     // the loop's batch-end hook
+  void CheckDeadlines();  // every second, and on request
 };
 
 // One plain-HTTP connection, on its I/O thread's loop from accept to close.
@@ -56,15 +61,15 @@ struct PlainIo {
 // Answers are sent at the end of the loop's turn, all of those written during it together
 // (PlainIo::SendAnswers), not one by one as they are written. A client's thread blocked in
 // epoll_wait is woken by the first answer that reaches it; sent together, the rest are there when
-// it looks, and it does not preempt this thread between answers. At 64 connections on `simple`
-// both wrk and Rampart spent ~1 us less CPU per request and throughput rose 5-10 % in
-// alternating pairs (docs/benchmarks.md). An answer waits at most for the rest of the turn's
+// it looks, and it does not preempt this thread between answers (both sides spend less CPU per
+// request; figures in docs/benchmarks.md). An answer waits at most for the rest of the turn's
 // work, and one written while its request is still being dispatched (a fast model run on this
 // thread) is sent after the handler returns, so pipelined requests are answered in order without
 // recursion.
 class PlainConnection final : public Connection, public EventLoop::Watcher {
  public:
-  PlainConnection(int fd, HttpCore& core, PlainIo& io) : fd_(fd), core_(core), io_(io) {}
+  PlainConnection(int fd, HttpCore& core, PlainIo& io, ConnectionSlot slot)
+      : fd_(fd), core_(core), io_(io), slot_(std::move(slot)), request_deadline_(core.options()) {}
   ~PlainConnection() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -73,10 +78,16 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
   void Open();
   // From PlainIo::SendAnswers: sends the answer Write left, if the connection still has one.
   void SendAnswer() {
-    if (state_ == State::kWriting) Send();
+    if (state_ != State::kWriting) return;
+    if (!RunLoggingExceptions("an HTTP connection", [&] { Send(); })) Close();
   }
 
   void OnEvents(uint32_t events) override {
+    // Running out of memory while reading or answering ends this connection, not the thread.
+    if (!RunLoggingExceptions("an HTTP connection", [&] { HandleEvents(events); })) Close();
+  }
+
+  void HandleEvents(uint32_t events) {
     if (state_ == State::kClosed) return;  // an event collected before Close
     if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
       peer_closed_ = true;
@@ -105,11 +116,18 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
         });
   }
 
-  // Closes the connection if it has been waiting for a request (or the rest of its body), for
-  // its answer to be taken by the client, or for a refused client to end (lingering), since
-  // before its deadline.
-  void CloseIfPast(std::chrono::steady_clock::time_point now) {
-    if (deadline_ && now >= *deadline_) Close();
+  // Acts on a deadline that has passed: a request whose head or body came too slowly is answered
+  // 408; a connection idle between requests, or waiting for its client to take an answer, or
+  // lingering after a refusal, is closed.
+  void CheckDeadline(SteadyTime now) {
+    if (!deadline_ || now < *deadline_) return;
+    if (state_ == State::kReading && request_deadline_.started()) {
+      const HttpRefusal refusal = request_deadline_.refusal();
+      core_.Refused(refusal);
+      RejectAndClose(TimeoutResponse(refusal));
+      return;
+    }
+    Close();
   }
 
  private:
@@ -130,6 +148,9 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
 
   void StartRequest();
   void Serve();
+  // Moves the reading deadline on after input arrived: the head's from the request's first
+  // byte, the body's as its bytes come (RequestDeadline).
+  void AdvanceRequestDeadline();
   // Reads what the socket has into the buffer. False: nothing more now (or closed).
   bool Read();
   void Dispatch();
@@ -148,6 +169,7 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
   int fd_;
   HttpCore& core_;
   PlainIo& io_;
+  ConnectionSlot slot_;
   State state_ = State::kReading;
   bool readable_ = true;  // there may be unread input (a fresh connection: try)
   bool peer_closed_ = false;
@@ -158,7 +180,8 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
   bool head_only_ = false;  // the current request is HEAD: its answer goes without the body
   unsigned version_ = 11;
   uint64_t discarded_ = 0;              // bytes dropped while lingering
-  std::optional<SteadyTime> deadline_;  // CoarseNow()'s time (a timeout of seconds)
+  std::optional<SteadyTime> deadline_;  // HttpCore::Now()'s time
+  RequestDeadline request_deadline_;    // while reading a request
 
   // Input: bytes [begin_, end_) of buffer_ are read and not yet parsed.
   std::unique_ptr<char[]> buffer_;
@@ -196,8 +219,19 @@ void PlainConnection::StartRequest() {
   state_ = State::kReading;
   continued_ = false;
   request_ = HttpRequest();
-  parser_.emplace(request_, core_.options().max_body_bytes);
-  deadline_ = CoarseNow() + core_.options().idle_timeout;
+  parser_.emplace(request_, core_.options().max_body_bytes, core_);
+  request_deadline_.Reset();
+  deadline_ = core_.Now() + core_.options().idle_timeout;
+}
+
+void PlainConnection::AdvanceRequestDeadline() {
+  const SteadyTime now = core_.Now();
+  if (!request_deadline_.started()) request_deadline_.HeadStarted(now);
+  if (parser_->is_header_done()) {
+    if (!request_deadline_.reading_body()) request_deadline_.BodyStarted(now);
+    request_deadline_.BodyReceived(request_.body.size());
+  }
+  deadline_ = request_deadline_.due();
 }
 
 void PlainConnection::Serve() {
@@ -207,7 +241,7 @@ void PlainConnection::Serve() {
       begin_ +=
           parser_->put(boost::asio::const_buffer(buffer_.get() + begin_, end_ - begin_), error);
       if (error && error != http::error::need_more) {
-        if (auto answer = ParseErrorResponse(error, core_.options().max_body_bytes)) {
+        if (auto answer = ParseErrorResponse(error, core_)) {
           RejectAndClose(std::move(*answer));
         } else {
           Close();
@@ -218,6 +252,7 @@ void PlainConnection::Serve() {
         Dispatch();
         return;  // reading resumes once the answer is sent (Send)
       }
+      AdvanceRequestDeadline();
       // Clients that send `Expect: 100-continue` (curl does for bodies over 1 MiB) wait for an
       // interim answer before sending the body; oversized bodies were refused above.
       if (parser_->is_header_done() && parser_->expects_continue() && !continued_) {
@@ -258,11 +293,6 @@ bool PlainConnection::Read() {
   const ssize_t received = ::recv(fd_, buffer_.get() + end_, room, 0);
   if (received > 0) {
     end_ += static_cast<size_t>(received);
-    // A body arriving slowly is not idle: the timeout counts from its last bytes. Its head must
-    // still come within one timeout (a client trickling header bytes holds no connection).
-    if (state_ == State::kReading && parser_ && parser_->is_header_done()) {
-      deadline_ = CoarseNow() + core_.options().idle_timeout;
-    }
     // A short read drained the socket until the next edge, unless the client has ended its
     // side: that edge came with this data, so read on to the end of the stream.
     if (static_cast<size_t>(received) < room && !peer_closed_) readable_ = false;
@@ -315,6 +345,15 @@ void PlainConnection::Write(HttpResponse response) {
   io_.unsent.push_back(std::static_pointer_cast<PlainConnection>(shared_from_this()));
 }
 
+void PlainIo::CheckDeadlines() {
+  const SteadyTime now = core.Now();
+  // A copy: a connection past its deadline closes, leaving `open`.
+  std::vector<PlainConnection*> connections;
+  connections.reserve(open.size());
+  for (const auto& entry : open) connections.push_back(entry.first);
+  for (PlainConnection* connection : connections) connection->CheckDeadline(now);
+}
+
 void PlainIo::SendAnswers() {
   // By index: a connection whose answer goes may read, dispatch and answer its next request
   // here, which joins the list and leaves in this same call.
@@ -344,7 +383,7 @@ void PlainConnection::Send() {
       sent_ += static_cast<size_t>(written);
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       // The client must take its answer within the idle timeout; EPOLLOUT resumes the write.
-      deadline_ = CoarseNow() + core_.options().idle_timeout;
+      deadline_ = core_.Now() + core_.options().idle_timeout;
       return;
     } else if (errno != EINTR) {
       Close();
@@ -375,7 +414,7 @@ void PlainConnection::Written() {
 void PlainConnection::Linger() {
   state_ = State::kLingering;
   ::shutdown(fd_, SHUT_WR);  // the answer is whole: the client sees its end
-  deadline_ = CoarseNow() + std::min<std::chrono::steady_clock::duration>(
+  deadline_ = core_.Now() + std::min<std::chrono::steady_clock::duration>(
                                 kLingerTime, core_.options().idle_timeout);
   Discard();
 }
@@ -459,6 +498,19 @@ class PlainEngine final : public HttpEngine, private EventLoop::Watcher {
     for (auto& io : io_) io->loop->Stop();
   }
 
+  void CheckDeadlines() override {
+    std::vector<std::future<void>> done;
+    for (auto& io : io_) {
+      auto checked = std::make_shared<std::promise<void>>();
+      done.push_back(checked->get_future());
+      io->loop->Post([&plain = *io, checked] {
+        plain.CheckDeadlines();
+        checked->set_value();
+      });
+    }
+    for (auto& each : done) each.wait();
+  }
+
  private:
   // Edge-triggered: accepts until none is left.
   void OnEvents(uint32_t) override {
@@ -477,14 +529,40 @@ class PlainEngine final : public HttpEngine, private EventLoop::Watcher {
         LOG_INFO("accepting connections again");
         stalled_ = false;
       }
+      std::optional<ConnectionSlot> slot = core_.OpenConnection();
+      if (!slot) {
+        RefuseConnection(fd);
+        continue;
+      }
       const int on = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
       PlainIo& target = *io_[next_io_];
       next_io_ = (next_io_ + 1) % io_.size();
       // Made here, so that the socket is closed even if the target loop has stopped.
-      auto connection = std::make_shared<PlainConnection>(fd, core_, target);
+      auto connection = std::make_shared<PlainConnection>(fd, core_, target, std::move(*slot));
       target.loop->Dispatch([connection = std::move(connection)] { connection->Open(); });
     }
+  }
+
+  // Over max_connections: a 503 and the end, without a connection object. What the client has
+  // sent already is read and dropped first, so the close does not reset the connection before
+  // the client reads the answer.
+  static void RefuseConnection(int fd) {
+    static const std::string kAnswer = [] {
+      std::string head;
+      HttpResponse response =
+          ErrorResponse(503, "too many open connections; retry later (--http-max-connections)");
+      response.headers.emplace_back("Retry-After", "1");
+      FormatHead(response, 11, /*keep_alive=*/false, head);
+      return head + response.body;
+    }();
+    [[maybe_unused]] const ssize_t sent =
+        ::send(fd, kAnswer.data(), kAnswer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::shutdown(fd, SHUT_WR);
+    std::array<char, 4096> drained;
+    while (::recv(fd, drained.data(), drained.size(), MSG_DONTWAIT) > 0) {
+    }
+    ::close(fd);
   }
 
   HttpCore& core_;
@@ -499,19 +577,13 @@ class PlainEngine final : public HttpEngine, private EventLoop::Watcher {
 Result<std::unique_ptr<HttpEngine>> MakePlainEngine(HttpCore& core, size_t threads) {
   std::vector<std::unique_ptr<PlainIo>> io;
   for (size_t i = 0; i < threads; ++i) {
-    io.push_back(std::make_unique<PlainIo>());
+    io.push_back(std::make_unique<PlainIo>(core));
     PlainIo& plain = *io.back();
     ASSIGN_OR_RETURN(plain.loop, EventLoop::Create());
     plain.loop->AtBatchEnd([&plain] { plain.SendAnswers(); });
     // Connections past their deadline are closed: waiting for a request or the rest of its
     // body, for their client to take an answer, or lingering after a refusal.
-    plain.loop->Every(std::chrono::seconds(1), [&plain] {
-      const auto now = CoarseNow();
-      std::vector<PlainConnection*> connections;
-      connections.reserve(plain.open.size());
-      for (const auto& entry : plain.open) connections.push_back(entry.first);
-      for (PlainConnection* connection : connections) connection->CloseIfPast(now);
-    });
+    plain.loop->Every(std::chrono::seconds(1), [&plain] { plain.CheckDeadlines(); });
   }
   return std::unique_ptr<HttpEngine>(new PlainEngine(core, std::move(io)));
 }

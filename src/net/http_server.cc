@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/ip/address.hpp>
@@ -21,24 +23,6 @@ namespace {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-
-// A listening TCP socket on `address`:`port` (0 picks one), non-blocking. Errors:
-// InvalidArgument for an address that does not parse, Unavailable with the OS reason otherwise.
-Result<int> OpenListener(const std::string& address, uint16_t port) {
-  boost::system::error_code error;
-  const auto parsed = asio::ip::make_address(address, error);
-  if (error) return InvalidArgument("bad HTTP address '{}': {}", address, error.message());
-  asio::io_context context;
-  tcp::acceptor acceptor(context);
-  const tcp::endpoint endpoint(parsed, port);
-  acceptor.open(endpoint.protocol(), error);
-  if (!error) acceptor.set_option(asio::socket_base::reuse_address(true), error);
-  if (!error) acceptor.bind(endpoint, error);
-  if (!error) acceptor.listen(asio::socket_base::max_listen_connections, error);
-  if (!error) acceptor.non_blocking(true, error);
-  if (error) return Unavailable("cannot listen on {}:{}: {}", address, port, error.message());
-  return acceptor.release(error);
-}
 
 uint16_t LocalPort(int fd) {
   sockaddr_storage address{};
@@ -59,7 +43,9 @@ class HttpServer::Impl {
 
   ~Impl() { Shutdown(std::chrono::milliseconds(0)); }
 
-  Status Listen() {
+  // Starts serving on `listener` (closed on failure).
+  Status Listen(Listener listener) {
+    listener_ = std::move(listener);
     const HttpServerOptions& options = core_.options();
     const size_t threads = options.threads > 0
                                ? static_cast<size_t>(options.threads)
@@ -69,9 +55,10 @@ class HttpServer::Impl {
     } else {
       ASSIGN_OR_RETURN(engine_, MakePlainEngine(core_, threads));
     }
-    ASSIGN_OR_RETURN(const int listener, OpenListener(options.address, options.port));
-    port_ = LocalPort(listener);
-    RETURN_IF_ERROR(engine_->Listen(listener));
+    if (!listener_.open()) return InvalidArgument("{}: no listening socket", options.name);
+    const int listening_fd = listener_.Release();
+    port_ = LocalPort(listening_fd);
+    RETURN_IF_ERROR(engine_->Listen(listening_fd));
     for (size_t i = 0; i < threads; ++i) {
       threads_.emplace_back([this, i, name = fmt::format("{}-io-{}", options.name, i)] {
         NameThisThread(name);
@@ -111,8 +98,13 @@ class HttpServer::Impl {
 
   HttpServer::Stats stats() const { return core_.stats(); }
 
+  void CheckDeadlines() {
+    if (!threads_.empty() && !stopped_) engine_->CheckDeadlines();
+  }
+
  private:
   HttpCore core_;
+  Listener listener_;                   // until the engine takes it
   std::unique_ptr<HttpEngine> engine_;  // destroyed first: its connections report to core_
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;
@@ -143,18 +135,69 @@ void Responder::SendWith(UniqueFunction<HttpResponse()> make_response) {
   connection.AnswerWith(std::move(connection_), std::move(make_response));
 }
 
+Result<Listener> Listener::Open(const std::string& address, uint16_t port) {
+  boost::system::error_code error;
+  const auto parsed = asio::ip::make_address(address, error);
+  if (error) return InvalidArgument("not an IP address: '{}'", address);
+  asio::io_context context;
+  tcp::acceptor acceptor(context);
+  const tcp::endpoint endpoint(parsed, port);
+  acceptor.open(endpoint.protocol(), error);
+  if (!error) acceptor.set_option(asio::socket_base::reuse_address(true), error);
+  if (!error) acceptor.bind(endpoint, error);
+  if (!error) acceptor.listen(asio::socket_base::max_listen_connections, error);
+  if (!error) acceptor.non_blocking(true, error);
+  if (!error) {
+    const int fd = acceptor.release(error);
+    if (!error) return Listener(fd);
+  }
+  std::string reason = error.message();  // "Address already in use"
+  if (!reason.empty()) reason[0] = static_cast<char>(std::tolower(reason[0]));
+  return Unavailable("{}", reason);
+}
+
+Listener::Listener(Listener&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+Listener& Listener::operator=(Listener&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+Listener::~Listener() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+uint16_t Listener::port() const { return fd_ >= 0 ? LocalPort(fd_) : 0; }
+
+int Listener::Release() { return std::exchange(fd_, -1); }
+
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpServer::~HttpServer() = default;
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
                                                       HttpHandler handler) {
+  Result<Listener> listener = Listener::Open(options.address, options.port);
+  if (!listener.ok()) {
+    if (listener.status().code() != StatusCode::kUnavailable) return listener.status();
+    return Unavailable("cannot listen on {}:{}: {}", options.address, options.port,
+                       listener.status().message());
+  }
+  return Start(options, std::move(handler), std::move(listener).value());
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
+                                                      HttpHandler handler, Listener listener) {
   auto impl = std::make_unique<Impl>(options, std::move(handler));
-  RETURN_IF_ERROR(impl->Listen());
+  RETURN_IF_ERROR(impl->Listen(std::move(listener)));
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
 uint16_t HttpServer::port() const { return impl_->port(); }
 void HttpServer::StopAccepting() { impl_->StopAccepting(); }
+void HttpServer::CheckDeadlines() { impl_->CheckDeadlines(); }
 void HttpServer::Shutdown(std::chrono::milliseconds timeout) { impl_->Shutdown(timeout); }
 HttpServer::Stats HttpServer::stats() const { return impl_->stats(); }
 

@@ -10,8 +10,13 @@
 // read; unparsable requests get 400. Both close the connection. With `tls` set every connection
 // is HTTPS (TLS 1.2+), optionally requiring a client certificate (mutual TLS).
 //
+// Overload and slow clients are bounded by HttpServerOptions: open connections, the time a
+// request's head and body may take, and the bytes of bodies being read at once; each refusal is
+// answered with its status (HttpRefusal) and counted.
+//
 // Thread safety: Start/StopAccepting/Shutdown from one controlling thread; stats() from any.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -20,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/status.h"
 #include "core/unique_function.h"
 #include "net/http.h"
@@ -56,37 +62,107 @@ struct HttpTlsOptions {
   bool mutual = false;    // require a client certificate signed by root_cert
 };
 
+// Why the server refused a request or a connection (HttpServerOptions::on_refused).
+enum class HttpRefusal {
+  kConnections,     // over max_connections: 503, closed before anything is read
+  kHeaderTimeout,   // the head did not come within header_timeout: 408
+  kBodyTimeout,     // the body came slower than body_timeout and body_min_rate allow: 408
+  kBodyTooLarge,    // over max_body_bytes: 413
+  kBodiesInFlight,  // its body would pass max_body_bytes_in_flight: 503
+  kMalformed,       // not HTTP/1.x as the parser reads it: 400
+};
+inline constexpr int kHttpRefusalKinds = 6;
+// "connections", "header_timeout", ...: the metrics label.
+std::string_view HttpRefusalName(HttpRefusal refusal);
+
 struct HttpServerOptions {
   std::string address = "0.0.0.0";
   uint16_t port = 8000;  // 0 picks a free port; see HttpServer::port()
   int threads = 0;       // 0 = one per core
   uint64_t max_body_bytes = 64ull << 20;
+  // A connection waiting for its next request is closed after this long.
   std::chrono::seconds idle_timeout{300};
+  // Connections open at once; one more is answered 503 (HTTPS: closed, without spending a
+  // handshake on it) before anything is read. 0 = no limit.
+  size_t max_connections = 4096;
+  // Once a request's first byte has arrived its head must be whole within header_timeout, and
+  // its body then within body_timeout plus one second for every body_min_rate bytes received
+  // (so a body trickling a byte at a time cannot hold a connection, however large it is
+  // declared). Either answers 408 and closes.
+  std::chrono::seconds header_timeout{20};
+  std::chrono::seconds body_timeout{20};
+  uint64_t body_min_rate = 500;  // bytes per second
+  // Bytes of request bodies being read at once, over all connections: a declared length counts
+  // in full from the head, a chunked body as its chunks arrive, until the request is handed to
+  // the handler. A body that would pass it is answered 503. 0 = no limit.
+  uint64_t max_body_bytes_in_flight = 1ull << 30;
+  // Told about every refusal, on an I/O thread; must be cheap and thread-safe (a counter).
+  std::function<void(HttpRefusal)> on_refused;
+  // The clock every connection deadline is read from; null = Clock::Coarse(). The I/O threads
+  // apply deadlines once a second (and at CheckDeadlines), whatever the clock.
+  const Clock* clock = nullptr;
   std::optional<HttpTlsOptions> tls;  // plain HTTP when empty
   std::string name = "http";          // I/O threads are named "<name>-io-<i>"
   std::vector<int> cpus;              // CPUs the I/O threads run on; empty = any
   bool sched_batch = false;           // I/O threads under SCHED_BATCH (UseBatchScheduling)
 };
 
+// A listening TCP socket opened before its server starts, so that a port already in use is found
+// before anything slow (loading models) and nothing can take the port meanwhile; connections
+// wait in its backlog until the server accepts them. Move-only; closes the socket unless a
+// server took it.
+class Listener {
+ public:
+  // Binds `address`:`port` (an IP address; port 0 picks a free one) and listens. Errors:
+  // InvalidArgument "not an IP address: ..." when the address does not parse; Unavailable with
+  // the OS's reason alone, lower case ("address already in use", "permission denied"), for the
+  // caller to say which listener it is.
+  static Result<Listener> Open(const std::string& address, uint16_t port);
+
+  Listener() = default;
+  Listener(Listener&& other) noexcept;
+  Listener& operator=(Listener&& other) noexcept;
+  ~Listener();
+
+  uint16_t port() const;  // the bound port (the chosen one when Open was given 0)
+  int Release();          // hands the socket over; -1 when there is none
+  bool open() const { return fd_ >= 0; }
+
+ private:
+  explicit Listener(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
 class HttpServer {
  public:
-  // Binds, listens and starts the I/O threads. Errors: Unavailable when the address cannot be
-  // bound (with the OS reason); InvalidArgument for TLS files that cannot be read or used.
+  // Binds, listens and starts the I/O threads. Errors: Unavailable "cannot listen on
+  // <address>:<port>: <reason>" when the address cannot be bound; InvalidArgument for an address
+  // that does not parse and for TLS files that cannot be read or used.
   static Result<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
                                                    HttpHandler handler);
+  // As above, on a listener opened beforehand (options.address and options.port are then
+  // ignored); the server owns it from here, also when it fails to start.
+  static Result<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                   HttpHandler handler, Listener listener);
   ~HttpServer();  // Shutdown(0) if not done
 
   uint16_t port() const;
 
   // Closes the listening socket; open connections keep being served.
   void StopAccepting();
+  // Applies every connection's deadline now, on its I/O thread, and returns once all have. The
+  // I/O threads do this by themselves every second; a test that moves a fake clock calls it.
+  void CheckDeadlines();
   // Waits (up to `timeout`) until every request read has been answered and written, then stops
   // the I/O threads and closes all connections.
   void Shutdown(std::chrono::milliseconds timeout);
 
   struct Stats {
-    uint64_t requests = 0;         // responses written
-    uint64_t handle_ns_total = 0;  // request read -> response written, summed
+    uint64_t requests = 0;                              // responses written
+    uint64_t handle_ns_total = 0;                       // request read -> response written, summed
+    std::array<uint64_t, kHttpRefusalKinds> refused{};  // by HttpRefusal
+    uint64_t open_connections = 0;
+    uint64_t body_bytes_in_flight = 0;  // reserved by requests being read
   };
   Stats stats() const;
 

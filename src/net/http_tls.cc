@@ -17,6 +17,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "core/exceptions.h"
 #include "core/logging.h"
 #include "net/http_connection.h"
 
@@ -111,18 +112,35 @@ class HangUpWatches {
 
 // One HTTPS connection, kept alive by its pending operation's shared_ptr (and a Responder's).
 //
-// Timeouts (the TLS handshake, waiting for a request, the TLS goodbye) are one deadline and one
-// timer per connection. The timer is re-armed only when it fires before the current deadline or
-// a deadline moves earlier, so a keep-alive request costs no timer operation (a per-operation
-// timer, as beast::tcp_stream arms, cost a timer queue update per request).
+// Timeouts (the TLS handshake, waiting for a request, reading it, the client taking its answer,
+// the TLS goodbye) are one deadline per connection, which its I/O thread's sweep checks every
+// second (IoThread): a keep-alive request costs no timer operation (a per-operation timer, as
+// beast::tcp_stream arms, cost a timer queue update per request).
 class TlsConnection final : public Connection {
  public:
-  TlsConnection(Socket socket, ssl::context& tls, HttpCore& core, HangUpWatches& watches)
+  TlsConnection(Socket socket, ssl::context& tls, HttpCore& core, HangUpWatches& watches,
+                ConnectionSlot slot)
       : stream_(std::move(socket), tls),
-        timer_(stream_.get_executor()),
         core_(core),
-        watches_(watches) {
+        watches_(watches),
+        slot_(std::move(slot)),
+        request_deadline_(core.options()) {
     buffer_.reserve(kReadBufferBytes);
+  }
+
+  // Acts on a deadline that has passed (from the I/O thread's sweep): a request whose head or
+  // body came too slowly is answered 408 once its pending read ends; otherwise the connection
+  // closes, and its pending operation fails.
+  void CheckDeadline(SteadyTime now) {
+    if (!deadline_ || now < *deadline_) return;
+    deadline_.reset();
+    if (parser_ && request_deadline_.started()) {
+      timed_out_ = true;
+      beast::error_code ignored;
+      Lowest().cancel(ignored);
+      return;
+    }
+    CloseSocket();
   }
 
   void Start() {
@@ -181,46 +199,43 @@ class TlsConnection final : public Connection {
 
   // Closes the connection unless it is done with the current step before `timeout` from now.
   void SetDeadline(std::chrono::steady_clock::duration timeout) {
-    deadline_ = std::chrono::steady_clock::now() + timeout;
-    // A pending wait for a later time is cancelled by re-arming (its handler sees the abort).
-    if (waits_ == 0 || *deadline_ < timer_.expiry()) ArmTimer();
+    deadline_ = core_.Now() + timeout;
   }
 
-  void ArmTimer() {
-    ++waits_;
-    timer_.expires_at(*deadline_);
-    timer_.async_wait([self = Self()](beast::error_code error) { self->OnTimer(error); });
-  }
-
-  void OnTimer(beast::error_code error) {
-    --waits_;
-    if (error || !deadline_ || waits_ > 0) return;  // cancelled, no deadline, or re-armed
-    if (std::chrono::steady_clock::now() < *deadline_) {
-      ArmTimer();  // the deadline moved later since this wait began
-      return;
-    }
-    deadline_.reset();
-    CloseSocket();  // the pending operation fails and ends the connection
-  }
-
+  // Reads the next request: the bytes TLS decrypts are fed to the parser as they come, so the
+  // deadlines follow them (RequestDeadline): the idle timeout until the request's first byte,
+  // then the head's, then the body's minimum rate.
   void ReadNext() {
     responded_ = false;
+    continued_ = false;
     request_ = HttpRequest();
-    parser_.emplace(request_, core_.options().max_body_bytes);
+    parser_.emplace(request_, core_.options().max_body_bytes, core_);
+    request_deadline_.Reset();
     SetDeadline(core_.options().idle_timeout);
-    http::async_read_header(
-        stream_, buffer_, *parser_,
-        [self = Self()](beast::error_code error, size_t) { self->OnHeader(error); });
+    Parse();  // a pipelined request may be buffered already
   }
 
-  // Clients that send `Expect: 100-continue` (curl does for bodies over 1 MiB) wait for an
-  // interim answer before sending the body; oversized bodies were already refused above.
-  void OnHeader(beast::error_code error) {
-    if (error) {
-      OnRead(error);
-      return;
+  // Feeds the buffered bytes to the parser; then answers, dispatches, or reads on.
+  void Parse() {
+    while (buffer_.size() > 0) {
+      beast::error_code error;
+      const size_t used = parser_->put(buffer_.data(), error);
+      buffer_.consume(used);
+      if (error && error != http::error::need_more) {
+        OnRead(error);
+        return;
+      }
+      if (parser_->is_done()) {
+        OnRead({});
+        return;
+      }
+      AdvanceRequestDeadline();
+      if (used == 0) break;  // a head not yet whole: read more behind it
     }
-    if (parser_->expects_continue() && !parser_->is_done()) {
+    // Clients that send `Expect: 100-continue` (curl does for bodies over 1 MiB) wait for an
+    // interim answer before sending the body; oversized bodies were already refused above.
+    if (parser_->is_header_done() && parser_->expects_continue() && !continued_) {
+      continued_ = true;
       continue_.emplace(http::status::continue_, parser_->version());
       http::async_write(stream_, *continue_,
                         [self = Self()](beast::error_code write_error, size_t) {
@@ -228,34 +243,46 @@ class TlsConnection final : public Connection {
                             self->Close();
                             return;
                           }
-                          self->ReadBody();
+                          self->ReadSome();
                         });
       return;
     }
-    ReadBody();
+    ReadSome();
   }
 
-  // A piece at a time: a body still arriving is not idle, however long it takes in all, so each
-  // piece moves the deadline (OnTimer re-arms for the later time).
-  void ReadBody() {
-    if (parser_->is_done()) {  // no body (GET, HEAD), or all of it came with the head
-      OnRead({});
-      return;
+  void ReadSome() {
+    stream_.async_read_some(buffer_.prepare(kReadBufferBytes),
+                            [self = Self()](beast::error_code error, size_t read) {
+                              if (error) {
+                                self->OnRead(error);
+                                return;
+                              }
+                              self->buffer_.commit(read);
+                              self->Parse();
+                            });
+  }
+
+  // After bytes of the current request reached the parser.
+  void AdvanceRequestDeadline() {
+    const SteadyTime now = core_.Now();
+    if (!request_deadline_.started()) request_deadline_.HeadStarted(now);
+    if (parser_->is_header_done()) {
+      if (!request_deadline_.reading_body()) request_deadline_.BodyStarted(now);
+      request_deadline_.BodyReceived(request_.body.size());
     }
-    http::async_read_some(
-        stream_, buffer_, *parser_, [self = Self()](beast::error_code error, size_t) {
-          if (error) {
-            self->OnRead(error);
-            return;
-          }
-          self->deadline_ = std::chrono::steady_clock::now() + self->core_.options().idle_timeout;
-          self->ReadBody();  // answers once the body is whole
-        });
+    deadline_ = request_deadline_.due();
   }
 
   void OnRead(beast::error_code error) {
+    if (timed_out_) {
+      timed_out_ = false;
+      const HttpRefusal refusal = request_deadline_.refusal();
+      core_.Refused(refusal);
+      RejectAndClose(TimeoutResponse(refusal));
+      return;
+    }
     if (error) {
-      if (auto answer = ParseErrorResponse(error, core_.options().max_body_bytes)) {
+      if (auto answer = ParseErrorResponse(error, core_)) {
         RejectAndClose(std::move(*answer));
       } else {
         Close();
@@ -318,6 +345,8 @@ class TlsConnection final : public Connection {
     close_after_write_ = true;
     head_only_ = false;  // no request was read
     counted_ = false;
+    parser_.reset();  // no longer reading: the timer's next deadline is the answer's
+    request_deadline_.Reset();
     Write(std::move(answer));
   }
 
@@ -331,7 +360,6 @@ class TlsConnection final : public Connection {
     beast::error_code ignored;
     Lowest().shutdown(tcp::socket::shutdown_both, ignored);
     Lowest().close(ignored);
-    timer_.cancel();
   }
 
   // Beast reads at most the read buffer's free capacity per call, and its parser consumes the
@@ -340,17 +368,19 @@ class TlsConnection final : public Connection {
   static constexpr size_t kReadBufferBytes = 16 * 1024;
 
   Stream stream_;
-  Timer timer_;
-  std::optional<std::chrono::steady_clock::time_point> deadline_;  // none while working
-  int waits_ = 0;  // timer waits pending (a cancelled one may still be queued)
+  std::optional<SteadyTime> deadline_;  // HttpCore::Now()'s; none while working
   HttpCore& core_;
   HangUpWatches& watches_;
+  ConnectionSlot slot_;
+  RequestDeadline request_deadline_;  // while reading a request
+  bool timed_out_ = false;            // the timer ended a request's read: answer 408
   beast::flat_buffer buffer_;
   HttpRequest request_;
   std::optional<RequestParser> parser_;
   std::string head_;  // status line and headers of the response being written
   std::string body_;  // its body
   std::optional<http::response<http::empty_body>> continue_;
+  bool continued_ = false;  // `100 Continue` sent for the current request
   SteadyTime received_{};
   uint64_t request_number_ = 0;  // requests dispatched so far; names the current one
   std::shared_ptr<std::atomic<bool>> client_gone_;  // the current request's
@@ -374,8 +404,36 @@ void HangUpWatches::Tick() {
 
 // One I/O thread's loop and what belongs to it (destroyed before the loop).
 struct IoThread {
+  static constexpr std::chrono::seconds kSweepPeriod{1};
+
+  explicit IoThread(HttpCore& http) : core(http), sweep_timer(context.get_executor()) {}
+
+  // Applies the deadlines of the connections started on this thread, dropping those gone.
+  void CheckDeadlines() {
+    const SteadyTime now = core.Now();
+    std::erase_if(open, [now](const std::weak_ptr<TlsConnection>& each) {
+      std::shared_ptr<TlsConnection> connection = each.lock();
+      if (!connection) return true;
+      connection->CheckDeadline(now);
+      return false;
+    });
+  }
+  void ArmSweep() {
+    sweep_timer.expires_after(kSweepPeriod);
+    sweep_timer.async_wait([this](beast::error_code error) {
+      if (error) return;
+      CheckDeadlines();
+      ArmSweep();
+    });
+  }
+
+  HttpCore& core;
   asio::io_context context{1};
   HangUpWatches watches{context};
+  Timer sweep_timer;
+  // The connections started here (weak: a connection ends when its last operation or responder
+  // does, on whichever thread that is).
+  std::vector<std::weak_ptr<TlsConnection>> open;
 };
 
 class TlsEngine final : public HttpEngine {
@@ -383,8 +441,9 @@ class TlsEngine final : public HttpEngine {
   TlsEngine(HttpCore& core, size_t threads, std::unique_ptr<ssl::context> tls)
       : core_(core), tls_(std::move(tls)) {
     for (size_t i = 0; i < threads; ++i) {
-      io_.push_back(std::make_unique<IoThread>());
+      io_.push_back(std::make_unique<IoThread>(core));
       guards_.emplace_back(asio::make_work_guard(io_.back()->context));
+      io_.back()->ArmSweep();
     }
     acceptor_.emplace(io_[0]->context);
   }
@@ -403,7 +462,12 @@ class TlsEngine final : public HttpEngine {
     return Status::Ok();
   }
 
-  void Run(size_t index) override { io_[index]->context.run(); }
+  // An exception from a handler leaves run(), whose io_context serves on when run again (the
+  // connection whose handler threw is dropped, and closed, as the exception unwinds).
+  void Run(size_t index) override {
+    while (!RunLoggingExceptions("an HTTPS I/O thread", [&] { io_[index]->context.run(); })) {
+    }
+  }
 
   void StopAccepting() override {
     std::promise<void> closed;
@@ -420,6 +484,19 @@ class TlsEngine final : public HttpEngine {
     for (auto& io : io_) io->context.stop();
   }
 
+  void CheckDeadlines() override {
+    std::vector<std::future<void>> done;
+    for (auto& io : io_) {
+      auto checked = std::make_shared<std::promise<void>>();
+      done.push_back(checked->get_future());
+      asio::post(io->context, [&thread = *io, checked] {
+        thread.CheckDeadlines();
+        checked->set_value();
+      });
+    }
+    for (auto& each : done) each.wait();
+  }
+
  private:
   void Accept() {
     IoThread& target = *io_[next_io_];
@@ -428,12 +505,18 @@ class TlsEngine final : public HttpEngine {
         target.context, [this, &target](beast::error_code error, Socket socket) {
           if (error == asio::error::operation_aborted || !acceptor_->is_open()) return;
           if (!error) {
-            beast::error_code ignored;
-            socket.set_option(tcp::no_delay(true), ignored);
-            auto connection =
-                std::make_shared<TlsConnection>(std::move(socket), *tls_, core_, target.watches);
-            // Start on the connection's own thread.
-            asio::post(target.context, [connection] { connection->Start(); });
+            // Over max_connections the socket just closes: no handshake is spent on it.
+            if (std::optional<ConnectionSlot> slot = core_.OpenConnection()) {
+              beast::error_code ignored;
+              socket.set_option(tcp::no_delay(true), ignored);
+              auto connection = std::make_shared<TlsConnection>(std::move(socket), *tls_, core_,
+                                                                target.watches, std::move(*slot));
+              // Start on the connection's own thread.
+              asio::post(target.context, [connection, &target] {
+                target.open.push_back(connection);
+                connection->Start();
+              });
+            }
           } else {
             LOG_WARN("accept failed: {}", error.message());
           }

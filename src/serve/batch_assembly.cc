@@ -2,11 +2,17 @@
 
 #include <algorithm>
 
+#include "core/check.h"
+
 namespace rampart::serve {
 namespace {
 
+// The element count of a request's input, which validation has checked against its bytes, so
+// it cannot overflow.
 int64_t Elements(const tensor::Tensor& tensor) {
-  return tensor::ElementCount(tensor.shape).value_or(0);
+  const std::optional<int64_t> count = tensor::ElementCount(tensor.shape);
+  CHECK(count.has_value());
+  return *count;
 }
 
 // Appends `values` to `out` as INT32 or FP32.
@@ -227,9 +233,16 @@ Result<std::vector<std::vector<tensor::Tensor>>> BatchAssembly::Scatter(
         }
         part.shape[dim] = source->shape[dim];
       }
-      const size_t bytes =
-          static_cast<size_t>(tensor::ElementCount(part.shape).value_or(0)) * element_size;
-      if (offset + bytes > output.data.size()) {
+      // The part's shape comes from the model's config and the request: its size is checked.
+      const std::optional<int64_t> count = tensor::ElementCount(part.shape);
+      const std::optional<uint64_t> part_bytes =
+          count ? tensor::ByteSize(*count, element_size) : std::nullopt;
+      if (!part_bytes) {
+        return Internal("output '{}': the part for request {} of {}, shape {}, is too large",
+                        output.name, r + 1, requests.size(), tensor::ShapeToString(part.shape));
+      }
+      const auto bytes = static_cast<size_t>(*part_bytes);
+      if (bytes > output.data.size() - offset) {
         return Internal(
             "output '{}' holds {} bytes, but its parts for the batch's requests need "
             "more (request {} of {} ends at byte {})",
@@ -261,7 +274,8 @@ Result<std::vector<tensor::Tensor>> SplitOutput(const tensor::Tensor& output,
       tensor::Tensor part{output.name, output.datatype, output.shape, {}};
       part.shape[0] = count;
       for (size_t e = 0; e < per_item * static_cast<size_t>(count); ++e) {
-        tensor::AppendBytesElement(elements[element++], part.data);
+        // Each element came from a 4-byte length prefix, so it fits one again.
+        RETURN_IF_ERROR(tensor::AppendBytesElement(elements[element++], part.data));
       }
       parts.push_back(std::move(part));
     }

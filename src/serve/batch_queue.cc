@@ -51,13 +51,21 @@ BatchQueue::Rejected Cancel(std::unique_ptr<PendingRequest> pending) {
 
 }  // namespace
 
-Result<BatchPolicy> BatchPolicy::FromConfig(const model::ModelConfig& config) {
+Result<BatchPolicy> BatchPolicy::FromConfig(const model::ModelConfig& config,
+                                            size_t default_max_queue_size) {
   BatchPolicy policy;
   policy.assembly = BatchAssembly::FromConfig(config);
+  ASSIGN_OR_RETURN(policy, FromDynamicBatching(config, std::move(policy)));
+  for (QueuePolicy& level : policy.queue_policies) {
+    if (level.max_queue_size == 0) level.max_queue_size = default_max_queue_size;
+  }
+  return policy;
+}
+
+Result<BatchPolicy> BatchPolicy::FromDynamicBatching(const model::ModelConfig& config,
+                                                     BatchPolicy policy) {
   if (!config.has_dynamic_batching() || config.max_batch_size() == 0) {
-    QueuePolicy unbatched;
-    unbatched.max_queue_size = kUnbatchedQueueLimit;
-    policy.queue_policies.push_back(unbatched);
+    policy.queue_policies.emplace_back();
     return policy;
   }
   const auto& batching = config.dynamic_batching();
@@ -137,17 +145,48 @@ void BatchQueue::Push(std::unique_ptr<PendingRequest> pending) {
   ++size_;
 }
 
-void BatchQueue::DropCancelled(std::vector<Rejected>& rejected) {
+void BatchQueue::DropCancelledAhead(std::vector<Rejected>& rejected) {
+  // Live batch items passed so far: once they fill a batch, nothing further back can join it.
+  // A request counts as at least one, so the walk passes at most max_batch_size live ones.
+  const auto max_items = static_cast<int64_t>(policy_.max_batch_size);
+  int64_t live_items = 0;
   for (Level& level : levels_) {
     for (auto* queue : {&level.queue, &level.delayed}) {
-      TakeOut(
-          *queue, [](const PendingRequest& pending) { return pending.request->IsCancelled(); },
-          [&](std::unique_ptr<PendingRequest> pending) {
-            Forget(*pending);
-            rejected.push_back(Cancel(std::move(pending)));
-          });
+      // Compacts the walked prefix: live requests move forward over the dropped ones' slots.
+      size_t kept = 0;
+      size_t walked = 0;
+      for (; walked < queue->size() && live_items < max_items; ++walked) {
+        std::unique_ptr<PendingRequest>& pending = (*queue)[walked];
+        if (pending->request->IsCancelled()) {
+          Forget(*pending);
+          rejected.push_back(Cancel(std::move(pending)));
+          continue;
+        }
+        live_items += std::max<int64_t>(1, pending->batch_items);
+        if (kept != walked) (*queue)[kept] = std::move(pending);
+        ++kept;
+      }
+      const auto begin = queue->begin();
+      queue->erase(begin + static_cast<std::ptrdiff_t>(kept),
+                   begin + static_cast<std::ptrdiff_t>(walked));
+      if (live_items >= max_items) return;
     }
   }
+}
+
+bool BatchQueue::CancelledAhead() const {
+  const auto max_items = static_cast<int64_t>(policy_.max_batch_size);
+  int64_t live_items = 0;
+  for (const Level& level : levels_) {
+    for (const auto* queue : {&level.queue, &level.delayed}) {
+      for (const auto& pending : *queue) {
+        if (live_items >= max_items) return false;
+        if (pending->request->IsCancelled()) return true;
+        live_items += std::max<int64_t>(1, pending->batch_items);
+      }
+    }
+  }
+  return false;
 }
 
 void BatchQueue::Forget(const PendingRequest& removed) {
@@ -181,7 +220,7 @@ bool BatchQueue::Compatible(const InferRequest& first, const InferRequest& other
   return true;
 }
 
-BatchQueue::Plan BatchQueue::PlanBatch(SteadyTime now, bool flush, bool skip_cancelled) const {
+BatchQueue::Plan BatchQueue::PlanBatch(SteadyTime now, bool flush) const {
   // Plan the batch over the queues in order (rule 2) without taking anything.
   const InferRequest* first = nullptr;
   int64_t items = 0;
@@ -194,7 +233,6 @@ BatchQueue::Plan BatchQueue::PlanBatch(SteadyTime now, bool flush, bool skip_can
     for (const auto* queue : {&level.queue, &level.delayed}) {
       for (const auto& pending : *queue) {
         if (blocked || items == max_items) break;
-        if (skip_cancelled && pending->request->IsCancelled()) continue;
         if (first != nullptr &&
             (items + pending->batch_items > max_items || !Compatible(*first, *pending->request))) {
           blocked = true;
@@ -213,7 +251,7 @@ BatchQueue::Plan BatchQueue::PlanBatch(SteadyTime now, bool flush, bool skip_can
   }
 
   Plan plan;
-  if (count == 0) return plan;  // every request skipped (cancelled): nothing to run or wait for
+  if (count == 0) return plan;  // no request fits a batch (validation keeps them within it)
   if (items == max_items) {
     plan.take = count;  // rule 3
   } else if (preferred_count > 0) {
@@ -230,14 +268,14 @@ BatchQueue::Plan BatchQueue::PlanBatch(SteadyTime now, bool flush, bool skip_can
 bool BatchQueue::WouldRunNow(SteadyTime now) const {
   if (size_ == 0) return false;
   if (policy_.max_batch_size == 0) return true;
-  return PlanBatch(now, /*flush=*/false, /*skip_cancelled=*/true).take > 0;
+  return CancelledAhead() || PlanBatch(now, /*flush=*/false).take > 0;
 }
 
 BatchQueue::Decision BatchQueue::Next(SteadyTime now, bool flush) {
   Decision decision;
   if (size_ == 0) return decision;  // nothing to drop, expire or run; no deadline to wake for
   const bool one_at_a_time = policy_.max_batch_size == 0;  // rule 6
-  if (!one_at_a_time) DropCancelled(decision.rejected);
+  if (!one_at_a_time) DropCancelledAhead(decision.rejected);
   std::optional<SteadyTime> next_deadline;
   for (Rejected& rejected : Expire(now, next_deadline)) {
     decision.rejected.push_back(std::move(rejected));

@@ -1,11 +1,15 @@
 #pragma once
 
-// BatchQueue: the dynamic batcher's state machine (Triton semantics, PROTOCOLS.md §5).
+// BatchQueue: the dynamic batcher's state machine (Triton semantics, docs/triton-compatibility.md).
 //
 // The rules, in the order Next() applies them:
-//  1. Requests whose client has gone away are dropped (Cancelled) before anything else (for a
-//     model that runs one request per execution, rule 6, when they reach the front: the queue
-//     is then not scanned for every execution).
+//  1. Requests whose client has gone away are dropped (Cancelled) when the batcher comes to
+//     them: before planning, Next walks the queues from the front, as far as a batch could
+//     reach, and takes out the cancelled requests it passes (for a model that runs one request
+//     per execution, rule 6, only the front). Each request is passed over at most once per batch
+//     it could join, so dropping costs O(1) per request and the queue is never scanned whole; a
+//     cancelled request further back keeps its place (and its slot under max_queue_size) until
+//     the batcher reaches it.
 //  2. Requests wait in one FIFO per priority level (1 = highest). A batch takes requests in
 //     order: level 1's queue, then its delayed requests, then level 2, ... A request is never
 //     split, and the batch stops at the first request that would exceed max_batch_size or whose
@@ -20,6 +24,9 @@
 // Timeouts (Expire): a request whose queue deadline passes is rejected with Unavailable
 // "Request timeout expired" (action REJECT) or moved behind its level's unexpired requests
 // (action DELAY). A full level queue rejects new requests with "Exceeds maximum queue size".
+// Every level's queue is bounded: by its max_queue_size, or where that is 0 (Triton's
+// "unbounded") by the server's default (kDefaultMaxQueueSize unless configured), so overload
+// answers 503 at once instead of growing memory.
 //
 // Time is passed in, never read, so every rule is testable to the microsecond. Not thread-safe:
 // the Scheduler guards it with its mutex.
@@ -55,14 +62,21 @@ struct BatchPolicy {
   // What the backend receives for a batch; its ragged inputs need not share shapes.
   BatchAssembly assembly;
 
-  // Reads dynamic_batching (or its absence) from a validated config. A model without
-  // dynamic_batching gets one level whose queue holds at most kUnbatchedQueueLimit requests, so
-  // overload answers 503 instead of growing memory. Errors: InvalidArgument for impossible
-  // priority settings.
-  static Result<BatchPolicy> FromConfig(const model::ModelConfig& config);
-};
+  // Reads dynamic_batching (or its absence: one level) from a validated config. A level whose
+  // max_queue_size is 0 holds at most `default_max_queue_size` requests (0: unbounded, as in
+  // Triton). Errors: InvalidArgument for impossible priority settings.
+  static Result<BatchPolicy> FromConfig(const model::ModelConfig& config,
+                                        size_t default_max_queue_size = kDefaultMaxQueueSize);
 
-inline constexpr size_t kUnbatchedQueueLimit = 1024;
+  // The bound of a level whose config sets none: requests waiting beyond it are refused with 503
+  // at once. Large enough that a burst from thousands of clients queues rather than fails.
+  static constexpr size_t kDefaultMaxQueueSize = 1024;
+
+ private:
+  // The batching settings and per-level queue policies as the config writes them.
+  static Result<BatchPolicy> FromDynamicBatching(const model::ModelConfig& config,
+                                                 BatchPolicy policy);
+};
 
 // The most priority levels a model may have.
 inline constexpr uint64_t kMaxPriorityLevels = 1024;
@@ -115,11 +129,12 @@ class BatchQueue {
   // What a free instance should do now. `flush` ignores the queue delay (shutdown drain).
   Decision Next(SteadyTime now, bool flush = false);
 
-  // Whether Next(now) would hand out a batch. Looks past requests whose client has gone away, as
-  // Next drops them first (without them a preferred size may be reachable); a deadline needs no
-  // look, as a waiting instance wakes at the earliest one anyway (Decision::wake_at). An arrival
-  // for which this is false leaves a waiting instance's decision as it was (wait until the
-  // oldest request's delay ends, or a deadline), so the scheduler need not wake it.
+  // Whether Next(now) has work for a free instance now: a batch to hand out, or a cancelled
+  // request within a batch's reach to drop (after which a preferred size may be reachable). A
+  // deadline needs no look, as a waiting instance wakes at the earliest one anyway
+  // (Decision::wake_at). An arrival for which this is false leaves a waiting instance's decision
+  // as it was (wait until the oldest request's delay ends, or a deadline), so the scheduler need
+  // not wake it.
   bool WouldRunNow(SteadyTime now) const;
 
   // Empties the queue: every waiting request, in the order Next would have taken them.
@@ -142,11 +157,12 @@ class BatchQueue {
     size_t take = 0;     // requests to run now, from the front; 0 = wait
     SteadyTime wake_at;  // when waiting: the oldest request's delay ends
   };
-  // Rules 2-5 over the queues as they are; `skip_cancelled` leaves out the requests whose client
-  // has gone away (for WouldRunNow: Next plans after dropping them, and takes `take` requests
-  // from the front, so its plan must count every request).
-  Plan PlanBatch(SteadyTime now, bool flush, bool skip_cancelled = false) const;
-  void DropCancelled(std::vector<Rejected>& rejected);
+  // Rules 2-5 over the queues as they are.
+  Plan PlanBatch(SteadyTime now, bool flush) const;
+  // Rule 1: takes the cancelled requests out of the part of the queues a batch could reach.
+  void DropCancelledAhead(std::vector<Rejected>& rejected);
+  // Whether a cancelled request waits within a batch's reach.
+  bool CancelledAhead() const;
   void Forget(const PendingRequest& removed);  // counts out a request taken from a queue
   std::unique_ptr<PendingRequest> PopFront();
   bool Compatible(const InferRequest& first, const InferRequest& other) const;

@@ -1,6 +1,7 @@
 #pragma once
 
-// Ensembles (`platform: "ensemble"` with `ensemble_scheduling` steps, PROTOCOLS.md §1).
+// Ensembles (`platform: "ensemble"` with `ensemble_scheduling` steps,
+// docs/triton-compatibility.md).
 //
 // The steps form a data-flow graph over named ensemble tensors: a step runs as soon as every
 // tensor its input_map names exists, as an ordinary request to its model through the

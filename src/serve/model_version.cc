@@ -54,7 +54,8 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(const model::ModelSourc
   const SteadyTime started = Clock::Real().Now();
   std::shared_ptr<ModelVersion> loaded(new ModelVersion(
       source.config, version, observer ? observer->ForVersion(source.config, version) : nullptr));
-  ASSIGN_OR_RETURN(BatchPolicy policy, BatchPolicy::FromConfig(loaded->config_));
+  ASSIGN_OR_RETURN(BatchPolicy policy,
+                   BatchPolicy::FromConfig(loaded->config_, options.default_max_queue_size));
   backend::InstanceSpec spec;
   spec.config = &loaded->config_;
   spec.version_directory = source.directory / std::to_string(version);
@@ -93,10 +94,6 @@ void ModelVersion::Stop() {
 Status ModelVersion::Validate(InferRequest& request) const {
   const std::string& model = config_.name();
   const bool batched = config_.max_batch_size() > 0;
-  // Inputs are put in the config's order in place: request.inputs[0, placed) are.
-  size_t placed = 0;
-  std::vector<std::string> missing;
-  int64_t batch_size = -1;
 
   for (const tensor::Tensor& given : request.inputs) {
     const bool known = std::any_of(config_.input().begin(), config_.input().end(),
@@ -105,14 +102,15 @@ Status ModelVersion::Validate(InferRequest& request) const {
       return InvalidArgument("unexpected inference input '{}' for model '{}'", given.name, model);
     }
   }
+  RETURN_IF_ERROR(CheckInputCount(request.inputs));
+  // Inputs are put in the config's order in place: request.inputs[0, placed) are.
+  size_t placed = 0;
+  int64_t batch_size = -1;
   for (const auto& input : config_.input()) {
     auto it = std::find_if(request.inputs.begin() + static_cast<std::ptrdiff_t>(placed),
                            request.inputs.end(),
                            [&](const tensor::Tensor& t) { return t.name == input.name(); });
-    if (it == request.inputs.end()) {
-      if (!input.optional()) missing.push_back(input.name());
-      continue;
-    }
+    if (it == request.inputs.end()) continue;  // optional (CheckInputCount)
     if (std::count_if(request.inputs.begin(), request.inputs.end(),
                       [&](const tensor::Tensor& t) { return t.name == input.name(); }) > 1) {
       return InvalidArgument("input '{}' appears more than once in the request for model '{}'",
@@ -125,36 +123,31 @@ Status ModelVersion::Validate(InferRequest& request) const {
                              tensor::DataTypeName(expected));
     }
     if (batched) {
+      // Triton's words (InferenceRequest::Normalize).
       if (it->shape.empty()) {
-        return InvalidArgument("input '{}' for model '{}' must have a batch dimension; expected {}",
-                               input.name(), model, ExpectedShape(input.dims(), true));
-      }
-      if (it->shape[0] < 1 || it->shape[0] > config_.max_batch_size()) {
-        return InvalidArgument("inference request batch-size must be <= {} for '{}' (got {})",
-                               config_.max_batch_size(), model, it->shape[0]);
+        return InvalidArgument(
+            "input '{}' has no shape but model requires batch dimension for '{}'", input.name(),
+            model);
       }
       if (batch_size >= 0 && it->shape[0] != batch_size) {
-        return InvalidArgument(
-            "input '{}' has batch size {} but other inputs of the request have {}", input.name(),
-            it->shape[0], batch_size);
+        return InvalidArgument("input '{}' batch size does not match other inputs for '{}'",
+                               input.name(), model);
       }
       batch_size = it->shape[0];
+      if (batch_size > config_.max_batch_size()) {
+        return InvalidArgument("inference request batch-size must be <= {} for '{}'",
+                               config_.max_batch_size(), model);
+      }
     }
     if (!model::ShapeMatchesDims(input.dims(), it->shape, batched ? 1 : 0)) {
       return InvalidArgument("unexpected shape for input '{}' for model '{}'. Expected {}, got {}",
                              input.name(), model, ExpectedShape(input.dims(), batched),
                              tensor::ShapeToString(it->shape));
     }
-    RETURN_IF_ERROR(tensor::ValidateByteSize(it->datatype, it->shape, it->data,
-                                             "input '{}' for model '{}'", input.name(), model));
+    RETURN_IF_ERROR(CheckInputData(*it, batched));
     tensor::Tensor& tensor = request.inputs[placed++];
     if (&tensor != &*it) std::swap(tensor, *it);
     if (input.has_reshape()) tensor.shape = model::ReshapedShape(input, tensor.shape, batched);
-  }
-  if (!missing.empty()) {
-    return InvalidArgument(
-        "expected {} inputs but got {} inputs for model '{}'; missing required input(s) {}",
-        config_.input_size(), request.inputs.size(), model, fmt::join(missing, ", "));
   }
   for (const std::string& name : request.requested_outputs) {
     const bool known = std::any_of(config_.output().begin(), config_.output().end(),
@@ -162,6 +155,70 @@ Status ModelVersion::Validate(InferRequest& request) const {
     if (!known) {
       return InvalidArgument("unexpected inference output '{}' for model '{}'", name, model);
     }
+  }
+  return Status::Ok();
+}
+
+Status ModelVersion::CheckInputCount(const std::vector<tensor::Tensor>& inputs) const {
+  std::vector<std::string> missing;
+  int64_t required = 0;
+  for (const auto& input : config_.input()) {
+    if (input.optional()) continue;
+    ++required;
+    if (std::none_of(inputs.begin(), inputs.end(),
+                     [&](const tensor::Tensor& t) { return t.name == input.name(); })) {
+      missing.push_back(fmt::format("'{}'", input.name()));
+    }
+  }
+  if (missing.empty()) return Status::Ok();
+  // Triton's words, which clients and people match on (InferenceRequest::ValidateRequestInputs).
+  std::vector<std::string> given;
+  for (const tensor::Tensor& t : inputs) given.push_back(fmt::format("'{}'", t.name));
+  const std::string expected = required == config_.input_size()
+                                   ? fmt::format("expected {} inputs", config_.input_size())
+                                   : fmt::format("expected number of inputs between {} and {}",
+                                                 required, config_.input_size());
+  return InvalidArgument(
+      "{} but got {} inputs for model '{}'. Got input(s) [{}], but missing required input(s) "
+      "[{}]. Please provide all required input(s).",
+      expected, inputs.size(), config_.name(), fmt::join(given, ","), fmt::join(missing, ","));
+}
+
+Status ModelVersion::CheckInputData(const tensor::Tensor& input, bool batched) const {
+  const std::string& model = config_.name();
+  // Triton sizes a batch of 0 without its batch dimension (its batch size 0 means "no batch"),
+  // so such a request fails here with its byte-size words.
+  const bool empty_batch = batched && input.shape[0] == 0;
+  const tensor::Shape shape =
+      empty_batch ? tensor::Shape(input.shape.begin() + 1, input.shape.end()) : input.shape;
+  const std::optional<int64_t> count = tensor::ElementCount(shape);
+  if (!count) {
+    return InvalidArgument("input '{}' for model '{}' has invalid shape {}", input.name, model,
+                           tensor::ShapeToString(input.shape));
+  }
+  if (input.datatype == tensor::DataType::kBytes) {
+    Result<std::vector<std::string_view>> elements = tensor::SplitBytesElements(input.data);
+    if (!elements.ok()) {
+      return elements.status().WithContext(
+          fmt::format("input '{}' for model '{}'", input.name, model));
+    }
+    if (static_cast<int64_t>(elements->size()) != *count) {
+      return InvalidArgument(
+          "expected {} string elements for inference input '{}' for model '{}', got {}", *count,
+          input.name, model, elements->size());
+    }
+  } else {
+    const std::optional<uint64_t> bytes =
+        tensor::ByteSize(*count, tensor::DataTypeSize(input.datatype));
+    if (!bytes || input.data.size() != *bytes) {
+      return InvalidArgument(
+          "input byte size mismatch for input '{}' for model '{}'. Expected {}, got {}", input.name,
+          model, bytes ? fmt::to_string(*bytes) : "more than 2^64", input.data.size());
+    }
+  }
+  if (empty_batch) {
+    // Triton would run it; a batch of nothing has nothing to run here.
+    return InvalidArgument("inference request batch-size must be >= 1 for '{}'", model);
   }
   return Status::Ok();
 }

@@ -25,8 +25,10 @@ class ModelVersion {
   struct LoadOptions {
     int default_threads = 1;                             // intra-op thread budget per instance
     std::chrono::nanoseconds direct_execution_limit{0};  // see Scheduler
-    std::vector<int> cpus;                               // instance threads' CPUs; empty = any
-    ServerObserver* observer = nullptr;                  // told about every request; may be null
+    // The bound of a queue whose config sets no max_queue_size (0: unbounded); see BatchQueue.
+    size_t default_max_queue_size = BatchPolicy::kDefaultMaxQueueSize;
+    std::vector<int> cpus;               // instance threads' CPUs; empty = any
+    ServerObserver* observer = nullptr;  // told about every request; may be null
   };
   // Creates every instance the config asks for and starts their threads. Errors name the model,
   // version and reason.
@@ -56,7 +58,8 @@ class ModelVersion {
 
   // Checks a request against the config (inputs present and known, data types, shapes, batch
   // size, byte sizes, requested outputs) and puts its inputs into config order.
-  // Errors: InvalidArgument with a message naming the tensor.
+  // Errors: InvalidArgument with a message naming the tensor, in Triton's words where clients
+  // match on them (missing inputs, batch size, byte sizes). A batch of 0 fails as in Triton.
   Status Validate(InferRequest& request) const;
 
   // Queues a validated request (see Scheduler::Enqueue).
@@ -70,6 +73,11 @@ class ModelVersion {
   }
 
  private:
+  // Validate's parts: every required input present; an input's data the size its shape needs
+  // (REQUIRES: its shape matches the config's dims).
+  Status CheckInputCount(const std::vector<tensor::Tensor>& inputs) const;
+  Status CheckInputData(const tensor::Tensor& input, bool batched) const;
+
   ModelVersion(model::ModelConfig config, int64_t version,
                std::unique_ptr<VersionObserver> observer);
 

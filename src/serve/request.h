@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/clock.h"
+#include "core/exceptions.h"
 #include "core/status.h"
 #include "core/unique_function.h"
 #include "tensor/tensor.h"
@@ -66,5 +68,33 @@ struct InferResponse {
 // Called exactly once per request, on a server thread (never the caller's I/O thread while it
 // waits); it must not block.
 using InferCallback = UniqueFunction<void(Result<std::unique_ptr<InferResponse>>)>;
+
+// A request's callback made to run exactly once however the request ends: destroyed without
+// having been called (an exception on the way dropped the request), it calls itself with Internal
+// then, so that no client waits forever and nothing counted for the request stays counted.
+// Move-only; a moved-from one is disarmed.
+template <typename Callback>
+class AnsweredOnce {
+ public:
+  explicit AnsweredOnce(Callback callback) : callback_(std::move(callback)) {}
+  AnsweredOnce(AnsweredOnce&& other) noexcept
+      : callback_(std::move(other.callback_)), armed_(std::exchange(other.armed_, false)) {}
+  AnsweredOnce& operator=(AnsweredOnce&&) = delete;
+  ~AnsweredOnce() {
+    if (!armed_) return;
+    RunLoggingExceptions("answering a dropped request", [this] {
+      (*this)(Internal("the request was dropped without an answer (see the server's log)"));
+    });
+  }
+
+  void operator()(Result<std::unique_ptr<InferResponse>> result) {
+    armed_ = false;
+    callback_(std::move(result));
+  }
+
+ private:
+  Callback callback_;
+  bool armed_ = true;
+};
 
 }  // namespace rampart::serve

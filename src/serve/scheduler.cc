@@ -6,6 +6,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include "core/cpu_affinity.h"
+#include "core/exceptions.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
 
@@ -25,6 +26,7 @@ Scheduler::Scheduler(std::string model_name, int64_t version, BatchPolicy policy
                      std::chrono::nanoseconds direct_limit, InstanceThreadOptions threads)
     : model_name_(std::move(model_name)),
       version_(version),
+      where_(fmt::format("model '{}' version {}", model_name_, version_)),
       clock_(clock),
       statistics_(statistics),
       direct_limit_(direct_limit),
@@ -203,26 +205,28 @@ void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_ite
 }
 
 void Scheduler::ExecuteDirectly(Instance& instance, std::unique_ptr<PendingRequest> pending) {
-  instance.backend->OnThreadStart();  // the borrowed thread gets the instance's settings
-  Execute(*instance.backend, std::span(&pending, 1));
-  direct_executions_.fetch_add(1, std::memory_order_relaxed);
-  for (int executions = 1;; ++executions) {
-    BatchQueue::Decision next;
-    {
-      std::lock_guard lock(mutex_);
-      // What arrived meanwhile (another I/O thread's requests) would otherwise wait for the
-      // instance thread to be woken; while the model stays fast, this thread runs a few of
-      // those itself, bounded so that its own connections are not kept waiting long.
-      if (executions < kMaxDirectExecutions && !stopping_ && !queue_.empty() &&
-          FastEnoughForDirectExecution()) {
-        next = queue_.Next(clock_.Now());
-      }
-    }
-    FailRejected(next.rejected);  // still busy: Stop waits for these answers too
-    if (next.batch.empty()) break;
-    Execute(*instance.backend, next.batch);
+  // Whatever happens on the borrowed thread, the instance is given back below.
+  RunLoggingExceptions(where_, [&] {
+    Execute(*instance.backend, std::span(&pending, 1));
     direct_executions_.fetch_add(1, std::memory_order_relaxed);
-  }
+    for (int executions = 1;; ++executions) {
+      BatchQueue::Decision next;
+      {
+        std::lock_guard lock(mutex_);
+        // What arrived meanwhile (another I/O thread's requests) would otherwise wait for the
+        // instance thread to be woken; while the model stays fast, this thread runs a few of
+        // those itself, bounded so that its own connections are not kept waiting long.
+        if (executions < kMaxDirectExecutions && !stopping_ && !queue_.empty() &&
+            FastEnoughForDirectExecution()) {
+          next = queue_.Next(clock_.Now());
+        }
+      }
+      FailRejected(next.rejected);  // still busy: Stop waits for these answers too
+      if (next.batch.empty()) break;
+      Execute(*instance.backend, next.batch);
+      direct_executions_.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
   // The last use of this scheduler on the borrowed thread: once the instance is idle, Stop may
   // return and the scheduler go. Arrivals meanwhile wait for this instance's thread; a stop
   // waits for the instance.
@@ -232,7 +236,6 @@ void Scheduler::ExecuteDirectly(Instance& instance, std::unique_ptr<PendingReque
 }
 
 void Scheduler::RunInstance(Instance& instance) {
-  instance.backend->OnThreadStart();
   std::unique_lock lock(mutex_);
   while (true) {
     if (stopping_ && queue_.empty()) break;
@@ -244,8 +247,12 @@ void Scheduler::RunInstance(Instance& instance) {
     if (!decision.rejected.empty() || !decision.batch.empty()) {
       instance.busy = true;
       lock.unlock();
-      FailRejected(decision.rejected);
-      if (!decision.batch.empty()) Execute(*instance.backend, decision.batch);
+      // Execute answers its own failures; this only keeps the thread (and the instance's busy
+      // flag) going should answering a rejected request throw.
+      RunLoggingExceptions(where_, [&] {
+        FailRejected(decision.rejected);
+        if (!decision.batch.empty()) Execute(*instance.backend, decision.batch);
+      });
       lock.lock();
       instance.busy = false;
       continue;
@@ -265,9 +272,11 @@ void Scheduler::RunTimer() {
     std::vector<BatchQueue::Rejected> expired = queue_.Expire(clock_.Now(), next_deadline);
     if (!expired.empty()) {
       lock.unlock();
-      for (BatchQueue::Rejected& rejected : expired) {
-        Fail(*rejected.pending, rejected.status, FailureReason::kRejected);
-      }
+      RunLoggingExceptions(where_, [&] {
+        for (BatchQueue::Rejected& rejected : expired) {
+          Fail(*rejected.pending, rejected.status, FailureReason::kRejected);
+        }
+      });
       lock.lock();
       continue;
     }
@@ -301,9 +310,14 @@ void Scheduler::Fail(PendingRequest& pending, const Status& status, FailureReaso
   Complete(pending, status);
 }
 
+void Scheduler::Deliver(InferCallback& done, Result<std::unique_ptr<InferResponse>> result) {
+  // The callback runs exactly once: if it throws, it has run, and only a log line is left to do.
+  RunLoggingExceptions(where_, [&] { done(std::move(result)); });
+}
+
 void Scheduler::Complete(PendingRequest& pending, Result<std::unique_ptr<InferResponse>> result) {
   if (!queue_.policy().preserve_ordering) {
-    pending.done(std::move(result));
+    Deliver(pending.done, std::move(result));
     return;
   }
   {
@@ -325,99 +339,128 @@ void Scheduler::Complete(PendingRequest& pending, Result<std::unique_ptr<InferRe
         return;
       }
     }
-    for (auto& [done, answer] : due) done(std::move(answer));
+    for (auto& [done, answer] : due) Deliver(done, std::move(answer));
     due.clear();
   }
 }
 
-void Scheduler::Execute(backend::ModelInstance& instance,
-                        std::span<std::unique_ptr<PendingRequest>> batch) {
-  const SteadyTime started = clock_.Now();
+Scheduler::BatchShape Scheduler::DescribeBatch(
+    std::span<std::unique_ptr<PendingRequest>> batch) const {
+  BatchShape shape;
   // A lone request of a model without ragged or batch inputs and outputs goes through as it is
   // (rule 4 of batch_assembly.h): the common case of direct execution, kept free of copies and
   // of the bookkeeping below.
-  const BatchAssembly& assembly = queue_.policy().assembly;
-  const bool whole = batch.size() == 1 && assembly.PassThrough();
-  int64_t total_items = 0;
-  std::vector<int64_t> items;
-  std::vector<std::vector<tensor::Tensor>*> requests;
-  if (whole) {
-    total_items = batch.front()->batch_items;
-  } else {
-    items.reserve(batch.size());
-    requests.reserve(batch.size());
-    for (const auto& pending : batch) {
-      total_items += pending->batch_items;
-      items.push_back(pending->batch_items);
-      requests.push_back(&pending->request->inputs);
-    }
+  shape.whole = batch.size() == 1 && queue_.policy().assembly.PassThrough();
+  if (shape.whole) {
+    shape.total_items = batch.front()->batch_items;
+    return shape;
   }
-  std::vector<tensor::Tensor> inputs =
-      whole ? std::move(batch.front()->request->inputs) : assembly.Assemble(requests, items);
-  Result<backend::ExecutionResult> result = instance.Execute(inputs);
-  if (!result.ok()) {
-    RecordExecutionTime(NanosBetween(started, clock_.Now()));
-    LOG_DEBUG("model '{}' version {}: {}", model_name_, version_, result.status().ToString());
-    for (auto& pending : batch) Fail(*pending, result.status(), FailureReason::kBackend);
-    return;
+  shape.items.reserve(batch.size());
+  shape.requests.reserve(batch.size());
+  for (const auto& pending : batch) {
+    shape.total_items += pending->batch_items;
+    shape.items.push_back(pending->batch_items);
+    shape.requests.push_back(&pending->request->inputs);
   }
-  const backend::ExecutionTiming& timing = result->timing;
+  return shape;
+}
 
-  // outputs_per_request[r][o]: request r's part of output o.
-  Result<std::vector<std::vector<tensor::Tensor>>> outputs_per_request =
-      std::vector<std::vector<tensor::Tensor>>();
-  if (whole) {
+Result<Scheduler::RequestOutputs> Scheduler::RunBatch(
+    backend::ModelInstance& instance, std::span<std::unique_ptr<PendingRequest>> batch,
+    const BatchShape& shape, std::optional<backend::ExecutionTiming>& executed) const {
+  const BatchAssembly& assembly = queue_.policy().assembly;
+  std::vector<tensor::Tensor> inputs = shape.whole ? std::move(batch.front()->request->inputs)
+                                                   : assembly.Assemble(shape.requests, shape.items);
+  ASSIGN_OR_RETURN(backend::ExecutionResult result, instance.Execute(inputs));
+  executed = result.timing;
+  RequestOutputs outputs;
+  if (shape.whole) {
     // emplace_back, not an initializer list: that would copy every output.
-    outputs_per_request->emplace_back(std::move(result->outputs));
+    outputs.emplace_back(std::move(result.outputs));
   } else {
-    outputs_per_request = assembly.Scatter(result->outputs, requests, items);
+    ASSIGN_OR_RETURN(outputs, assembly.Scatter(result.outputs, shape.requests, shape.items));
   }
-  for (size_t r = 0; outputs_per_request.ok() && r < outputs_per_request->size(); ++r) {
-    Status finished =
-        assembly.Finish((*outputs_per_request)[r], whole ? total_items : items[r], whole);
-    if (!finished.ok()) outputs_per_request = std::move(finished);
+  for (size_t r = 0; r < outputs.size(); ++r) {
+    RETURN_IF_ERROR(
+        assembly.Finish(outputs[r], shape.whole ? shape.total_items : shape.items[r], shape.whole));
   }
+  return outputs;
+}
+
+void Scheduler::Execute(backend::ModelInstance& instance,
+                        std::span<std::unique_ptr<PendingRequest>> batch) {
+  // Whichever thread this is (the instance's own, or one borrowed for direct execution, whose
+  // settings the last model it ran may have changed), it runs with this instance's settings.
+  instance.PrepareThread();
+  const SteadyTime started = clock_.Now();
+  const BatchShape shape = DescribeBatch(batch);
+  std::optional<backend::ExecutionTiming> executed;  // set once the backend has answered
+  Result<RequestOutputs> outputs =
+      CatchAsStatus("running a batch", [&] { return RunBatch(instance, batch, shape, executed); });
   // One clock read for the execution's time (what decides direct execution) and the requests'
   // end; the split is part of the execution's work.
   const SteadyTime finished = clock_.Now();
   RecordExecutionTime(NanosBetween(started, finished));
-  if (!outputs_per_request.ok()) {
-    statistics_.RecordExecution(static_cast<uint64_t>(total_items), timing, {});
-    const Status status = outputs_per_request.status().WithContext(
-        fmt::format("model '{}' version {}", model_name_, version_));
+  if (!outputs.ok()) {
+    Status status = outputs.status();
+    if (executed) {  // the model ran; its outputs could not be split or answered
+      statistics_.RecordExecution(static_cast<uint64_t>(shape.total_items), *executed, {});
+      status = status.WithContext(fmt::format("model '{}' version {}", model_name_, version_));
+    } else {
+      LOG_DEBUG("model '{}' version {}: {}", model_name_, version_, status.ToString());
+    }
     for (auto& pending : batch) Fail(*pending, status, FailureReason::kBackend);
     return;
   }
+  Answer(batch, *outputs, *executed, started, finished);
+}
 
+void Scheduler::Answer(std::span<std::unique_ptr<PendingRequest>> batch, RequestOutputs& outputs,
+                       const backend::ExecutionTiming& timing, SteadyTime started,
+                       SteadyTime finished) {
   // The statistics first, the execution and its requests under one lock, then the answers: a
   // client that reads the statistics after its answer finds its request counted.
   boost::container::small_vector<Statistics::Success, 1> answered;
   answered.reserve(batch.size());
+  uint64_t total_items = 0;
   for (const auto& pending : batch) {
+    total_items += static_cast<uint64_t>(pending->batch_items);
     answered.push_back({NanosBetween(pending->request->arrival, finished),
                         {NanosBetween(pending->enqueued, started), timing.compute_input_ns,
                          timing.compute_infer_ns, timing.compute_output_ns},
                         static_cast<uint64_t>(pending->batch_items)});
   }
-  statistics_.RecordExecution(static_cast<uint64_t>(total_items), timing,
-                              std::span(answered.data(), answered.size()));
+  statistics_.RecordExecution(total_items, timing, std::span(answered.data(), answered.size()));
   for (size_t r = 0; r < batch.size(); ++r) {
     PendingRequest& pending = *batch[r];
-    auto response = std::make_unique<InferResponse>();
-    response->model_name = model_name_;
-    response->model_version = version_;
-    response->id = std::move(pending.request->id);
-    response->timing = answered[r].timing;
-    const auto& wanted = pending.request->requested_outputs;
-    std::vector<tensor::Tensor>& outputs = (*outputs_per_request)[r];
-    response->outputs.reserve(wanted.empty() ? outputs.size() : wanted.size());
-    for (tensor::Tensor& output : outputs) {
-      if (wanted.empty() || std::find(wanted.begin(), wanted.end(), output.name) != wanted.end()) {
-        response->outputs.push_back(std::move(output));
-      }
+    Result<std::unique_ptr<InferResponse>> response =
+        CatchAsStatus("answering a request", [&]() -> Result<std::unique_ptr<InferResponse>> {
+          return MakeResponse(*pending.request, answered[r].timing, outputs[r]);
+        });
+    if (!response.ok()) {
+      Fail(pending, response.status(), FailureReason::kOther);
+      continue;
     }
     Complete(pending, std::move(response));
   }
+}
+
+std::unique_ptr<InferResponse> Scheduler::MakeResponse(InferRequest& request,
+                                                       const RequestTiming& timing,
+                                                       std::vector<tensor::Tensor>& outputs) const {
+  auto response = std::make_unique<InferResponse>();
+  response->model_name = model_name_;
+  response->model_version = version_;
+  response->id = std::move(request.id);
+  response->timing = timing;
+  const auto& wanted = request.requested_outputs;
+  response->outputs.reserve(wanted.empty() ? outputs.size() : wanted.size());
+  for (tensor::Tensor& output : outputs) {
+    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), output.name) != wanted.end()) {
+      response->outputs.push_back(std::move(output));
+    }
+  }
+  return response;
 }
 
 }  // namespace rampart::serve

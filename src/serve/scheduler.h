@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 #include <vector>
@@ -112,15 +113,45 @@ class Scheduler {
   void RunInstance(Instance& instance);
   void RecordExecutionTime(int64_t ns);
   void RunTimer();
+
+  // One execution, in the order Execute takes its steps: describe the batch, run it (assemble
+  // the inputs, run the backend, split the outputs per request), record the statistics and
+  // answer each request. Execute answers every request of the batch exactly once, whatever
+  // fails or throws on the way.
   void Execute(backend::ModelInstance& instance, std::span<std::unique_ptr<PendingRequest>> batch);
+  struct BatchShape {
+    bool whole = false;  // a lone request passed to the backend as it is (BatchAssembly rule 4)
+    int64_t total_items = 0;
+    std::vector<int64_t> items;                          // per request, unless whole
+    std::vector<std::vector<tensor::Tensor>*> requests;  // their inputs, unless whole
+  };
+  using RequestOutputs = std::vector<std::vector<tensor::Tensor>>;  // [request][output]
+  BatchShape DescribeBatch(std::span<std::unique_ptr<PendingRequest>> batch) const;
+  // `executed` gets the backend's timing once it has answered, so a failure after it (splitting
+  // the outputs) still counts as an execution.
+  Result<RequestOutputs> RunBatch(backend::ModelInstance& instance,
+                                  std::span<std::unique_ptr<PendingRequest>> batch,
+                                  const BatchShape& shape,
+                                  std::optional<backend::ExecutionTiming>& executed) const;
+  void Answer(std::span<std::unique_ptr<PendingRequest>> batch, RequestOutputs& outputs,
+              const backend::ExecutionTiming& timing, SteadyTime started, SteadyTime finished);
+  // The response to `request` from its part of the outputs (moved from), keeping the outputs it
+  // asked for.
+  std::unique_ptr<InferResponse> MakeResponse(InferRequest& request, const RequestTiming& timing,
+                                              std::vector<tensor::Tensor>& outputs) const;
+
   bool AllIdle() const;  // with mutex_ held
   void Fail(PendingRequest& pending, const Status& status, FailureReason reason);
   // Fails what the queue turned away: cancelled requests as CANCELED, timed out ones REJECTED.
   void FailRejected(std::vector<BatchQueue::Rejected>& rejected);
+  // Delivers a request's answer: at once, or in admission order with preserve_ordering.
   void Complete(PendingRequest& pending, Result<std::unique_ptr<InferResponse>> result);
+  // Calls a request's callback; an exception it throws is logged, not propagated.
+  void Deliver(InferCallback& done, Result<std::unique_ptr<InferResponse>> result);
 
   const std::string model_name_;
   const int64_t version_;
+  const std::string where_;  // "model 'm' version v", the context of log lines
   const Clock& clock_;
   Statistics& statistics_;
   const std::chrono::nanoseconds direct_limit_;

@@ -1,8 +1,10 @@
 #include "serve/server.h"
 
 #include <algorithm>
+#include <shared_mutex>
 #include <thread>
 
+#include "core/exceptions.h"
 #include "core/logging.h"
 #include "model/repository.h"
 #include "serve/ensemble.h"
@@ -11,7 +13,7 @@ namespace rampart::serve {
 
 Result<std::shared_ptr<ModelVersion>> InferenceServer::GetModel(std::string_view name,
                                                                 int64_t version) const {
-  std::lock_guard lock(models_mutex_);
+  std::shared_lock lock(models_mutex_);
   return GetModelLocked(name, version);
 }
 
@@ -32,7 +34,7 @@ Result<std::shared_ptr<ModelVersion>> InferenceServer::GetModelLocked(std::strin
 
 Result<std::vector<std::shared_ptr<ModelVersion>>> InferenceServer::GetVersions(
     std::string_view name) const {
-  std::lock_guard lock(models_mutex_);
+  std::shared_lock lock(models_mutex_);
   auto it = models_.find(name);
   if (it == models_.end() || it->second.versions.empty()) {
     return NotFound("Request for unknown model: '{}' is not found", name);
@@ -43,7 +45,7 @@ Result<std::vector<std::shared_ptr<ModelVersion>>> InferenceServer::GetVersions(
 }
 
 std::vector<std::shared_ptr<ModelVersion>> InferenceServer::AllModels() const {
-  std::lock_guard lock(models_mutex_);
+  std::shared_lock lock(models_mutex_);
   std::vector<std::shared_ptr<ModelVersion>> all;
   for (const auto& [name, entry] : models_) {
     for (const auto& [version, loaded] : entry.versions) all.push_back(loaded);
@@ -51,10 +53,43 @@ std::vector<std::shared_ptr<ModelVersion>> InferenceServer::AllModels() const {
   return all;
 }
 
+Result<ModelMetadata> InferenceServer::Metadata(std::string_view name, int64_t version) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<ModelVersion> loaded, GetModel(name, version));
+  const model::ModelConfig& config = loaded->config();
+  ModelMetadata metadata;
+  metadata.name = config.name();
+  if (Result<std::vector<std::shared_ptr<ModelVersion>>> versions = GetVersions(name);
+      versions.ok()) {
+    for (const auto& each : *versions) metadata.versions.push_back(std::to_string(each->version()));
+  }
+  metadata.platform = config.platform();
+  const bool batched = config.max_batch_size() > 0;
+  const auto describe = [batched](const auto& tensors, std::vector<TensorMetadata>& out) {
+    for (const auto& tensor : tensors) {
+      TensorMetadata& described = out.emplace_back();
+      described.name = tensor.name();
+      described.datatype = tensor::DataTypeName(model::ToTensorType(tensor.data_type()));
+      if (batched) described.shape.push_back(-1);
+      described.shape.insert(described.shape.end(), tensor.dims().begin(), tensor.dims().end());
+    }
+  };
+  describe(config.input(), metadata.inputs);
+  describe(config.output(), metadata.outputs);
+  return metadata;
+}
+
+Result<std::vector<std::shared_ptr<ModelVersion>>> InferenceServer::StatisticsTargets(
+    std::string_view name, int64_t version) const {
+  if (name.empty()) return AllModels();
+  if (version == kLatestVersion) return GetVersions(name);
+  ASSIGN_OR_RETURN(std::shared_ptr<ModelVersion> loaded, GetModel(name, version));
+  return std::vector<std::shared_ptr<ModelVersion>>{std::move(loaded)};
+}
+
 bool InferenceServer::IsReady() const {
   if (in_flight_.draining()) return false;
   if (!options_.strict_readiness) return true;
-  std::lock_guard lock(models_mutex_);
+  std::shared_lock lock(models_mutex_);
   // As Triton: every version of every model READY, except models unloaded on request. A failed
   // reload leaves the serving versions (and readiness) as they were.
   return std::all_of(models_.begin(), models_.end(), [](const auto& item) {
@@ -68,7 +103,7 @@ bool InferenceServer::IsReady() const {
 std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex() const {
   // Clients look for the models they may load here, so those no load has tried are listed too.
   Result<std::vector<std::string>> in_repository = model::ListModels(options_.repository);
-  std::lock_guard lock(models_mutex_);
+  std::shared_lock lock(models_mutex_);
   std::vector<ModelIndexEntry> index;
   if (in_repository.ok()) {
     for (std::string& name : *in_repository) {
@@ -102,7 +137,8 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
     done(Unavailable("the server is shutting down"));
     return;
   }
-  Result<Target> target = Resolve(request->model_name, request->model_version);
+  Result<Target> target = CatchAsStatus(
+      "looking the model up", [&] { return Resolve(request->model_name, request->model_version); });
   if (!target.ok()) {
     done(target.status());
     in_flight_.Leave();
@@ -118,7 +154,8 @@ void InferenceServer::InferStep(Target target, std::unique_ptr<InferRequest> req
 
 Result<InferenceServer::Target> InferenceServer::Resolve(std::string_view name, int64_t version) {
   Target target;
-  std::lock_guard lock(models_mutex_);  // once per request: the two I/O threads meet here
+  // Shared: the I/O threads look models up side by side; only a swap or a canary change waits.
+  std::shared_lock lock(models_mutex_);
   if (version == kLatestVersion) {
     auto it = canaries_.find(name);
     if (it != canaries_.end()) {
@@ -133,26 +170,31 @@ Result<InferenceServer::Target> InferenceServer::Resolve(std::string_view name, 
 void InferenceServer::Dispatch(const Target& target, std::unique_ptr<InferRequest> request,
                                InferCallback done, bool counted) {
   request->model_version = target.model->version();
-  if (Status refused = target.model->Validate(*request); !refused.ok()) {
-    done(std::move(refused));
+  const Status refused =
+      CatchAsStatus("checking the request", [&] { return target.model->Validate(*request); });
+  if (!refused.ok()) {
+    done(refused);
     if (counted) in_flight_.Leave();
     return;
   }
-  InferCallback finish = [this, done = std::move(done), canary = target.canary,
-                          version = request->model_version, arrival = request->arrival,
-                          counted](Result<std::unique_ptr<InferResponse>> result) mutable {
-    // A request its client gave up on says nothing about the version it went to.
-    if (canary && (result.ok() || result.status().code() != StatusCode::kCancelled)) {
-      canary->Record(version, result.ok(), NanosBetween(arrival, Clock::Real().Now()));
+  // From here every path answers through `finish`, at the latest when an exception drops it.
+  InferCallback finish = AnsweredOnce(
+      [this, done = std::move(done), canary = target.canary, version = request->model_version,
+       arrival = request->arrival, counted](Result<std::unique_ptr<InferResponse>> result) mutable {
+        // A request its client gave up on says nothing about the version it went to.
+        if (canary && (result.ok() || result.status().code() != StatusCode::kCancelled)) {
+          canary->Record(version, result.ok(), NanosBetween(arrival, Clock::Real().Now()));
+        }
+        done(std::move(result));
+        if (counted) in_flight_.Leave();
+      });
+  RunLoggingExceptions("queuing a request", [&] {
+    if (target.model->IsEnsemble()) {
+      RunEnsemble(*this, target.model, std::move(request), std::move(finish));
+    } else {
+      target.model->Enqueue(std::move(request), std::move(finish));
     }
-    done(std::move(result));
-    if (counted) in_flight_.Leave();
-  };
-  if (target.model->IsEnsemble()) {
-    RunEnsemble(*this, target.model, std::move(request), std::move(finish));
-  } else {
-    target.model->Enqueue(std::move(request), std::move(finish));
-  }
+  });
 }
 
 Status InferenceServer::StartCanary(std::string_view name, CanaryPolicy policy) {
@@ -178,7 +220,7 @@ Status InferenceServer::StopCanary(std::string_view name) {
 Result<CanaryStatus> InferenceServer::GetCanary(std::string_view name) const {
   std::shared_ptr<CanaryController> canary;
   {
-    std::lock_guard lock(models_mutex_);
+    std::shared_lock lock(models_mutex_);
     auto it = canaries_.find(name);
     if (it == canaries_.end()) return NotFound("no canary runs for model '{}'", name);
     canary = it->second;
@@ -189,7 +231,7 @@ Result<CanaryStatus> InferenceServer::GetCanary(std::string_view name) const {
 std::vector<std::pair<std::string, CanaryStatus>> InferenceServer::Canaries() const {
   std::vector<std::pair<std::string, std::shared_ptr<CanaryController>>> all;
   {
-    std::lock_guard lock(models_mutex_);
+    std::shared_lock lock(models_mutex_);
     all.assign(canaries_.begin(), canaries_.end());
   }
   std::vector<std::pair<std::string, CanaryStatus>> statuses;

@@ -16,8 +16,9 @@
 // was held up. A load that fails leaves the serving versions untouched.
 //
 // Thread safety: every public method may be called from any thread. Lifecycle operations run one
-// at a time (lifecycle_mutex_); the model table is guarded by models_mutex_, held only for
-// lookups and swaps, so inference never waits for a load.
+// at a time (lifecycle_mutex_); the model table is guarded by models_mutex_, held shared for
+// lookups (so requests never wait for each other) and exclusively only for swaps, so inference
+// never waits for a load.
 
 #include <atomic>
 #include <chrono>
@@ -28,6 +29,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -58,6 +61,9 @@ struct ServerOptions {
   // calling (I/O) thread instead of being handed to the instance's thread; zero never does. See
   // Scheduler.
   std::chrono::nanoseconds direct_execution_limit{std::chrono::microseconds(50)};
+  // The bound of a model queue (each priority level's) whose config sets no max_queue_size; 0 is
+  // unbounded, as Triton's default. Requests past it are refused at once (503).
+  size_t default_max_queue_size = BatchPolicy::kDefaultMaxQueueSize;
   // CPUs the model instance threads run on (all instances of all models); empty = any. When set,
   // the default intra-op budget divides these among a model's instances instead of every core.
   std::vector<int> instance_cpus;
@@ -68,6 +74,23 @@ struct ServerOptions {
   // Told about every loaded version and request (metrics); not owned, may be null, must outlive
   // the server.
   ServerObserver* observer = nullptr;
+};
+
+// A tensor as model metadata describes it: its wire datatype name ("FP32", "BYTES") and its
+// shape, the batch dimension (-1) first when the model batches.
+struct TensorMetadata {
+  std::string name;
+  std::string datatype;
+  std::vector<int64_t> shape;
+};
+
+// A model's metadata, protocol-neutral: each front end writes this in its own form.
+struct ModelMetadata {
+  std::string name;
+  std::vector<std::string> versions;  // every loaded version, ascending
+  std::string platform;
+  std::vector<TensorMetadata> inputs;
+  std::vector<TensorMetadata> outputs;
 };
 
 // What the repository index reports for one model (version).
@@ -93,16 +116,21 @@ class InferenceServer {
   Status LoadStartupModels();
 
   // Loads or reloads one model (the repository API). `config_json`, when given, replaces the
-  // model's config.pbtxt (protobuf JSON mapping, Triton's field names). Errors: Unavailable (as
-  // Triton) outside explicit mode, NotFound for a model not in the repository, InvalidArgument for
-  // a bad config, or why a version failed to load (the serving versions stay); Unavailable once a
-  // shutdown has begun.
+  // model's config.pbtxt (protobuf JSON mapping, Triton's field names). An ensemble's step models
+  // that are not serving are loaded first, recursively, as Triton loads an ensemble's composing
+  // models (those stay loaded if the ensemble then fails). Errors: Unavailable (as Triton)
+  // outside explicit mode, NotFound for a model not in the repository, InvalidArgument for a bad
+  // config or a step model that failed, or why a version failed to load (the serving versions
+  // stay); Unavailable once a shutdown has begun.
   Status LoadModel(std::string_view name, std::optional<std::string> config_json = std::nullopt);
   // Unloads every version of a model, and the loaded ensembles that call it (directly or through
   // other ensembles), which could not run any more, as Triton does; requests already queued still
-  // finish. Errors: Unavailable outside explicit mode or once a shutdown has begun, NotFound for
-  // a model not loaded.
-  Status UnloadModel(std::string_view name);
+  // finish. With `unload_dependents` (Triton's flag), unloading an ensemble also unloads the step
+  // models its load brought in (not those loaded on request), once no loaded ensemble calls them,
+  // recursively. A model that is not loaded, or not in the repository at all, is no error (as in
+  // Triton): nothing happens. Errors: Unavailable outside explicit mode or once a shutdown has
+  // begun.
+  Status UnloadModel(std::string_view name, bool unload_dependents = false);
   // One poll-mode scan: loads new and changed models whose files have settled, unloads removed
   // ones. Runs by itself every poll interval in poll mode; public for tests.
   void Poll();
@@ -110,10 +138,12 @@ class InferenceServer {
   bool IsLive() const { return true; }
   // Not while shutting down; with strict readiness, only while every model is available.
   bool IsReady() const;
-  // Whether a model version (kLatestVersion: the highest) is loaded and takes requests; strict
-  // readiness does not change it.
-  bool IsModelReady(std::string_view name, int64_t version) const {
-    return !in_flight_.draining() && GetModel(name, version).ok();
+  // OK when a model version (kLatestVersion: the highest) is loaded and takes requests; strict
+  // readiness does not change it. As Triton answers: NotFound (GetModel's wording) for a model or
+  // version not loaded, Unavailable once a shutdown has begun.
+  Status ModelReady(std::string_view name, int64_t version) const {
+    RETURN_IF_ERROR(GetModel(name, version).status());
+    return in_flight_.draining() ? Unavailable("Server not ready") : Status::Ok();
   }
 
   // Validates and queues a request; `done` is called exactly once, possibly before Infer returns
@@ -143,6 +173,12 @@ class InferenceServer {
   Result<std::vector<std::shared_ptr<ModelVersion>>> GetVersions(std::string_view name) const;
   // Every loaded version of every model, by name then version.
   std::vector<std::shared_ptr<ModelVersion>> AllModels() const;
+  // The metadata of a loaded version (kLatestVersion: the highest). Errors: NotFound as GetModel.
+  Result<ModelMetadata> Metadata(std::string_view name, int64_t version) const;
+  // The versions a statistics request covers: every model's when `name` is empty, every
+  // version of `name` for kLatestVersion, else the one. Errors: NotFound as GetModel.
+  Result<std::vector<std::shared_ptr<ModelVersion>>> StatisticsTargets(std::string_view name,
+                                                                       int64_t version) const;
   std::vector<ModelIndexEntry> RepositoryIndex() const;
 
   // Canary releases (serve/canary.h): requests that name no version are split between the
@@ -178,8 +214,10 @@ class InferenceServer {
   struct ModelEntry {
     std::map<int64_t, std::shared_ptr<ModelVersion>> versions;  // serving
     std::map<int64_t, std::string> failures;                    // version -> reason
-    std::string reason;       // why the model as a whole is not serving (bad config, ...)
-    bool loading = false;     // a first load is under way
+    std::string reason;    // why the model as a whole is not serving (bad config, ...)
+    bool loading = false;  // a first load is under way
+    // Loaded on request (every model in none and poll modes), not only as an ensemble's step.
+    bool requested = false;
     std::string config;       // serialized config the versions were loaded with
     std::string fingerprint;  // the files the versions were loaded from (poll mode)
     std::map<int64_t, std::string> version_files;  // per-version file digests
@@ -189,15 +227,28 @@ class InferenceServer {
     std::shared_ptr<ModelVersion> version;
   };
 
+  // Why Load runs: on request (in explicit mode, loading the ensemble's step models that are not
+  // serving first), or as such a step model (Triton's implicitly loaded composing models).
+  enum class LoadReason { kRequested, kRequestedWithSteps, kStep };
+
   // The buffer window a replaced version keeps running for (P90 of recent loads + 50 ms).
-  // REQUIRES: lifecycle_mutex_ held (as for the two below).
+  // REQUIRES: lifecycle_mutex_ held (as for the methods below).
   std::chrono::milliseconds ReleaseDelay() const;
-  Status Load(const std::string& name, std::optional<std::string> config_json);
+  Status Load(const std::string& name, std::optional<std::string> config_json, LoadReason reason);
+  // Loads the models `config`'s steps name that are not serving (LoadReason::kStep), skipping
+  // those whose load is already under way (an ensemble that calls itself fails its own checks).
+  Status LoadStepModels(const std::string& ensemble, const model::ModelConfig& config);
   // Also unloads the loaded ensembles that call the model, directly or through other ensembles.
-  Status Unload(const std::string& name);
+  // OK when the model is not loaded.
+  Status Unload(const std::string& name, bool unload_dependents);
   void Retire(std::vector<std::shared_ptr<ModelVersion>> versions);
   void RunLifecycleThread();
-  int DefaultThreads(const model::ModelConfig& config) const;
+  // Intra-op threads for each instance of model `name`: the cores (--instance-cpus' when given)
+  // divided among every instance of every model loaded or planned, this one's included; logs
+  // its choice. REQUIRES: lifecycle_mutex_ held (as the two below).
+  int DefaultThreads(const std::string& name, const model::ModelConfig& config) const;
+  // The instances of the models `names` (read from the repository; ensembles have none).
+  int PlannedInstances(const std::vector<std::string>& names) const;
   // With models_mutex_ held, after `entry`'s versions changed: ends the model's canary when its
   // baseline or candidate version is no longer loaded.
   void EndCanaryWithoutItsVersionsLocked(const std::string& name, const ModelEntry& entry);
@@ -215,8 +266,11 @@ class InferenceServer {
   std::mutex lifecycle_mutex_;  // one load/unload/poll at a time; taken before models_mutex_
   std::map<std::string, std::string> last_seen_;  // poll: fingerprints one scan ago
   std::deque<int64_t> load_times_ms_;             // recent load durations
+  int planned_instances_ = 0;  // the start-up's models' instances, counted before they load
+  std::set<std::string> loads_under_way_;  // models whose Load call is in progress
 
-  mutable std::mutex models_mutex_;
+  // Taken shared for lookups (every request takes it once), exclusively to change the tables.
+  mutable std::shared_mutex models_mutex_;
   std::map<std::string, ModelEntry, std::less<>> models_;  // guarded by models_mutex_
   std::map<std::string, std::shared_ptr<CanaryController>, std::less<>>
       canaries_;  // guarded by models_mutex_

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/exceptions.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
 #include "model/repository.h"
@@ -54,13 +55,44 @@ InferenceServer::~InferenceServer() {
   for (Retiring& retiring : retiring_) retiring.version->Stop();
 }
 
-int InferenceServer::DefaultThreads(const model::ModelConfig& config) const {
+int InferenceServer::DefaultThreads(const std::string& name,
+                                    const model::ModelConfig& config) const {
   if (options_.threads_per_instance > 0) return options_.threads_per_instance;
   // The instances' CPUs when they have their own, else the machine's.
   const int cores = !options_.instance_cpus.empty()
                         ? static_cast<int>(options_.instance_cpus.size())
                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / TotalInstances(config));
+  // Every instance of every model shares the cores: under load they all compute at once, and an
+  // instance given more threads than its share only makes them wait for each other (a product
+  // split over threads waits for its slowest part).
+  int instances = TotalInstances(config);
+  {
+    std::shared_lock lock(models_mutex_);
+    for (const auto& [other, entry] : models_) {
+      if (other == name) continue;
+      for (const auto& [version, loaded] : entry.versions) {
+        if (!loaded->IsEnsemble()) instances += TotalInstances(loaded->config());
+      }
+    }
+  }
+  instances = std::max(instances, planned_instances_);
+  const int threads = std::max(1, cores / instances);
+  LOG_INFO(
+      "model '{}': {} intra-op thread(s) per instance: {} core(s) shared by {} model instance(s) "
+      "(--threads-per-instance or the model's INTRA_OP_THREAD_COUNT parameter sets it)",
+      name, threads, cores, instances);
+  return threads;
+}
+
+int InferenceServer::PlannedInstances(const std::vector<std::string>& names) const {
+  int instances = 0;
+  for (const std::string& name : names) {
+    Result<model::ModelSource> source = model::ReadModel(options_.repository / name);
+    if (source.ok() && source->config.platform() != model::kEnsemblePlatform) {
+      instances += TotalInstances(source->config);
+    }
+  }
+  return instances;
 }
 
 bool InferenceServer::IsEnsembleInRepository(const std::string& name) const {
@@ -77,9 +109,10 @@ void InferenceServer::EnsemblesLast(std::vector<std::string>& names) const {
 Status InferenceServer::LoadStartupModels() {
   ASSIGN_OR_RETURN(std::vector<std::string> names, model::ListModels(options_.repository));
   std::vector<std::string> wanted;
-  if (options_.control_mode != ModelControlMode::kExplicit ||
-      std::find(options_.startup_models.begin(), options_.startup_models.end(), "*") !=
-          options_.startup_models.end()) {
+  const bool all = options_.control_mode != ModelControlMode::kExplicit ||
+                   std::find(options_.startup_models.begin(), options_.startup_models.end(), "*") !=
+                       options_.startup_models.end();
+  if (all) {
     wanted = names;
   } else {
     for (const std::string& name : options_.startup_models) {
@@ -91,14 +124,30 @@ Status InferenceServer::LoadStartupModels() {
     }
   }
   EnsemblesLast(wanted);
+  // Models asked for by name bring their ensembles' step models along, as the repository API's
+  // loads do; when every model is wanted, the step models load in their own turn.
+  const LoadReason reason = all ? LoadReason::kRequested : LoadReason::kRequestedWithSteps;
   std::lock_guard lock(lifecycle_mutex_);
+  // The first models' thread budgets count the instances of those that load after them.
+  planned_instances_ = PlannedInstances(wanted);
   for (const std::string& name : wanted) {
-    if (options_.control_mode == ModelControlMode::kPoll) {
-      last_seen_[name] = model::Fingerprint(options_.repository / name);
+    const bool polling = options_.control_mode == ModelControlMode::kPoll;
+    if (polling) last_seen_[name] = model::Fingerprint(options_.repository / name);
+    // Failures are recorded in the index and logged; the other models load regardless. A model
+    // an earlier one brought in as a step is not loaded again.
+    if (reason == LoadReason::kRequestedWithSteps && GetModel(name, kLatestVersion).ok()) {
+      std::lock_guard models_lock(models_mutex_);
+      models_[name].requested = true;
+      continue;
     }
-    // Failures are recorded in the index and logged; the other models load regardless.
-    (void)Load(name, std::nullopt);
+    // As Poll does, a failure remembers the files it failed on, so the first poll does not take
+    // them for a change and retry them.
+    if (!Load(name, std::nullopt, reason).ok() && polling) {
+      std::lock_guard models_lock(models_mutex_);
+      models_[name].fingerprint = last_seen_[name];
+    }
   }
+  planned_instances_ = 0;  // later loads count the instances then serving
   return Status::Ok();
 }
 
@@ -114,20 +163,35 @@ Status InferenceServer::LoadModel(std::string_view name, std::optional<std::stri
   // Checked once this call's turn has come: loads queued behind a long one while a shutdown
   // began would otherwise hold the exit past its timeout.
   if (in_flight_.draining()) return Unavailable("the server is shutting down");
-  return Load(std::string(name), std::move(config_json));
+  return Load(std::string(name), std::move(config_json), LoadReason::kRequestedWithSteps);
 }
 
-Status InferenceServer::UnloadModel(std::string_view name) {
+Status InferenceServer::UnloadModel(std::string_view name, bool unload_dependents) {
   if (options_.control_mode != ModelControlMode::kExplicit) {
     return Unavailable("explicit model load / unload is not allowed in model control mode '{}'",
                        options_.control_mode == ModelControlMode::kPoll ? "poll" : "none");
   }
   std::lock_guard lock(lifecycle_mutex_);
   if (in_flight_.draining()) return Unavailable("the server is shutting down");
-  return Unload(std::string(name));
+  return Unload(std::string(name), unload_dependents);
 }
 
-Status InferenceServer::Load(const std::string& name, std::optional<std::string> config_json) {
+Status InferenceServer::LoadStepModels(const std::string& ensemble,
+                                       const model::ModelConfig& config) {
+  for (const auto& step : config.ensemble_scheduling().step()) {
+    const std::string& model = step.model_name();
+    if (loads_under_way_.contains(model) || GetModel(model, kLatestVersion).ok()) continue;
+    LOG_INFO("ensemble '{}': loading its step model '{}'", ensemble, model);
+    if (Status loaded = Load(model, std::nullopt, LoadReason::kStep); !loaded.ok()) {
+      return InvalidArgument("ensemble '{}': step model '{}' failed to load: {}", ensemble, model,
+                             loaded.message());
+    }
+  }
+  return Status::Ok();
+}
+
+Status InferenceServer::Load(const std::string& name, std::optional<std::string> config_json,
+                             LoadReason reason) {
   const SteadyTime started = Clock::Real().Now();
   const std::filesystem::path directory = options_.repository / name;
   std::error_code error;
@@ -136,6 +200,12 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
     return NotFound("failed to load '{}': no such model in the repository", name);
   }
   const std::string fingerprint = model::Fingerprint(directory);
+  loads_under_way_.insert(name);
+  struct LoadEnds {
+    std::set<std::string>& under_way;
+    const std::string& name;
+    ~LoadEnds() { under_way.erase(name); }
+  } load_ends{loads_under_way_, name};
 
   // What is serving now; new versions are loaded beside it.
   std::map<int64_t, std::shared_ptr<ModelVersion>> serving;
@@ -149,11 +219,18 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
     serving_config = entry.config;
     if (serving.empty()) entry.loading = true;
   }
-  const auto fail = [&](const Status& status) {
+  // `version`: the version that failed, when one did.
+  const auto fail = [&](const Status& status, std::optional<int64_t> version = std::nullopt) {
     std::lock_guard lock(models_mutex_);
     ModelEntry& entry = models_[name];
     entry.loading = false;
-    entry.reason = status.message();
+    if (entry.versions.empty()) {
+      entry.reason = status.message();
+    } else if (version && !entry.versions.contains(*version)) {
+      // A new version that failed shows in the index (and readiness) as Triton shows it.
+      entry.failures[*version] = status.message();
+    }
+    // Otherwise the index stays as it was, as Triton's does: the serving versions READY.
     LOG_ERROR("model '{}' failed to load{}: {}", name,
               entry.versions.empty() ? "" : " (the serving versions stay)", status.message());
     return status;
@@ -168,6 +245,9 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
   }
   if (!source.ok()) return fail(source.status());
   if (source->config.platform() == model::kEnsemblePlatform) {
+    if (reason != LoadReason::kRequested) {
+      if (Status steps = LoadStepModels(name, source->config); !steps.ok()) return fail(steps);
+    }
     std::vector<std::shared_ptr<ModelVersion>> step_models;
     std::vector<const model::ModelConfig*> step_configs;
     for (const auto& step : source->config.ensemble_scheduling().step()) {
@@ -191,6 +271,7 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
 
   std::map<int64_t, std::shared_ptr<ModelVersion>> next;
   std::map<int64_t, std::string> next_files;
+  std::optional<int> threads;  // decided once, for the first version that is built
   for (int64_t version : source->versions) {
     next_files[version] = model::VersionFingerprint(directory, version);
     // A version whose config and files are unchanged keeps serving as it is.
@@ -200,14 +281,17 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
       next[version] = same->second;
       continue;
     }
+    const bool ensemble = source->config.platform() == model::kEnsemblePlatform;
+    if (!threads) threads = ensemble ? 1 : DefaultThreads(name, source->config);
     Result<std::shared_ptr<ModelVersion>> loaded =
         ModelVersion::Load(*source, version, backends_,
-                           {.default_threads = DefaultThreads(source->config),
+                           {.default_threads = *threads,
                             .direct_execution_limit = options_.direct_execution_limit,
+                            .default_max_queue_size = options_.default_max_queue_size,
                             .cpus = options_.instance_cpus,
                             .observer = options_.observer});
     // All or nothing: a version that fails keeps every serving version in place.
-    if (!loaded.ok()) return fail(loaded.status());
+    if (!loaded.ok()) return fail(loaded.status(), version);
     next[version] = std::move(loaded).value();
   }
 
@@ -223,6 +307,8 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
     entry.failures.clear();
     entry.reason.clear();
     entry.loading = false;
+    // A step model loaded only for an ensemble (never serving before) is not requested.
+    entry.requested = reason != LoadReason::kStep || (!serving.empty() && entry.requested);
     entry.config = config;
     entry.fingerprint = fingerprint;
     entry.version_files = std::move(next_files);
@@ -293,13 +379,13 @@ Status InferenceServer::CheckEnsembleCycle(const std::string& name,
   return Status::Ok();
 }
 
-Status InferenceServer::Unload(const std::string& name) {
+Status InferenceServer::Unload(const std::string& name, bool unload_dependents) {
   std::vector<std::shared_ptr<ModelVersion>> removed;
   {
     std::lock_guard lock(models_mutex_);
     auto it = models_.find(name);
     if (it == models_.end() || it->second.versions.empty()) {
-      return NotFound("failed to unload '{}': the model is not loaded", name);
+      return Status::Ok();  // as Triton: nothing to do (also for a name not in the repository)
     }
     for (auto& [version, loaded] : it->second.versions) removed.push_back(loaded);
     it->second = ModelEntry();
@@ -307,17 +393,45 @@ Status InferenceServer::Unload(const std::string& name) {
     EndCanaryWithoutItsVersionsLocked(name, it->second);
   }
   LOG_INFO("model '{}' unloaded; {} version(s) finish their queued requests", name, removed.size());
+  // Its versions share one config: the steps, when it is an ensemble.
+  std::vector<std::string> steps;
+  if (removed.back()->IsEnsemble()) {
+    for (const auto& step : removed.back()->config().ensemble_scheduling().step()) {
+      if (std::find(steps.begin(), steps.end(), step.model_name()) == steps.end()) {
+        steps.push_back(step.model_name());
+      }
+    }
+  }
   Retire(std::move(removed));
   // The loaded ensembles that call it cannot run any more (Triton unloads them too); each takes
   // its own callers along. No cycle: loading refuses one (CheckEnsembleCycle).
+  const auto calls = [](const ModelVersion& version, const std::string& model) {
+    const auto& config_steps = version.config().ensemble_scheduling().step();
+    return std::any_of(config_steps.begin(), config_steps.end(),
+                       [&](const auto& step) { return step.model_name() == model; });
+  };
   for (const std::shared_ptr<ModelVersion>& version : AllModels()) {
-    if (!version->IsEnsemble()) continue;
-    const auto& steps = version->config().ensemble_scheduling().step();
-    if (std::any_of(steps.begin(), steps.end(),
-                    [&](const auto& step) { return step.model_name() == name; })) {
-      LOG_INFO("ensemble '{}' unloaded with '{}', which it calls", version->name(), name);
-      (void)Unload(version->name());  // NotFound when an earlier one took it along already
+    if (!version->IsEnsemble() || !calls(*version, name)) continue;
+    LOG_INFO("ensemble '{}' unloaded with '{}', which it calls", version->name(), name);
+    (void)Unload(version->name(), /*unload_dependents=*/false);  // no-op if already taken along
+  }
+  if (!unload_dependents) return Status::Ok();
+  // Triton's cascade: a step model the ensemble's load brought in goes too once no loaded
+  // ensemble calls it; the models loaded on request stay.
+  for (const std::string& step : steps) {
+    {
+      std::lock_guard lock(models_mutex_);
+      auto it = models_.find(step);
+      if (it == models_.end() || it->second.versions.empty() || it->second.requested) continue;
     }
+    const std::vector<std::shared_ptr<ModelVersion>> loaded = AllModels();
+    if (std::any_of(loaded.begin(), loaded.end(), [&](const auto& version) {
+          return version->IsEnsemble() && calls(*version, step);
+        })) {
+      continue;
+    }
+    LOG_INFO("model '{}' unloaded with ensemble '{}', whose load brought it in", step, name);
+    (void)Unload(step, /*unload_dependents=*/true);
   }
   return Status::Ok();
 }
@@ -374,7 +488,7 @@ void InferenceServer::Poll() {
       known = models_.contains(name);
     }
     LOG_INFO("poll: model '{}' {}", name, known ? "changed; reloading" : "appeared; loading");
-    if (Load(name, std::nullopt).ok()) {
+    if (Load(name, std::nullopt, LoadReason::kRequested).ok()) {
       loaded_any = true;
     } else {
       // Remember the failed files so the same broken copy is not retried every interval.
@@ -400,7 +514,7 @@ void InferenceServer::Poll() {
     if (in_flight_.draining()) return;
     if (!IsEnsembleInRepository(name)) continue;
     LOG_INFO("poll: retrying ensemble '{}' after a model loaded", name);
-    (void)Load(name, std::nullopt);
+    (void)Load(name, std::nullopt, LoadReason::kRequested);
   }
   for (const std::string& name : gone) {
     bool serving = false;
@@ -414,7 +528,7 @@ void InferenceServer::Poll() {
     }
     if (serving) {
       LOG_INFO("poll: model '{}' left the repository; unloading", name);
-      (void)Unload(name);
+      (void)Unload(name, /*unload_dependents=*/false);
     }
   }
   last_seen_ = std::move(seen);
@@ -443,14 +557,16 @@ void InferenceServer::RunLifecycleThread() {
     }
     if (!due.empty()) {
       lock.unlock();
-      for (auto& version : due) version->Stop();
+      for (auto& version : due) {
+        RunLoggingExceptions("stopping a replaced model version", [&] { version->Stop(); });
+      }
       due.clear();
       lock.lock();
       continue;
     }
     if (polling && now >= next_poll) {
       lock.unlock();
-      Poll();
+      RunLoggingExceptions("polling the model repository", [this] { Poll(); });
       lock.lock();
       next_poll = Clock::Real().Now() + options_.poll_interval;
       continue;

@@ -1,8 +1,8 @@
 #pragma once
 
-// Per-model-version inference statistics in Triton's terms (PROTOCOLS.md §2): request outcomes,
-// per-stage durations, and per-batch-size execution figures. Recorded by instance threads,
-// read by front ends; every method is thread-safe (one mutex, held for a few additions).
+// Per-model-version inference statistics in Triton's terms (docs/triton-compatibility.md): request
+// outcomes, per-stage durations, and per-batch-size execution figures. Recorded by instance
+// threads, read by front ends; every method is thread-safe (one mutex, held for a few additions).
 
 #include <cstdint>
 #include <map>

@@ -50,7 +50,9 @@ Result<tensor::Tensor> SampleInput(const model::ModelConfig& config,
     bytes << in.rdbuf();
     tensor.data = bytes.str();
   } else if (tensor.datatype == tensor::DataType::kBytes) {
-    for (size_t i = 0; i < elements; ++i) tensor::AppendBytesElement("", tensor.data);
+    for (size_t i = 0; i < elements; ++i) {
+      RETURN_IF_ERROR(tensor::AppendBytesElement("", tensor.data));
+    }
   } else {
     const std::optional<uint64_t> bytes =
         tensor::ByteSize(*count, tensor::DataTypeSize(tensor.datatype));
@@ -82,6 +84,7 @@ Result<tensor::Tensor> SampleInput(const model::ModelConfig& config,
 
 Status WarmUp(backend::ModelInstance& instance, const model::ModelConfig& config,
               const BatchAssembly& assembly, const std::filesystem::path& version_directory) {
+  instance.PrepareThread();  // warm up with the settings the instance serves with
   for (const inference::ModelWarmup& sample : config.model_warmup()) {
     std::vector<tensor::Tensor> inputs;
     for (const auto& input : config.input()) {

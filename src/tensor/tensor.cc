@@ -69,13 +69,19 @@ std::string ShapeToString(const Shape& shape) {
   return out;
 }
 
-void AppendBytesElement(std::string_view element, std::string& out) {
+Status AppendBytesElement(std::string_view element, std::string& out) {
+  if (element.size() > kMaxBytesElement) {
+    return InvalidArgument(
+        "a BYTES element of {} bytes is too long: its 4-byte length prefix says at most {}",
+        element.size(), kMaxBytesElement);
+  }
   const auto length = static_cast<uint32_t>(element.size());
   char prefix[4];
   // Little-endian regardless of host order.
   for (int i = 0; i < 4; ++i) prefix[i] = static_cast<char>((length >> (8 * i)) & 0xff);
   out.append(prefix, 4);
   out.append(element);
+  return Status::Ok();
 }
 
 namespace {

@@ -61,8 +61,13 @@ struct Tensor {
   std::string data;  // raw bytes; see the file comment for BYTES
 };
 
-// Appends one BYTES element (length prefix + bytes) to `out`.
-void AppendBytesElement(std::string_view element, std::string& out);
+// The longest BYTES element: its length prefix is 32 bits.
+inline constexpr uint64_t kMaxBytesElement = 0xffffffffu;
+
+// Appends one BYTES element (length prefix + bytes) to `out`. Errors: InvalidArgument for an
+// element longer than kMaxBytesElement (its length would not fit the prefix); `out` is
+// unchanged then.
+Status AppendBytesElement(std::string_view element, std::string& out);
 
 // Splits a serialized BYTES buffer into its elements (views into `data`). Fails when a length
 // prefix runs past the end of the buffer.

@@ -5,6 +5,7 @@
     add_sub.pt   forward(a: Tensor, b: Tensor) -> (a + b, a - b)
     raises.pt    forward(x: Tensor) -> Tensor                 raises when x.sum() < 0, else x
     scale.pt     forward(x: Tensor) -> Tensor                 returns x * 2.0
+    halves.pt    forward(x: Tensor) -> List[Tensor]           returns [x, x / 2]
 
 None has parameters, so the files are deterministic; a file whose bytes would not change is left
 untouched. Run with Debian's interpreter, which has torch:
@@ -47,11 +48,17 @@ class Scale(torch.nn.Module):
         return x * 2.0
 
 
+class Halves(torch.nn.Module):
+    def forward(self, x: Tensor) -> List[Tensor]:
+        return [x, x / 2]
+
+
 FIXTURES = {
     "identity.pt": Identity,
     "add_sub.pt": AddSub,
     "raises.pt": Raises,
     "scale.pt": Scale,
+    "halves.pt": Halves,
 }
 
 

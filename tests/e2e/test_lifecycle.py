@@ -81,6 +81,13 @@ def test_explicit_load_unload(binary: str, repository: str) -> str:
             check(f'{series}{{model="mlp_classifier"' in exposition, f"mlp's {series}")
         missing = client.request("POST", "/v2/repository/models/nope/load")
         check(missing.status == 404, f"loading an unknown model: {missing.status}")
+        # As Triton: unloading a model that is not loaded, or not in the repository, succeeds.
+        for name in ("text_stats", "nope"):
+            reply = client.request("POST", f"/v2/repository/models/{name}/unload")
+            check(reply.status == 200 and reply.body == b"",
+                  f"unloading {name}, which is not loaded: {reply!r}")
+        check(index(client).get(("text_stats", "")) == {"name": "text_stats"},
+              "an unload of a model never loaded must leave it listed by name only")
         check(client.request("POST", "/v2/repository/models/mlp_classifier/unload").status == 200,
               "unload")
         check(client.infer("mlp_classifier", MLP).status == 404, "mlp still served after unload")
@@ -100,6 +107,19 @@ def test_explicit_load_unload(binary: str, repository: str) -> str:
                                  {"backend": "pytorch", "max_batch_size": -3})}}).encode())
         check(bad.status == 400 and "max_batch_size" in bad.json()["error"], f"bad config: {bad!r}")
         check(client.infer("simple", SIMPLE).status == 200, "simple must keep serving")
+        # The config as GET .../config writes it (64-bit integers as numbers, as Triton's) loads
+        # back as an override, and so does protobuf's own form (them as strings).
+        config = client.get("/v2/models/simple/config").json()
+        check(config["input"][0]["dims"] == [16], f"dims as numbers: {config['input'][0]}")
+        as_strings = json.loads(json.dumps(config))
+        for tensor in as_strings["input"] + as_strings["output"]:
+            tensor["dims"] = [str(dim) for dim in tensor["dims"]]
+        for override in (config, as_strings):
+            reply = client.request("POST", "/v2/repository/models/simple/load",
+                                   json.dumps({"parameters": {"config": json.dumps(override)}})
+                                   .encode())
+            check(reply.status == 200, f"the config back as an override: {reply!r}")
+        check(client.infer("simple", SIMPLE).status == 200, "simple after the overrides")
         # The ensemble over `simple` cannot run without it, and goes with it (as in Triton).
         load = client.request("POST", "/v2/repository/models/simple_ensemble/load")
         check(load.status == 200, f"load simple_ensemble: {load!r}")
@@ -117,6 +137,43 @@ def test_explicit_load_unload(binary: str, repository: str) -> str:
         client.close()
         return ("load, unload, unknown model 404, bad override refused while serving on, "
                 "ensembles unloaded with their step model")
+    finally:
+        server.stop()
+        server.cleanup()
+
+
+def test_ensemble_brings_its_step_models(binary: str, repository: str) -> str:
+    """As Triton: loading an ensemble in explicit mode loads the models it calls; unloading it
+    with unload_dependents unloads those its load brought in, not those loaded on request."""
+    server = e2e.Server(binary, repository, extra_args=["--model-control-mode", "explicit"])
+    try:
+        server.start()
+        client = server.client()
+        ready = lambda model: client.get(f"/v2/models/{model}/ready").status == 200  # noqa: E731
+        check(not ready("simple"), "simple loaded without asking")
+        load = client.request("POST", "/v2/repository/models/simple_ensemble/load")
+        check(load.status == 200, f"load simple_ensemble: {load!r}")
+        check(ready("simple") and ready("simple_ensemble"), "the ensemble's step model loaded")
+        check(index(client)[("simple", "1")]["state"] == "READY", "index shows the step model")
+        body = e2e.InferRequest([
+            {"name": "A", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
+            {"name": "B", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}])
+        check(client.infer("simple_ensemble", body).status == 200, "ensemble infer")
+        unload = client.request("POST", "/v2/repository/models/simple_ensemble/unload",
+                                json.dumps({"parameters": {"unload_dependents": True}}).encode())
+        check(unload.status == 200, f"unload with dependents: {unload!r}")
+        check(not ready("simple_ensemble") and not ready("simple"),
+              "unload_dependents must take the step model its load brought in")
+        # A step model loaded on request stays.
+        for model in ("simple", "simple_ensemble"):
+            check(client.request("POST", f"/v2/repository/models/{model}/load").status == 200,
+                  f"load {model}")
+        client.request("POST", "/v2/repository/models/simple_ensemble/unload",
+                       json.dumps({"parameters": {"unload_dependents": True}}).encode())
+        check(ready("simple") and not ready("simple_ensemble"),
+              "a step model loaded on request must stay")
+        client.close()
+        return "ensemble load brought simple; unload_dependents took it, not once requested"
     finally:
         server.stop()
         server.cleanup()
@@ -207,11 +264,14 @@ def test_warmup_failure_keeps_serving(binary: str, repository: str) -> str:
         check(reply.status == 400 and "model_warmup 'half'" in reply.text(),
               f"a warm-up missing an input must fail the load: {reply!r}")
         check(client.infer("simple", SIMPLE).status == 200, "the old version must keep serving")
-        entry = index(client)[("simple", "")]
-        check("model_warmup" in entry["reason"] and entry["state"] == "READY",
-              f"index after the failed reload: {entry}")
+        # As Triton's index: the serving version as it was, no row for the failed reload.
+        rows = [entry for entry in client.post_json("/v2/repository/index", {}).json()
+                if entry["name"] == "simple"]
+        check(rows == [{"name": "simple", "version": "1", "state": "READY", "reason": ""}],
+              f"index after the failed reload: {rows}")
+        check(client.get("/v2/health/ready").status == 200, "still ready")
         client.close()
-        return "failed warm-up refused the reload; version 1 kept serving"
+        return "failed warm-up refused the reload; version 1 kept serving, index unchanged"
     finally:
         server.stop()
         server.cleanup()
@@ -240,7 +300,7 @@ def test_poll_mode(binary: str, repository: str) -> str:
                      "text_stats to load")
             # A model disappears.
             shutil.rmtree(os.path.join(models, "text_stats"))
-            wait_for(lambda: client.get("/v2/models/text_stats/ready").status == 400,
+            wait_for(lambda: client.get("/v2/models/text_stats/ready").status == 404,
                      "text_stats to unload")
             refused = client.request("POST", "/v2/repository/models/simple/unload")
             check(refused.status == 503,
@@ -335,7 +395,8 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--filter", default="")
     args = parser.parse_args(argv)
     tally = e2e.Tally()
-    for test in (test_explicit_load_unload, test_hot_reload_without_failures,
+    for test in (test_explicit_load_unload, test_ensemble_brings_its_step_models,
+                 test_hot_reload_without_failures,
                  test_warmup_failure_keeps_serving, test_poll_mode, test_canary_promotes,
                  test_no_leak_over_load_unload_cycles):
         name = test.__name__[5:]

@@ -117,11 +117,35 @@ struct OutputBinding {
   std::string name;
 };
 
+// How many values forward() returns, where its schema fixes that: a Tuple's arity, one for a
+// Tensor (and for a List[str] feeding one BYTES output). Unknown (nullopt) for a List[Tensor],
+// whose length only a run shows, and anything else.
+std::optional<size_t> FixedReturnCount(const c10::TypePtr& type, size_t outputs) {
+  if (const auto* tuple = type->castRaw<c10::TupleType>()) return tuple->elements().size();
+  if (type->kind() == c10::TypeKind::TensorType) return 1;
+  if (const auto* list = type->castRaw<c10::ListType>()) {
+    if (list->getElementType()->kind() == c10::TypeKind::StringType && outputs == 1) return 1;
+  }
+  return std::nullopt;
+}
+
+// "OUTPUT0, OUTPUT1" for the messages that name the config's outputs.
+std::string OutputNames(const std::vector<OutputBinding>& outputs) {
+  std::vector<std::string_view> names;
+  for (const OutputBinding& output : outputs) names.push_back(output.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// What to change when the config wants more values than forward() returns.
+constexpr std::string_view kOutputsHint =
+    "list in config.pbtxt's `output` only the values forward() returns, in the order it returns "
+    "them (or name each OUTPUT__<position>)";
+
 class TorchInstance final : public ModelInstance {
  public:
   TorchInstance(torch::jit::Module module, torch::Device device, int threads, size_t arguments,
                 std::vector<InputBinding> inputs, std::vector<OutputBinding> outputs,
-                std::string model_name)
+                std::string model_name, std::string return_type)
       : module_(std::move(module)),
         forward_(module_.get_method("forward")),
         self_(module_._ivalue()),
@@ -130,12 +154,13 @@ class TorchInstance final : public ModelInstance {
         argument_count_(arguments),
         inputs_(std::move(inputs)),
         outputs_(std::move(outputs)),
-        model_name_(std::move(model_name)) {}
+        model_name_(std::move(model_name)),
+        return_type_(std::move(return_type)) {}
 
-  void OnThreadStart() override {
+  void PrepareThread() override {
     // LibTorch's OpenMP pool takes its width from the calling thread, so each instance thread
-    // gets its own budget. A borrowed thread (direct execution) calls this before every
-    // execution; it only changes the setting when another model's instance set it differently.
+    // gets its own budget. Called before every execution; it only changes the setting when the
+    // thread last ran an instance with another budget (direct execution, an ensemble's step).
     thread_local int applied = 0;
     if (applied != threads_) {
       // LibTorch also keeps the last value set on any thread, and re-applies it on a thread's
@@ -184,19 +209,26 @@ class TorchInstance final : public ModelInstance {
     // The returned values, read in place unless forward() returned a List[Tensor].
     std::vector<c10::IValue> list;
     c10::ArrayRef<c10::IValue> elements(returned);
+    std::string_view returned_as = "one value";
     if (returned.isTuple()) {
       elements = returned.toTupleRef().elements().asArrayRef();
+      returned_as = "a tuple";
     } else if (returned.isTensorList()) {
       for (const at::Tensor& t : returned.toTensorVector()) list.emplace_back(t);
       elements = list;
+      returned_as = "a list";
     } else if (returned.isList() && outputs_.size() > 1) {
       elements = returned.toListRef();
+      returned_as = "a list";
     }
     result.outputs.reserve(outputs_.size());
     for (const OutputBinding& binding : outputs_) {
       if (binding.element >= elements.size()) {
-        return Internal("model '{}' returned {} values, but output '{}' expects value {}",
-                        model_name_, elements.size(), binding.name, binding.element);
+        return Internal(
+            "model '{}': forward() returned {} of {} value(s) ({}), but the config lists {} "
+            "output(s) ({}) and output '{}' is value {} (counting from 0): {}",
+            model_name_, returned_as, elements.size(), return_type_, outputs_.size(),
+            OutputNames(outputs_), binding.name, binding.element, kOutputsHint);
       }
       ASSIGN_OR_RETURN(tensor::Tensor out, FromIValue(elements[binding.element], binding));
       result.outputs.push_back(std::move(out));
@@ -239,7 +271,9 @@ class TorchInstance final : public ModelInstance {
         if (!element.isString()) {
           return Internal("model '{}': output '{}' must be a List[str]", model_name_, binding.name);
         }
-        tensor::AppendBytesElement(element.toStringRef(), out.data);
+        RETURN_IF_ERROR(
+            tensor::AppendBytesElement(element.toStringRef(), out.data)
+                .WithContext(fmt::format("model '{}': output '{}'", model_name_, binding.name)));
       }
       out.shape = {static_cast<int64_t>(list.size())};
       return out;
@@ -271,6 +305,7 @@ class TorchInstance final : public ModelInstance {
   std::vector<InputBinding> inputs_;
   std::vector<OutputBinding> outputs_;
   std::string model_name_;
+  std::string return_type_;  // forward()'s declared return type, for messages
 };
 
 Result<int> ThreadCount(const model::ModelConfig& config, int default_threads) {
@@ -321,6 +356,7 @@ class TorchBackend final : public Backend {
 
     torch::jit::Module module;
     std::vector<std::string> argument_names;
+    c10::TypePtr return_type;
     try {
       module = torch::jit::load(path.string(), device);
       module.eval();
@@ -329,6 +365,8 @@ class TorchBackend final : public Backend {
       for (size_t i = 1; i < schema.arguments().size(); ++i) {
         argument_names.push_back(schema.arguments()[i].name());
       }
+      // A TorchScript function returns one value (several come as one Tuple).
+      if (schema.returns().size() == 1) return_type = schema.returns()[0].type();
     } catch (const std::exception& load_error) {
       return FromTorchError(fmt::format("{}: cannot load '{}'", where, path.string()), load_error);
     }
@@ -414,13 +452,28 @@ class TorchBackend final : public Backend {
       }
       outputs.push_back(std::move(binding));
     }
+    // More outputs than forward() returns would fail every request: refused here when its
+    // schema tells how many it returns (a List[Tensor]'s length shows at the first run: a
+    // model_warmup finds it before the version serves).
+    const std::string return_name = return_type ? return_type->annotation_str() : "unknown";
+    const std::optional<size_t> returned =
+        return_type ? FixedReturnCount(return_type, outputs.size()) : std::nullopt;
+    for (const OutputBinding& binding : outputs) {
+      if (returned && binding.element >= *returned) {
+        return InvalidArgument(
+            "{}: forward() returns {} ({} value(s)), but the config lists {} output(s) ({}) and "
+            "output '{}' is value {} (counting from 0): {}",
+            where, return_name, *returned, outputs.size(), OutputNames(outputs), binding.name,
+            binding.element, kOutputsHint);
+      }
+    }
 
     const int blas_threads = RaiseBlasThreads(threads);
     LOG_INFO("{}: loaded '{}' on {} with {} intra-op thread(s) (OpenBLAS pool: {})", where,
              path.string(), device.str(), threads, blas_threads);
     return std::unique_ptr<ModelInstance>(
         new TorchInstance(std::move(module), device, threads, argument_names.size(),
-                          std::move(inputs), std::move(outputs), config.name()));
+                          std::move(inputs), std::move(outputs), config.name(), return_name));
   }
 };
 

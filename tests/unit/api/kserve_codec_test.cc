@@ -111,6 +111,50 @@ TEST(DecodeInferRequest, BinaryDataOutputLeavesListedOutputsToTheirOwnSetting) {
   EXPECT_TRUE(decoded->encoding.Binary("unlisted"));
 }
 
+// Triton's HTTP front end ignores the sequence parameters on a model without a sequence
+// batcher, and custom parameters that are strings, numbers or booleans, in the request and in
+// its inputs' and outputs' parameters; the reserved ones need their types.
+TEST(DecodeInferRequest, ParametersTritonIgnoresAreIgnored) {
+  const std::string json =
+      R"({"inputs":[{"name":"a","shape":[1],"datatype":"INT32","data":[1],)"
+      R"("parameters":{"custom":{"any":"thing"}}}],)"
+      R"("outputs":[{"name":"y","parameters":{"custom":[1]}}],)"
+      R"("parameters":{"sequence_id":7,"sequence_start":true,"sequence_end":false,)"
+      R"("my_text":"x","my_int":-3,"my_number":0.5,"my_flag":true,"priority":2,"timeout":9}})";
+  auto decoded = DecodeInferRequest(json, std::nullopt);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->request->priority, 2u);
+  EXPECT_EQ(decoded->request->timeout_us, 9u);
+  EXPECT_TRUE(
+      DecodeInferRequest(R"({"inputs":[],"parameters":{"sequence_id":"corr-1"}})", std::nullopt)
+          .ok());
+
+  const auto refused = [](std::string_view parameters) {
+    auto bad = DecodeInferRequest(fmt::format(R"({{"inputs":[],"parameters":{{{}}}}})", parameters),
+                                  std::nullopt);
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << parameters;
+    return bad.status().message();
+  };
+  EXPECT_EQ(refused(R"("triton_anything":1)"),
+            "parameter keys starting with 'triton_' are reserved for Triton usage and should not "
+            "be specified.");
+  EXPECT_EQ(refused(R"("mine":{"a":1})"),
+            "parameter 'mine' has invalid type. It should be either 'int', 'bool', or 'string'.");
+  EXPECT_EQ(refused(R"("sequence_start":1)").rfind("Unable to parse 'sequence_start': ", 0), 0u);
+  EXPECT_EQ(refused(R"("sequence_id":-1)").rfind("Unable to parse 'sequence_id': ", 0), 0u);
+  EXPECT_EQ(refused(R"("priority":"high")").rfind("Unable to parse 'priority': ", 0), 0u);
+}
+
+// Whether binary data is the size its shape needs is the model's check, in Triton's words that
+// name the model (ModelVersion::Validate); the codec only cuts the bytes.
+TEST(DecodeInferRequest, BinaryDataOfAnySizeIsLeftToTheModelsCheck) {
+  const std::string json =
+      R"({"inputs":[{"name":"a","shape":[2],"datatype":"INT32","parameters":{"binary_data_size":4}}]})";
+  auto decoded = DecodeInferRequest(json + std::string(4, '\0'), std::to_string(json.size()));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->request->inputs[0].data.size(), 4u);
+}
+
 struct BadBody {
   std::string body;
   std::optional<std::string> header_length;
@@ -185,7 +229,7 @@ serve::InferResponse SampleResponse() {
   out.data.assign(reinterpret_cast<const char*>(values), 8);
   response.outputs.push_back(out);
   tensor::Tensor text{"s", tensor::DataType::kBytes, {1}, {}};
-  tensor::AppendBytesElement("ok", text.data);
+  EXPECT_TRUE(tensor::AppendBytesElement("ok", text.data).ok());
   response.outputs.push_back(text);
   return response;
 }
@@ -216,7 +260,7 @@ TEST(EncodeInferResponse, AppendsBinaryOutputsAfterTheJson) {
 TEST(EncodeInferResponse, ALargeStringComesBackWithoutItsWorstCaseReserve) {
   serve::InferResponse response;
   tensor::Tensor text{"s", tensor::DataType::kBytes, {1}, {}};
-  tensor::AppendBytesElement(std::string(8 << 20, 'x'), text.data);
+  EXPECT_TRUE(tensor::AppendBytesElement(std::string(8 << 20, 'x'), text.data).ok());
   response.outputs.push_back(std::move(text));
   auto encoded = EncodeInferResponse(response, {});
   ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();

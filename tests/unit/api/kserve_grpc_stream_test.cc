@@ -36,6 +36,10 @@ TEST_F(GrpcTest, StreamKeepsRequestsInFlightAndAnswersInRequestOrder) {
     EXPECT_EQ(response.infer_response().id(), "key-" + std::to_string(key));
     EXPECT_EQ(FromBytes<int32_t>(response.infer_response().raw_output_contents(0)),
               (std::vector<int32_t>{key}));
+    // As Triton's stream writer marks each request's final response.
+    const auto& parameters = response.infer_response().parameters();
+    ASSERT_TRUE(parameters.contains("triton_final_response"));
+    EXPECT_TRUE(parameters.at("triton_final_response").bool_param());
   }
 
   // A failed request is answered in the stream, which stays open.
@@ -47,6 +51,7 @@ TEST_F(GrpcTest, StreamKeepsRequestsInFlightAndAnswersInRequestOrder) {
   ASSERT_TRUE(stream->Read(&error));
   EXPECT_EQ(error.error_message(), "Request for unknown model: 'nope' is not found");
   EXPECT_EQ(error.infer_response().id(), "bad-1");
+  EXPECT_TRUE(error.infer_response().parameters().at("triton_final_response").bool_param());
   ModelInferRequest malformed = AddRequest({1}, {2}, true);
   malformed.mutable_inputs(0)->set_datatype("INT33");
   ASSERT_TRUE(stream->Write(malformed));

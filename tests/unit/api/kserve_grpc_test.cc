@@ -37,9 +37,34 @@ TEST_F(GrpcTest, ModelReadyFollowsLoadedVersions) {
   };
   EXPECT_EQ(ready("add", ""), "ready");
   EXPECT_EQ(ready("add", "1"), "ready");
-  EXPECT_EQ(ready("add", "2"), "not ready");
-  EXPECT_EQ(ready("nope", ""), "not ready");
+  // As Triton: a model or version not loaded is NOT_FOUND, not merely "not ready".
+  EXPECT_EQ(ready("add", "2"), "error 5");
+  EXPECT_EQ(ready("nope", ""), "error 5");
   EXPECT_EQ(ready("add", "x"), "error 3");  // INVALID_ARGUMENT
+}
+
+// Triton implements RPCs Rampart does not (shared memory, trace and log settings); their
+// UNIMPLEMENTED, and any unknown method's, names the method (gRPC's own has no message).
+TEST_F(GrpcTest, AnUnimplementedMethodSaysWhichOne) {
+  std::string response;
+  const grpc::Status status = GenericUnary(
+      channel_, "/inference.GRPCInferenceService/SystemSharedMemoryStatus", "", response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(status.error_message(),
+            "method '/inference.GRPCInferenceService/SystemSharedMemoryStatus' is not "
+            "implemented by this server");
+}
+
+TEST_F(GrpcTest, TheServerNameIsConfigurable) {
+  KServeGrpcOptions options = Options();
+  options.server_name = "triton";
+  auto named = KServeGrpc::Start(*server_, options);
+  ASSERT_TRUE(named.ok()) << named.status().ToString();
+  auto stub = GRPCInferenceService::NewStub(
+      grpc::CreateChannel(Target((*named)->port()), grpc::InsecureChannelCredentials()));
+  inference::ServerMetadataResponse metadata;
+  ASSERT_TRUE(Call([&](auto* c) { return stub->ServerMetadata(c, {}, &metadata); }).ok());
+  EXPECT_EQ(metadata.name(), "triton");
 }
 
 TEST_F(GrpcTest, ModelMetadataMirrorsHttp) {
@@ -115,6 +140,51 @@ TEST_F(GrpcTest, InferReturnsOnlyRequestedOutputsAndTakesParameters) {
   ASSERT_EQ(response.outputs_size(), 1);
   EXPECT_EQ(response.outputs(0).name(), "OUTPUT1");
   EXPECT_EQ(FromBytes<int32_t>(response.raw_output_contents(0)), (std::vector<int32_t>{4}));
+}
+
+// Triton ignores the sequence parameters on a model without a sequence batcher, and custom
+// parameters of its types; the reserved ones need theirs.
+TEST_F(GrpcTest, ParametersTritonIgnoresAreIgnored) {
+  ModelInferRequest request = AddRequest({5}, {1}, /*raw=*/true);
+  auto& parameters = *request.mutable_parameters();
+  parameters["sequence_id"].set_int64_param(42);
+  parameters["sequence_start"].set_bool_param(true);
+  parameters["sequence_end"].set_bool_param(false);
+  parameters["my_flag"].set_bool_param(true);
+  parameters["my_text"].set_string_param("x");
+  parameters["my_number"].set_double_param(0.5);
+  parameters["triton_enable_empty_final_response"].set_bool_param(true);
+  (*request.mutable_inputs(0)->mutable_parameters())["custom"].set_string_param("y");
+  auto* output = request.add_outputs();
+  output->set_name("OUTPUT0");
+  (*output->mutable_parameters())["custom"].set_int64_param(1);
+  ModelInferResponse response;
+  grpc::Status status = Infer(request, response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(FromBytes<int32_t>(response.raw_output_contents(0)), (std::vector<int32_t>{6}));
+  request.mutable_parameters()->at("sequence_id").set_string_param("corr-1");
+  ASSERT_TRUE(Infer(request, response).ok());
+
+  const auto refused = [&](const std::string& name, auto set) {
+    ModelInferRequest bad = AddRequest({5}, {1}, /*raw=*/true);
+    set((*bad.mutable_parameters())[name]);
+    ModelInferResponse ignored;
+    const grpc::Status answer = Infer(bad, ignored);
+    EXPECT_EQ(answer.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << name;
+    return answer.error_message();
+  };
+  EXPECT_EQ(refused("sequence_id", [](auto& p) { p.set_uint64_param(1); }),
+            "invalid value type for 'sequence_id' parameter, expected int64_param or "
+            "string_param.");
+  EXPECT_EQ(refused("timeout", [](auto& p) { p.set_uint64_param(1); }),
+            "invalid value type for 'timeout' parameter, expected int64_param.");
+  EXPECT_EQ(refused("my_unsigned", [](auto& p) { p.set_uint64_param(1); }),
+            "invalid value type for 'my_unsigned' parameter, expected int64_param, bool_param, "
+            "or string_param.");
+  EXPECT_EQ(refused("triton_other", [](auto& p) { p.set_bool_param(true); }),
+            "parameter keys starting with 'triton_' are reserved for Triton usage. Only the "
+            "following keys starting with 'triton_' are allowed: "
+            "triton_enable_empty_final_response");
 }
 
 TEST_F(GrpcTest, InferBytesTypedAndRawAndFp16Raw) {
@@ -193,8 +263,7 @@ TEST_F(GrpcTest, BadInferRequestsGetAPreciseStatus) {
          r.add_raw_input_contents(ToBytes(std::vector<int32_t>{1, 2, 3}));
        },
        grpc::StatusCode::INVALID_ARGUMENT,
-       "input 'INPUT1' has 12 bytes but shape [1,2] of "
-       "INT32 needs 8"},
+       "input byte size mismatch for input 'INPUT1' for model 'add'. Expected 8, got 12"},
       {"typed element count",
        [](auto& r) { r.mutable_inputs(1)->mutable_contents()->add_int_contents(7); },
        grpc::StatusCode::INVALID_ARGUMENT,
@@ -203,15 +272,19 @@ TEST_F(GrpcTest, BadInferRequestsGetAPreciseStatus) {
       {"FP16 in typed contents", [](auto& r) { r.mutable_inputs(0)->set_datatype("FP16"); },
        grpc::StatusCode::INVALID_ARGUMENT, "FP16 data cannot travel in typed contents"},
       {"missing input", [](auto& r) { r.mutable_inputs()->RemoveLast(); },
-       grpc::StatusCode::INVALID_ARGUMENT, "INPUT1"},
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "expected 2 inputs but got 1 inputs for model 'add'. Got input(s) ['INPUT0'], but "
+       "missing required input(s) ['INPUT1']. Please provide all required input(s)."},
       {"unknown output", [](auto& r) { r.add_outputs()->set_name("OUTPUT9"); },
        grpc::StatusCode::INVALID_ARGUMENT, "OUTPUT9"},
-      {"sequence parameter",
-       [](auto& r) { (*r.mutable_parameters())["sequence_start"].set_bool_param(true); },
-       grpc::StatusCode::UNIMPLEMENTED, "sequence batching is not supported"},
+      {"sequence parameter of the wrong type",
+       [](auto& r) { (*r.mutable_parameters())["sequence_start"].set_int64_param(1); },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "invalid value type for 'sequence_start' parameter, expected bool_param."},
       {"priority as a string",
        [](auto& r) { (*r.mutable_parameters())["priority"].set_string_param("high"); },
-       grpc::StatusCode::INVALID_ARGUMENT, "parameter 'priority' must be an unsigned integer"},
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "invalid value type for 'priority' parameter, expected int64_param or uint64_param."},
   };
   for (const BadInfer& each : cases) {
     SCOPED_TRACE(each.label);
@@ -319,7 +392,9 @@ TEST_F(GrpcTest, ExplicitModeLoadsAndUnloadsThroughTheApi) {
     inference::ModelReadyRequest request;
     request.set_name("add");
     inference::ModelReadyResponse response;
-    EXPECT_TRUE(Call([&](auto* c) { return stub->ModelReady(c, request, &response); }).ok());
+    const grpc::Status status =
+        Call([&](auto* c) { return stub->ModelReady(c, request, &response); });
+    EXPECT_EQ(status.ok(), response.ready()) << status.error_message();  // NOT_FOUND when not
     return response.ready();
   };
   EXPECT_FALSE(ready());
@@ -341,6 +416,12 @@ TEST_F(GrpcTest, ExplicitModeLoadsAndUnloadsThroughTheApi) {
   ASSERT_TRUE(
       Call([&](auto* c) { return stub->RepositoryModelUnload(c, unload, &unloaded); }).ok());
   EXPECT_FALSE(ready());
+  // Unloading what is not loaded succeeds, as in Triton.
+  ASSERT_TRUE(
+      Call([&](auto* c) { return stub->RepositoryModelUnload(c, unload, &unloaded); }).ok());
+  unload.set_model_name("nope");
+  ASSERT_TRUE(
+      Call([&](auto* c) { return stub->RepositoryModelUnload(c, unload, &unloaded); }).ok());
 
   load.set_model_name("nope");
   status = Call([&](auto* c) { return stub->RepositoryModelLoad(c, load, &loaded); });

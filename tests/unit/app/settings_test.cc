@@ -33,6 +33,20 @@ TEST(Settings, YamlOverridesOnlyTheKeysItNames) {
   std::filesystem::remove(path);
 }
 
+// Clients that check the server metadata's name for "triton" can be served.
+TEST(Settings, TheServerNameIsRampartUnlessSet) {
+  ServeSettings settings;
+  EXPECT_EQ(settings.server_name, "rampart");
+  const std::string path = WriteTemp("server:\n  server_name: triton\n");
+  ASSERT_TRUE(ApplyYamlFile(path, settings).ok());
+  EXPECT_EQ(settings.server_name, "triton");
+  settings.model_repository = "/models";
+  EXPECT_TRUE(Validate(settings).ok());
+  settings.server_name.clear();
+  EXPECT_EQ(Validate(settings).message(), "--server-name must not be empty");
+  std::filesystem::remove(path);
+}
+
 TEST(Settings, UnknownKeysAndWrongTypesAreErrors) {
   ServeSettings settings;
   const std::string typo = WriteTemp("http:\n  prot: 9000\n");
@@ -46,7 +60,44 @@ TEST(Settings, UnknownKeysAndWrongTypesAreErrors) {
   EXPECT_NE(ApplyYamlFile(section, settings).message().find("unknown section 'gateway'"),
             std::string::npos);
   EXPECT_EQ(ApplyYamlFile("/nonexistent/rampart.yaml", settings).code(), StatusCode::kNotFound);
-  for (const auto& path : {typo, wrong_type, section}) std::filesystem::remove(path);
+  // A key that is not a name: its conversion used to throw out of the loader.
+  const std::string sequence_key = WriteTemp("http:\n  [port]: 9000\n");
+  status = ApplyYamlFile(sequence_key, settings);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("line 2"), std::string::npos) << status.message();
+  const std::string section_key = WriteTemp("? {a: 1}\n: 2\n");
+  EXPECT_EQ(ApplyYamlFile(section_key, settings).code(), StatusCode::kInvalidArgument);
+  for (const auto& path : {typo, wrong_type, section, sequence_key, section_key}) {
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(Settings, HttpLimitsHaveDefaultsYamlKeysAndChecks) {
+  ServeSettings settings;
+  EXPECT_EQ(settings.http_max_connections, 4096);
+  EXPECT_EQ(settings.http_header_timeout_secs, 20);
+  EXPECT_EQ(settings.default_max_queue_size, 1024u);
+  const std::string path = WriteTemp(
+      "server:\n  default_max_queue_size: 0\n"
+      "http:\n  max_connections: 10\n  idle_timeout_secs: 5\n  header_timeout_secs: 3\n"
+      "  body_timeout_secs: 4\n  body_min_rate: 100\n  max_body_bytes_in_flight: 1000\n");
+  ASSERT_TRUE(ApplyYamlFile(path, settings).ok());
+  EXPECT_EQ(settings.default_max_queue_size, 0u);
+  EXPECT_EQ(settings.http_max_connections, 10);
+  EXPECT_EQ(settings.http_idle_timeout_secs, 5);
+  EXPECT_EQ(settings.http_header_timeout_secs, 3);
+  EXPECT_EQ(settings.http_body_timeout_secs, 4);
+  EXPECT_EQ(settings.http_body_min_rate, 100u);
+  EXPECT_EQ(settings.http_max_body_bytes_in_flight, 1000u);
+  settings.model_repository = "/models";
+  EXPECT_TRUE(Validate(settings).ok());
+  settings.http_header_timeout_secs = 0;
+  EXPECT_EQ(Validate(settings).message(), "--http-header-timeout-secs must be at least 1, got 0");
+  settings.http_header_timeout_secs = 3;
+  settings.http_max_connections = -1;
+  EXPECT_EQ(Validate(settings).message(),
+            "--http-max-connections must be >= 0 (0: no limit), got -1");
+  std::filesystem::remove(path);
 }
 
 // Validate() of otherwise valid settings with these CPU lists. (The lists arrive as strings

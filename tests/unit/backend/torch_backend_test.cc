@@ -67,7 +67,7 @@ TEST_F(TorchBackendTest, IdentityRoundTripsEveryTorchDataType) {
   for (const auto& [name, type] : types) {
     auto instance = Load("identity.pt", IdentityConfig(name));
     ASSERT_TRUE(instance.ok()) << name << ": " << instance.status().ToString();
-    (*instance)->OnThreadStart();
+    (*instance)->PrepareThread();
     const size_t bytes = 2 * 3 * tensor::DataTypeSize(type);
     std::string data(bytes, '\0');
     for (size_t i = 0; i < bytes; ++i)
@@ -254,8 +254,8 @@ TEST_F(TorchBackendTest, EachInstanceThreadKeepsItsOwnIntraOpBudget) {
   ASSERT_TRUE(narrow.ok()) << narrow.status().ToString();
   int seen = 0;
   std::thread([&] {
-    (*wide)->OnThreadStart();
-    std::thread([&] { (*narrow)->OnThreadStart(); }).join();
+    (*wide)->PrepareThread();
+    std::thread([&] { (*narrow)->PrepareThread(); }).join();
     // Past LibTorch's grain size (32768 elements), so that the product runs as a parallel op.
     tensor::Tensor x{"x", DataType::kFp32, {1, 1 << 16}, std::string(4 << 16, '\0')};
     std::vector<tensor::Tensor> inputs = {x};
@@ -322,6 +322,72 @@ TEST_F(TorchBackendTest, TwoOutputsForOneResultElementAreRefused) {
   EXPECT_NE(instance.status().message().find("outputs 'x__0' and 'y__0' both name element 0"),
             std::string::npos)
       << instance.status().message();
+}
+
+// add_sub.pt with INT32 [2] inputs a and b and these outputs.
+std::string AddSubOutputs(std::initializer_list<std::string_view> outputs) {
+  std::string config =
+      "name: \"m\" backend: \"pytorch\" input [ { name: \"a\" data_type: TYPE_INT32 dims: [ 2 ] "
+      "}, { name: \"b\" data_type: TYPE_INT32 dims: [ 2 ] } ] output [ ";
+  std::string_view separator;
+  for (std::string_view output : outputs) {
+    config += std::string(separator) + "{ name: \"" + std::string(output) +
+              "\" data_type: TYPE_INT32 dims: [ 2 ] } ";
+    separator = ", ";
+  }
+  return config + "]";
+}
+
+// More config outputs than forward() returns used to load and then fail every request: where
+// forward()'s schema fixes how many values it returns, the load is refused and says what to fix.
+TEST_F(TorchBackendTest, MoreOutputsThanForwardReturnsAreRefusedAtLoad) {
+  auto tuple = Load("add_sub.pt", AddSubOutputs({"sum", "diff", "product"}));
+  ASSERT_FALSE(tuple.ok());
+  EXPECT_EQ(tuple.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(tuple.status().message().find(
+                "model 'm' version 1: forward() returns Tuple[Tensor, Tensor] (2 value(s)), but "
+                "the config lists 3 output(s) (sum, diff, product) and output 'product' is "
+                "value 2"),
+            std::string::npos)
+      << tuple.status().message();
+  EXPECT_NE(tuple.status().message().find("list in config.pbtxt's `output` only the values"),
+            std::string::npos);
+
+  auto by_index = Load("add_sub.pt", AddSubOutputs({"OUTPUT__0", "OUTPUT__2"}));
+  ASSERT_FALSE(by_index.ok());
+  EXPECT_NE(by_index.status().message().find("output 'OUTPUT__2' is value 2"), std::string::npos)
+      << by_index.status().message();
+
+  auto tensor = Load("identity.pt",
+                     "name: \"m\" backend: \"pytorch\" input [ { name: \"x\" data_type: "
+                     "TYPE_FP32 dims: [ 3 ] } ] output [ { name: \"y\" data_type: TYPE_FP32 "
+                     "dims: [ 3 ] }, { name: \"z\" data_type: TYPE_FP32 dims: [ 3 ] } ]");
+  ASSERT_FALSE(tensor.ok());
+  EXPECT_NE(tensor.status().message().find("forward() returns Tensor (1 value(s))"),
+            std::string::npos)
+      << tensor.status().message();
+}
+
+// A List[Tensor]'s length shows only when it runs: the request's error names the model, the
+// config's outputs and what forward() returned.
+TEST_F(TorchBackendTest, MoreOutputsThanAReturnedListHasAreExplainedPerRequest) {
+  auto instance =
+      Load("halves.pt",
+           "name: \"m\" backend: \"pytorch\" input [ { name: \"x\" data_type: TYPE_FP32 dims: "
+           "[ 1 ] } ] output [ { name: \"whole\" data_type: TYPE_FP32 dims: [ 1 ] }, { name: "
+           "\"half\" data_type: TYPE_FP32 dims: [ 1 ] }, { name: \"third\" data_type: TYPE_FP32 "
+           "dims: [ 1 ] } ]");
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  const float x = 1.0f;
+  std::vector<tensor::Tensor> inputs = {
+      {"x", DataType::kFp32, {1}, std::string(reinterpret_cast<const char*>(&x), 4)}};
+  auto result = (*instance)->Execute(inputs);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find(
+                "model 'm': forward() returned a list of 2 value(s) (List[Tensor]), but the "
+                "config lists 3 output(s) (whole, half, third) and output 'third' is value 2"),
+            std::string::npos)
+      << result.status().message();
 }
 
 // Triton's PyTorch backend: BYTES is one List[str], so its dims (a reshape's when there is one)

@@ -524,8 +524,8 @@ TEST(ProcessCollector, ReadsTheRealProcOnLinux) {
 
 // ---- promtool -----------------------------------------------------------------------------------
 
-// A registry shaped like the server's: Triton's names (PROTOCOLS.md §4) per model and version,
-// Rampart's latency histograms, a Triton-style summary and the process collector.
+// A registry shaped like the server's: Triton's names (docs/triton-compatibility.md) per model and
+// version, Rampart's latency histograms, a Triton-style summary and the process collector.
 void FillRealisticRegistry(Registry& registry) {
   const std::vector<std::string> kModelLabels = {"model", "version"};
   const std::vector<std::vector<std::string>> kModels = {
@@ -560,17 +560,19 @@ void FillRealisticRegistry(Registry& registry) {
     pending.WithLabels(model).Set(3);
     load.WithLabels(model).Set(0.125);
   }
-  const std::vector<double> kBuckets(kDefaultDurationBucketsUs.begin(),
-                                     kDefaultDurationBucketsUs.end());
+  // The server's histograms: default bounds in microseconds, exported in seconds.
+  std::vector<double> buckets_seconds;
+  for (double us : kDefaultDurationBucketsUs) buckets_seconds.push_back(us / 1e6);
   for (const char* name :
-       {"rampart_inference_request_duration_us", "rampart_inference_queue_duration_us"}) {
-    HistogramFamily& family = registry.Histogram(name, "Inference request latency in microseconds",
-                                                 kModelLabels, kBuckets);
+       {"rampart_inference_request_duration_seconds", "rampart_inference_queue_duration_seconds",
+        "rampart_inference_compute_infer_duration_seconds"}) {
+    HistogramFamily& family = registry.Histogram(name, "Inference request latency in seconds",
+                                                 kModelLabels, buckets_seconds);
     for (const auto& model : kModels) {
       Histogram& histogram = family.WithLabels(model);
-      for (double value : {10.0, 1500.5, 70000.0, 2e6}) histogram.Observe(value);
+      for (double value : {0.00003, 0.0015005, 0.07, 2.0, 9.0}) histogram.Observe(value);
     }
-    family.WithLabels({"custom", "1"}, {.bounds = {0.5, 250, 1e7}}).Observe(3);
+    family.WithLabels({"custom", "1"}, {.bounds = {0.0005, 0.25, 10}}).Observe(0.003);
   }
   SummaryFamily& summary =
       registry.Summary("nv_inference_request_summary_us",
@@ -611,8 +613,8 @@ TEST(Promtool, AcceptsTheExpositionOfARealisticRegistry) {
 
   // promtool exits 3 for lint findings and 1 for anything it cannot parse. The only findings
   // allowed are for names Rampart keeps from Triton (counters without "_total", gauges and
-  // counters ending in "_count", "us" as a unit, "summary" in a summary's name) and for the "_us"
-  // in Rampart's own latency histograms, which match Triton's unit.
+  // counters ending in "_count", "us" as a unit, "summary" in a summary's name); Rampart's own
+  // histograms, in seconds, must draw none.
   const std::string kNoTotal = "counter metrics should have \"_total\" suffix";
   const std::string kCountSuffix =
       "non-histogram and non-summary metrics should not have \"_count\" suffix";
@@ -630,8 +632,6 @@ TEST(Promtool, AcceptsTheExpositionOfARealisticRegistry) {
       {"nv_inference_compute_infer_duration_us", {kNoTotal, kUnitAbbreviation}},
       {"nv_inference_compute_output_duration_us", {kNoTotal, kUnitAbbreviation}},
       {"nv_inference_request_summary_us", {kUnitAbbreviation, kTypeInName}},
-      {"rampart_inference_request_duration_us", {kUnitAbbreviation}},
-      {"rampart_inference_queue_duration_us", {kUnitAbbreviation}},
   };
   EXPECT_TRUE(output.exit_code == 0 || output.exit_code == 3) << output.text;
   std::istringstream lines(output.text);

@@ -96,5 +96,51 @@ TEST_F(RepositoryTest, ReadModelReportsWhatIsMissing) {
   EXPECT_NE(ReadModel(root_ / "policy").status().message().find("selects none"), std::string::npos);
 }
 
+// A load request's config override replaces config.pbtxt as a whole, as in Triton; what it leaves
+// out is completed as Triton completes it: the name from the folder, backend and platform from a
+// model.pt in the first version folder.
+TEST_F(RepositoryTest, AnOverrideIsCompletedFromTheFolderNotFromConfigPbtxt) {
+  WriteModel("m", "max_batch_size: 8\n", {"1"});
+  std::ofstream(root_ / "m" / "1" / "model.pt") << "scripted";
+  ModelConfig override;
+  auto* input = override.add_input();
+  input->set_name("a");
+  input->set_data_type(inference::TYPE_INT32);
+  input->add_dims(4);
+  auto* output = override.add_output();
+  output->set_name("b");
+  output->set_data_type(inference::TYPE_INT32);
+  output->add_dims(4);
+  auto source = ReadModelWithConfig(root_ / "m", override);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  EXPECT_EQ(source->config.name(), "m");
+  EXPECT_EQ(source->config.backend(), "pytorch");
+  EXPECT_EQ(source->config.platform(), "pytorch_libtorch");
+  EXPECT_EQ(source->config.max_batch_size(), 0);  // not config.pbtxt's 8
+  EXPECT_EQ(source->config.input(0).name(), "a");
+  EXPECT_EQ(source->versions, (std::vector<int64_t>{1}));
+
+  // Triton looks in the first folder by name only: "1" has no model.pt here.
+  fs::create_directories(root_ / "n" / "1");
+  fs::create_directories(root_ / "n" / "2");
+  std::ofstream(root_ / "n" / "2" / "model.pt") << "scripted";
+  Status missing = ReadModelWithConfig(root_ / "n", override).status();
+  EXPECT_NE(missing.message().find("one of 'platform' or 'backend' is required"), std::string::npos)
+      << missing.message();
+}
+
+// Triton completes config.pbtxt the same way.
+TEST_F(RepositoryTest, AConfigWithoutBackendIsAPytorchModelWhenModelPtIsThere) {
+  fs::create_directories(root_ / "m" / "1");
+  std::ofstream(root_ / "m" / "config.pbtxt")
+      << "input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n"
+         "output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n";
+  EXPECT_FALSE(ReadModel(root_ / "m").ok());
+  std::ofstream(root_ / "m" / "1" / "model.pt") << "scripted";
+  auto source = ReadModel(root_ / "m");
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  EXPECT_EQ(source->config.backend(), "pytorch");
+}
+
 }  // namespace
 }  // namespace rampart::model

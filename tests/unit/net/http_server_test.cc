@@ -1,4 +1,5 @@
 #include "net/http_server.h"
+#include "http_test_support.h"
 #include "unread_answer.h"
 
 #include <gtest/gtest.h>
@@ -27,70 +28,6 @@
 
 namespace rampart::net {
 namespace {
-
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-
-// A blocking HTTP/1.1 client on one keep-alive connection.
-class Client {
- public:
-  explicit Client(uint16_t port) : stream_(context_) {
-    stream_.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  }
-
-  http::response<http::string_body> Send(http::verb verb, std::string target,
-                                         std::string body = "") {
-    http::request<http::string_body> request(verb, target, 11);
-    request.set(http::field::host, "127.0.0.1");
-    request.body() = std::move(body);
-    request.prepare_payload();
-    http::write(stream_, request);
-    http::response<http::string_body> response;
-    http::read(stream_, buffer_, response);
-    return response;
-  }
-
-  // Sends only headers announcing a body of `length` bytes, then reads the answer.
-  http::response<http::string_body> SendHeadersOnly(uint64_t length) {
-    const std::string head =
-        "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(length) + "\r\n\r\n";
-    asio::write(stream_.socket(), asio::buffer(head));
-    http::response<http::string_body> response;
-    http::read(stream_, buffer_, response);
-    return response;
-  }
-
- private:
-  asio::io_context context_;
-  beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
-};
-
-class HttpServerTest : public ::testing::Test {
- protected:
-  void Start(HttpHandler handler, uint64_t max_body = 1 << 20,
-             std::chrono::seconds idle_timeout = std::chrono::seconds(300),
-             std::vector<int> cpus = {}, bool sched_batch = false) {
-    HttpServerOptions options;
-    options.address = "127.0.0.1";
-    options.port = 0;
-    options.threads = 2;
-    options.max_body_bytes = max_body;
-    options.idle_timeout = idle_timeout;
-    options.cpus = std::move(cpus);
-    options.sched_batch = sched_batch;
-    auto server = HttpServer::Start(options, std::move(handler));
-    ASSERT_TRUE(server.ok()) << server.status().ToString();
-    server_ = std::move(server).value();
-    ASSERT_NE(server_->port(), 0);
-  }
-  void TearDown() override {
-    if (server_) server_->Shutdown(std::chrono::seconds(5));
-  }
-
-  std::unique_ptr<HttpServer> server_;
-};
 
 TEST_F(HttpServerTest, ServesManyRequestsOnOneKeepAliveConnection) {
   Start([](HttpRequest&& request, Responder responder) {
@@ -160,36 +97,6 @@ TEST_F(HttpServerTest, MalformedRequestGets400) {
   EXPECT_EQ(response.result_int(), 400);
 }
 
-// Reads `fd` until the server ends the connection, which `ended` reports (false: the receive
-// timeout or an error came first).
-std::string ReadToEnd(int fd, bool* ended = nullptr) {
-  std::string received;
-  char chunk[4096];
-  ssize_t n = 0;
-  while ((n = ::recv(fd, chunk, sizeof(chunk), 0)) > 0) {
-    received.append(chunk, static_cast<size_t>(n));
-  }
-  if (ended != nullptr) *ended = n == 0;
-  return received;
-}
-
-// Gives `socket` a 10 s receive timeout, so a server that never answers or never closes fails
-// the test instead of hanging it.
-void BoundReceives(asio::ip::tcp::socket& socket) {
-  const timeval timeout{10, 0};
-  setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-}
-
-// Writes `request` on a fresh connection and reads until the server closes it (or 10 s pass).
-std::string Exchange(uint16_t port, const std::string& request) {
-  asio::io_context context;
-  asio::ip::tcp::socket socket(context);
-  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  BoundReceives(socket);
-  asio::write(socket, asio::buffer(request));
-  return ReadToEnd(socket.native_handle());
-}
-
 TEST_F(HttpServerTest, ResponseHeadFollowsTheRequestsVersionAndKeepAlive) {
   Start([](HttpRequest&&, Responder responder) {
     HttpResponse response;
@@ -230,39 +137,6 @@ TEST_F(HttpServerTest, HeadIsAnsweredWithoutABodyAndTheConnectionGoesOn) {
   EXPECT_EQ(received.rfind(head_answer, 0), 0u) << received;
   EXPECT_EQ(received.substr(head_answer.size()).rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << received;
   EXPECT_EQ(received.substr(received.size() - 30), "{\"error\":\"Method Not Allowed\"}");
-}
-
-TEST_F(HttpServerTest, IdleConnectionIsClosedAfterTheTimeout) {
-  Start([](HttpRequest&&, Responder responder) { responder.Send({}); }, 1 << 20,
-        /*idle_timeout=*/std::chrono::seconds(1));
-  const auto started = std::chrono::steady_clock::now();
-  // One request on a keep-alive connection, then silence: the server ends it.
-  const std::string received = Exchange(server_->port(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-  const auto elapsed = std::chrono::steady_clock::now() - started;
-  EXPECT_EQ(received.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << received;
-  EXPECT_GE(elapsed, std::chrono::seconds(1));
-  EXPECT_LT(elapsed, std::chrono::seconds(10));  // closed by the server, not the receive timeout
-}
-
-// An answer the client does not take (it stops reading) is given up after the idle timeout:
-// the connection is closed and the request stops counting as in flight, so a shutdown does not
-// wait for it.
-TEST_F(HttpServerTest, AnswerTheClientDoesNotTakeIsGivenUpAfterTheTimeout) {
-  std::promise<void> answered;
-  Start(
-      [&](HttpRequest&&, Responder responder) {
-        HttpResponse response;
-        response.body.assign(kUnreadBodyBytes, 'x');
-        responder.Send(std::move(response));
-        answered.set_value();
-      },
-      1 << 20, /*idle_timeout=*/std::chrono::seconds(1));
-  asio::io_context context;
-  asio::ip::tcp::socket socket(context);
-  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
-  asio::write(socket, asio::buffer(std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n")));
-  answered.get_future().wait();  // and never read
-  ExpectShutdownGivesUpTheUnreadAnswer(*server_);
 }
 
 // The handler keeps each request unanswered until the test lets it go.
@@ -354,42 +228,6 @@ TEST_F(HttpServerTest, IoThreadsUseBatchSchedulingWhenAsked) {
   }
 }
 
-// Counts the occurrences of `needle` in `text`.
-size_t Count(const std::string& text, const std::string& needle) {
-  size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
-    ++count;
-  }
-  return count;
-}
-
-// Answers with the request's method, target and body.
-void Echo(HttpRequest&& request, Responder responder) {
-  HttpResponse response;
-  response.body = request.method + " " + request.target + " " + request.body;
-  responder.Send(std::move(response));
-}
-
-// A request whose bytes keep arriving is not idle, however long it takes in all (a large upload
-// on a slow link). The pauses are the slow client under test, not synchronisation.
-TEST_F(HttpServerTest, ARequestStillArrivingIsNotIdle) {
-  Start(Echo, 1 << 20, /*idle_timeout=*/std::chrono::seconds(2));
-  asio::io_context context;
-  asio::ip::tcp::socket socket(context);
-  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
-  BoundReceives(socket);
-  asio::write(socket,
-              asio::buffer(std::string("POST /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                                       "Content-Length: 4\r\n\r\n")));
-  for (const char* part : {"a", "b", "c", "d"}) {  // 4 x 0.8 s: past the 2 s timeout in all
-    std::this_thread::sleep_for(std::chrono::milliseconds(800));
-    asio::write(socket, asio::buffer(std::string(part)));
-  }
-  const std::string received = ReadToEnd(socket.native_handle());
-  EXPECT_EQ(received.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << received;
-  EXPECT_NE(received.find("POST /slow abcd"), std::string::npos) << received;
-}
-
 // A client that sends its whole body without asking `Expect: 100-continue` (Python's requests,
 // tritonclient.http) is refused after the headers, while it is still sending: it must get the
 // 413, not a reset. 64 MiB outgrows what loopback socket buffers can hold, so the server must
@@ -424,30 +262,6 @@ TEST_F(HttpServerTest, ARefusedClientStillSendingItsBodyReadsTheAnswer) {
   EXPECT_EQ(received.rfind("HTTP/1.1 413 ", 0), 0u) << received;
   EXPECT_NE(received.find("exceeds the 1024 byte limit"), std::string::npos) << received;
   EXPECT_TRUE(ended);  // a clean end of stream after the answer
-}
-
-// The head of a request must come within one idle timeout, however its bytes trickle in: only
-// body bytes move the deadline (a client sending a header byte now and then holds nothing).
-TEST_F(HttpServerTest, AHeadTricklingInIsClosedAtTheTimeout) {
-  Start(Echo, 1 << 20, /*idle_timeout=*/std::chrono::seconds(1));
-  asio::io_context context;
-  asio::ip::tcp::socket socket(context);
-  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
-  BoundReceives(socket);
-  const int fd = socket.native_handle();
-  const auto started = std::chrono::steady_clock::now();
-  auto trickle = std::async(std::launch::async, [fd] {
-    for (const char* part : {"GET / HTTP/1.1\r\n", "X-A: 1\r\n", "X-B: 2\r\n", "X-C: 3\r\n",
-                             "X-D: 4\r\n", "X-E: 5\r\n", "X-F: 6\r\n", "X-G: 7\r\n"}) {
-      if (::send(fd, part, std::strlen(part), MSG_NOSIGNAL) < 0) return;  // closed: done
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    }
-  });
-  const std::string received = ReadToEnd(fd);  // until the server closes
-  const auto elapsed = std::chrono::steady_clock::now() - started;
-  trickle.get();
-  EXPECT_EQ(received, "");                              // never a whole request, so never an answer
-  EXPECT_LT(elapsed, std::chrono::milliseconds(3500));  // not after the 4 s of trickling
 }
 
 TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
@@ -553,8 +367,8 @@ TEST_F(HttpServerTest, ExpectContinueGetsAnInterimAnswerFirst) {
 TEST_F(HttpServerTest, AnHttp10ClientGetsNoInterimAnswer) {
   Start(Echo);
   // RFC 9110: a server must not send 100 Continue to an HTTP/1.0 client. This one sends its body
-  // a moment after its headers (the pause lets the server see the headers alone, where it would
-  // answer 100); only the final answer may come back.
+  // only once the server has handled its headers alone (where it would answer 100); only the
+  // final answer may come back.
   asio::io_context context;
   asio::ip::tcp::socket socket(context);
   socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
@@ -562,7 +376,7 @@ TEST_F(HttpServerTest, AnHttp10ClientGetsNoInterimAnswer) {
   asio::write(socket,
               asio::buffer(std::string(
                   "POST /old HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Settle();
   asio::write(socket, asio::buffer(std::string("body")));
   const std::string received = ReadToEnd(socket.native_handle());
   EXPECT_EQ(received.rfind("HTTP/1.0 200 OK\r\n", 0), 0u) << received;
@@ -571,7 +385,8 @@ TEST_F(HttpServerTest, AnHttp10ClientGetsNoInterimAnswer) {
 
 TEST(RequestParser, ADeclaredLengthIsNotReservedBeyondABound) {
   HttpRequest request;
-  RequestParser parser(request, /*body_limit=*/uint64_t{1} << 30);
+  HttpCore core(HttpServerOptions{}, nullptr);
+  RequestParser parser(request, /*body_limit=*/uint64_t{1} << 30, core);
   // The headers and the first byte of the body.
   const std::string head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 500000000\r\n\r\nx";
   boost::beast::error_code error;
@@ -594,7 +409,8 @@ TEST(RequestParser, AFinalChunkSplitAcrossReadsEndsTheRequest) {
   GTEST_SKIP() << "Beast 1.74's parser asserts on this stream in builds with assertions";
 #endif
   HttpRequest request;
-  RequestParser parser(request, /*body_limit=*/1024);
+  HttpCore core(HttpServerOptions{}, nullptr);
+  RequestParser parser(request, /*body_limit=*/1024, core);
   std::string unparsed;
   for (std::string_view read :
        {"POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n", "\r", "\n"}) {
@@ -712,6 +528,54 @@ TEST(HttpServer, BindFailureIsUnavailable) {
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
   (*first)->Shutdown(std::chrono::milliseconds(100));
+}
+
+// A listener opened ahead holds its port (the app opens HTTP's before loading models): a second
+// one is refused with the OS's reason alone, and a connection made before the server starts is
+// answered once it does.
+TEST(HttpServer, AListenerOpenedAheadHoldsThePortUntilTheServerTakesIt) {
+  Result<Listener> listener = Listener::Open("127.0.0.1", 0);
+  ASSERT_TRUE(listener.ok()) << listener.status().ToString();
+  const uint16_t port = listener->port();
+  ASSERT_NE(port, 0);
+  Result<Listener> second = Listener::Open("127.0.0.1", port);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(second.status().message(), "address already in use");
+  EXPECT_EQ(Listener::Open("localhost", 0).status().code(), StatusCode::kInvalidArgument);
+
+  asio::io_context context;
+  asio::ip::tcp::socket early(context);
+  early.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  BoundReceives(early);
+  asio::write(early, asio::buffer(std::string("GET /early HTTP/1.1\r\nHost: x\r\nConnection: "
+                                              "close\r\n\r\n")));
+
+  HttpServerOptions options;
+  options.threads = 1;
+  auto server = HttpServer::Start(
+      options,
+      [](HttpRequest&& request, Responder responder) {
+        HttpResponse response;
+        response.body = std::string(request.path());
+        responder.Send(std::move(response));
+      },
+      std::move(listener).value());
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  EXPECT_EQ((*server)->port(), port);
+  EXPECT_NE(ReadToEnd(early.native_handle()).find("/early"), std::string::npos);
+  (*server)->Shutdown(std::chrono::milliseconds(100));
+
+  // Start without a listener still names the address in its error.
+  Result<Listener> holder = Listener::Open("127.0.0.1", 0);
+  ASSERT_TRUE(holder.ok());
+  HttpServerOptions taken;
+  taken.address = "127.0.0.1";
+  taken.port = holder->port();
+  auto refused = HttpServer::Start(taken, [](HttpRequest&&, Responder) {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            fmt::format("cannot listen on 127.0.0.1:{}: address already in use", taken.port));
 }
 
 }  // namespace

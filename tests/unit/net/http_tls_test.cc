@@ -1,12 +1,15 @@
 // HTTPS and mutual TLS on the HTTP server, with certificates made at test time.
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <future>
 
+#include <openssl/ssl.h>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
@@ -14,6 +17,8 @@
 #include <boost/beast/ssl.hpp>
 
 #include "net/http_server.h"
+#include "testing/eventually.h"
+#include "testing/fake_clock.h"
 #include "testing/test_certs.h"
 #include "unread_answer.h"
 
@@ -25,6 +30,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace ssl = asio::ssl;
 namespace fs = std::filesystem;
+using tcp_socket = asio::ip::tcp::socket;
 using testing::KeyAndCert;
 
 constexpr int kConnectionFailed = -1;
@@ -62,9 +68,13 @@ class HttpTlsTest : public ::testing::Test {
             .mutual = mutual};
   }
 
-  Status Start(HttpTlsOptions tls, std::chrono::seconds idle_timeout = std::chrono::seconds(300)) {
+  // A server whose deadlines read clock_.
+  Status Start(HttpTlsOptions tls, std::chrono::seconds idle_timeout = std::chrono::seconds(300),
+               size_t max_connections = 4096) {
     HttpServerOptions options;
     options.idle_timeout = idle_timeout;
+    options.max_connections = max_connections;
+    options.clock = &clock_;
     options.address = "127.0.0.1";
     options.port = 0;
     options.threads = 1;
@@ -163,6 +173,7 @@ class HttpTlsTest : public ::testing::Test {
   KeyAndCert server_cert_;
   KeyAndCert client_cert_;
   std::promise<void> big_answered_;  // the handler has sent its answer to GET /big
+  testing::FakeClock clock_;
   std::unique_ptr<HttpServer> server_;
 };
 
@@ -187,9 +198,61 @@ TEST_F(HttpTlsTest, HttpsServesClientsThatTrustTheServer) {
   EXPECT_TRUE(error);
 }
 
+// A TLS 1.3 client may send its request right behind its last handshake message, so that both
+// arrive in one segment and the request is read off the socket with the handshake (curl does).
+// The server must find it there: it once waited for the socket to become readable again, and the
+// request hung until the idle timeout. This client runs TLS over memory buffers, to send the two
+// together for certain.
+TEST_F(HttpTlsTest, ARequestThatArrivesWithTheHandshakesEndIsAnswered) {
+  ASSERT_TRUE(Start(Tls(/*mutual=*/false)).ok());
+  SSL_CTX* context = SSL_CTX_new(TLS_client_method());
+  ASSERT_NE(context, nullptr);
+  SSL_CTX_set_min_proto_version(context, TLS1_3_VERSION);
+  SSL* ssl = SSL_new(context);
+  BIO* incoming = BIO_new(BIO_s_mem());  // from the server, for OpenSSL to read
+  BIO* outgoing = BIO_new(BIO_s_mem());  // what OpenSSL wrote, to send
+  SSL_set_bio(ssl, incoming, outgoing);
+  SSL_set_connect_state(ssl);
+  asio::io_context io;
+  tcp_socket socket(io);
+  socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+  const timeval timeout{10, 0};
+  setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  const auto flush = [&] {
+    std::string bytes(static_cast<size_t>(BIO_pending(outgoing)), '\0');
+    BIO_read(outgoing, bytes.data(), static_cast<int>(bytes.size()));
+    asio::write(socket, asio::buffer(bytes));
+  };
+  const auto receive = [&] {
+    char chunk[16384];
+    const ssize_t got = ::recv(socket.native_handle(), chunk, sizeof(chunk), 0);
+    if (got > 0) BIO_write(incoming, chunk, static_cast<int>(got));
+    return got > 0;
+  };
+  // The handshake, with the client's last flight held back.
+  while (SSL_do_handshake(ssl) != 1) {
+    ASSERT_EQ(SSL_get_error(ssl, -1), SSL_ERROR_WANT_READ);
+    flush();
+    ASSERT_TRUE(receive()) << "the server ended the handshake";
+  }
+  const std::string request = "GET /a HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(SSL_write(ssl, request.data(), static_cast<int>(request.size())),
+            static_cast<int>(request.size()));
+  flush();  // the Finished message and the request, in one write
+  std::string answer;
+  char plain[4096];
+  while (answer.find("hello /a") == std::string::npos && receive()) {
+    int read = 0;
+    while ((read = SSL_read(ssl, plain, sizeof(plain))) > 0) answer.append(plain, read);
+  }
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << answer;
+  EXPECT_NE(answer.find("hello /a"), std::string::npos) << answer;
+  SSL_free(ssl);
+  SSL_CTX_free(context);
+}
+
 TEST_F(HttpTlsTest, HeadIsAnsweredWithoutABodyAndTheConnectionGoesOn) {
-  // A short idle timeout, so a server that never answers the GET ends the exchange.
-  ASSERT_TRUE(Start(Tls(/*mutual=*/false), /*idle_timeout=*/std::chrono::seconds(2)).ok());
+  ASSERT_TRUE(Start(Tls(/*mutual=*/false)).ok());
   const std::string received = Exchange(
       "HEAD /a HTTP/1.1\r\nHost: localhost\r\n\r\n"
       "GET /b HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
@@ -204,14 +267,31 @@ TEST_F(HttpTlsTest, HeadIsAnsweredWithoutABodyAndTheConnectionGoesOn) {
 // As over plain HTTP: an answer the client does not take (it stops reading) is given up after
 // the idle timeout, so a shutdown does not wait for it.
 TEST_F(HttpTlsTest, AnAnswerTheClientDoesNotTakeIsGivenUpAfterTheTimeout) {
-  ASSERT_TRUE(Start(Tls(/*mutual=*/false), /*idle_timeout=*/std::chrono::seconds(1)).ok());
+  ASSERT_TRUE(Start(Tls(/*mutual=*/false), /*idle_timeout=*/std::chrono::seconds(30)).ok());
   asio::io_context io;
   ssl::context context = TrustingClientContext();
   beast::ssl_stream<beast::tcp_stream> stream(io, context);
   ASSERT_FALSE(Open(stream));
   asio::write(stream, asio::buffer(std::string("GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n")));
   big_answered_.get_future().wait();  // and never read
-  ExpectShutdownGivesUpTheUnreadAnswer(*server_);
+  ExpectShutdownGivesUpTheUnreadAnswer(*server_, clock_, std::chrono::seconds(30));
+}
+
+// Past the connection limit an HTTPS connection is closed at once: no handshake is spent on it.
+TEST_F(HttpTlsTest, ConnectionsPastTheLimitAreClosedWithoutAHandshake) {
+  ASSERT_TRUE(Start(Tls(/*mutual=*/false), std::chrono::seconds(300), /*max_connections=*/1).ok());
+  asio::io_context io;
+  ssl::context context = TrustingClientContext();
+  beast::ssl_stream<beast::tcp_stream> held(io, context);
+  ASSERT_FALSE(Open(held));
+  beast::ssl_stream<beast::tcp_stream> refused(io, context);
+  EXPECT_TRUE(Open(refused));
+  EXPECT_EQ(server_->stats().refused[static_cast<size_t>(HttpRefusal::kConnections)], 1u);
+  beast::error_code ignored;
+  held.shutdown(ignored);
+  beast::get_lowest_layer(held).close();
+  ASSERT_TRUE(testing::Eventually([&] { return server_->stats().open_connections == 0; }));
+  EXPECT_EQ(Get(ca_.cert_pem, nullptr), 200);
 }
 
 TEST_F(HttpTlsTest, MutualTlsRequiresAClientCertificateFromTheRootCa) {

@@ -7,6 +7,7 @@
 
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -92,11 +93,18 @@ class AddInstance final : public backend::ModelInstance {
   }
 };
 
+// The intra-op thread budget the server gave each instance created, by model name, in order.
+inline std::map<std::string, std::vector<int>>& InstanceThreadBudgets() {
+  static std::map<std::string, std::vector<int>> budgets;
+  return budgets;
+}
+
 class AddBackend final : public backend::Backend {
  public:
   std::string_view name() const override { return "fake"; }
   Result<std::unique_ptr<backend::ModelInstance>> CreateInstance(
-      const backend::InstanceSpec&) override {
+      const backend::InstanceSpec& spec) override {
+    InstanceThreadBudgets()[spec.config->name()].push_back(spec.default_threads);
     return std::unique_ptr<backend::ModelInstance>(new AddInstance());
   }
 };

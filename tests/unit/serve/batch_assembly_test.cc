@@ -170,6 +170,26 @@ TEST(BatchAssembly, ScattersBatchOutputsByTheSourceInputsShape) {
       << refused.status().ToString();
 }
 
+// A part whose size overflows (4 bytes times 2^62 elements wrapped round to 0) was cut as an
+// empty part, silently.
+TEST(BatchAssembly, ABatchOutputPartTooLargeToSizeIsAnError) {
+  const BatchAssembly assembly = BatchAssembly::FromConfig(Config(R"(
+    name: "m" backend: "pytorch" max_batch_size: 8
+    input [ { name: "x" data_type: TYPE_FP32 dims: [ -1 ] allow_ragged_batch: true } ]
+    output [ { name: "doubled" data_type: TYPE_FP32 dims: [ -1 ] } ]
+    batch_output [ { kind: BATCH_SCATTER_WITH_INPUT_SHAPE target_name: "doubled"
+                     source_input: "x" } ]
+  )"));
+  Requests requests{{{Floats("x", {1, int64_t{1} << 62}, {1})}}};
+  std::vector<Tensor> outputs{Floats("doubled", {1}, {2})};
+  auto refused = assembly.Scatter(outputs, requests.Pointers(), {1});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInternal);
+  EXPECT_EQ(refused.status().message(),
+            "output 'doubled': the part for request 1 of 1, shape [1,4611686018427387904], is too "
+            "large");
+}
+
 TEST(BatchAssembly, SplitsOutputsByTheRequestsItems) {
   const Tensor output = Floats("y", {3, 2}, {1, 2, 3, 4, 5, 6});
   auto parts = SplitOutput(output, {1, 2}, 3);

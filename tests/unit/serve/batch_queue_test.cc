@@ -143,11 +143,48 @@ TEST_F(BatchQueueTest, WouldRunNowLooksPastCancelledRequests) {
   auto decision = queue_->Next(At(2));
   EXPECT_EQ(Ids(decision), (std::vector<std::string>{"0", "2"}));
   EXPECT_EQ(decision.rejected.size(), 1u);
-  // Nothing but cancelled requests: nothing to run (and no oldest request to time a delay
-  // from; UBSan caught the overflow before).
+  // Nothing but cancelled requests: work for an instance (dropping them), and then nothing to
+  // run or wait for (no oldest request to time a delay from; UBSan caught the overflow before).
   PushCancelled(3);
   PushCancelled(4);
+  EXPECT_TRUE(queue_->WouldRunNow(At(5)));
+  auto dropped = queue_->Next(At(5));
+  EXPECT_TRUE(dropped.batch.empty());
+  EXPECT_EQ(dropped.rejected.size(), 2u);
+  EXPECT_FALSE(dropped.wake_at.has_value());
   EXPECT_FALSE(queue_->WouldRunNow(At(5)));
+}
+
+TEST_F(BatchQueueTest, CancelledRequestsAreDroppedOnlyAsFarAsABatchReaches) {
+  Configure("", /*max_batch_size=*/2);
+  ASSERT_TRUE(Add(0, 1, 0).ok());
+  ASSERT_TRUE(Add(1, 1, 0).ok());
+  PushCancelled(2);
+  ASSERT_TRUE(Add(3, 1, 0).ok());
+  PushCancelled(4);
+  // The first batch is full after two: nothing behind it is looked at.
+  BatchQueue::Decision first = queue_->Next(At(0));
+  EXPECT_EQ(Ids(first), (std::vector<std::string>{"0", "1"}));
+  EXPECT_TRUE(first.rejected.empty());
+  EXPECT_EQ(queue_->size(), 3u);
+  EXPECT_TRUE(queue_->WouldRunNow(At(0)));
+  // The next walk drops the cancelled ones it passes on its way to filling a batch.
+  BatchQueue::Decision second = queue_->Next(At(0));
+  EXPECT_EQ(Ids(second), (std::vector<std::string>{"3"}));
+  std::vector<std::string> rejected;
+  for (const auto& each : second.rejected) rejected.push_back(each.pending->request->id);
+  EXPECT_EQ(rejected, (std::vector<std::string>{"2", "4"}));
+  EXPECT_TRUE(queue_->empty());
+}
+
+TEST_F(BatchQueueTest, AFullQueueOfCancelledRequestsIsDroppedByOneWalk) {
+  Configure("max_queue_delay_microseconds: 100", /*max_batch_size=*/4);
+  for (int id = 0; id < 100; ++id) PushCancelled(id);
+  ASSERT_TRUE(Add(100, 1, 0).ok());
+  BatchQueue::Decision decision = queue_->Next(At(100));
+  EXPECT_EQ(Ids(decision), (std::vector<std::string>{"100"}));
+  EXPECT_EQ(decision.rejected.size(), 100u);
+  EXPECT_TRUE(queue_->empty());
 }
 
 TEST_F(BatchQueueTest, CapsAtMaxBatchSizeAndNeverSplitsARequest) {
@@ -376,7 +413,29 @@ TEST(BatchPolicy, ModelsWithoutDynamicBatchingRunOneAtATimeWithABoundedQueue) {
   auto policy = BatchPolicy::FromConfig(parsed->config);
   ASSERT_TRUE(policy.ok());
   EXPECT_EQ(policy->max_batch_size, 0);
-  EXPECT_EQ(policy->queue_policies[0].max_queue_size, kUnbatchedQueueLimit);
+  EXPECT_EQ(policy->queue_policies[0].max_queue_size, BatchPolicy::kDefaultMaxQueueSize);
+}
+
+TEST(BatchPolicy, EveryLevelIsBoundedByDefaultAndAConfiguredSizeWins) {
+  auto parsed = model::ParseConfigText(
+      "name: \"m\" backend: \"pytorch\" max_batch_size: 8 "
+      "dynamic_batching { priority_levels: 2 default_priority_level: 1 "
+      "priority_queue_policy { key: 2 value: { max_queue_size: 7 } } } "
+      "input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 1 ] } ] "
+      "output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 1 ] } ]",
+      "c");
+  ASSERT_TRUE(parsed.ok());
+  auto bounded = BatchPolicy::FromConfig(parsed->config);
+  ASSERT_TRUE(bounded.ok());
+  EXPECT_EQ(bounded->queue_policies[0].max_queue_size, BatchPolicy::kDefaultMaxQueueSize);
+  EXPECT_EQ(bounded->queue_policies[1].max_queue_size, 7u);
+  auto chosen = BatchPolicy::FromConfig(parsed->config, /*default_max_queue_size=*/50);
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_EQ(chosen->queue_policies[0].max_queue_size, 50u);
+  auto unbounded = BatchPolicy::FromConfig(parsed->config, /*default_max_queue_size=*/0);
+  ASSERT_TRUE(unbounded.ok());
+  EXPECT_EQ(unbounded->queue_policies[0].max_queue_size, 0u);
+  EXPECT_EQ(unbounded->queue_policies[1].max_queue_size, 7u);
 }
 
 TEST(BatchPolicy, RefusesDelaysAndTimeoutsPastAnyClock) {

@@ -66,7 +66,12 @@ TEST_F(ModelVersionTest, ValidationNamesTheProblem) {
        [] {
          return Request({Int32Tensor("INPUT0", {1, 1}, {1})});
        },
-       "missing required input(s) INPUT1"},
+       // Triton's words (InferenceRequest::ValidateRequestInputs), which clients match on.
+       "expected 2 inputs but got 1 inputs for model 'add'. Got input(s) ['INPUT0'], but missing "
+       "required input(s) ['INPUT1']. Please provide all required input(s)."},
+      {"no input at all", [] { return Request({}); },
+       "expected 2 inputs but got 0 inputs for model 'add'. Got input(s) [], but missing "
+       "required input(s) ['INPUT0','INPUT1']. Please provide all required input(s)."},
       {"unknown input",
        [] {
          return Request({Int32Tensor("INPUT0", {1, 1}, {1}), Int32Tensor("INPUT1", {1, 1}, {1}),
@@ -85,7 +90,18 @@ TEST_F(ModelVersionTest, ValidationNamesTheProblem) {
          return Request({Int32Tensor("INPUT0", {5, 1}, {1, 1, 1, 1, 1}),
                          Int32Tensor("INPUT1", {5, 1}, {1, 1, 1, 1, 1})});
        },
-       "batch-size must be <= 4"},
+       "inference request batch-size must be <= 4 for 'add'"},
+      // Triton sizes a batch of 0 without its batch dimension, so it fails on the byte size.
+      {"batch of 0",
+       [] {
+         return Request({Int32Tensor("INPUT0", {0, 2}, {}), Int32Tensor("INPUT1", {0, 2}, {})});
+       },
+       "input byte size mismatch for input 'INPUT0' for model 'add'. Expected 8, got 0"},
+      {"no batch dimension",
+       [] {
+         return Request({Int32Tensor("INPUT0", {}, {1}), Int32Tensor("INPUT1", {1, 1}, {1})});
+       },
+       "input 'INPUT0' has no shape but model requires batch dimension for 'add'"},
       {"rank mismatch",
        [] {
          return Request(
@@ -99,13 +115,13 @@ TEST_F(ModelVersionTest, ValidationNamesTheProblem) {
          r->inputs[0].data.pop_back();
          return r;
        },
-       "has 7 bytes but shape [1,2] of INT32 needs 8"},
+       "input byte size mismatch for input 'INPUT0' for model 'add'. Expected 8, got 7"},
       {"unequal batch",
        [] {
          return Request(
              {Int32Tensor("INPUT0", {1, 1}, {1}), Int32Tensor("INPUT1", {2, 1}, {1, 2})});
        },
-       "has batch size 2 but other inputs of the request have 1"},
+       "input 'INPUT1' batch size does not match other inputs for 'add'"},
       {"unknown output",
        [] {
          auto r = Request({Int32Tensor("INPUT0", {1, 1}, {1}), Int32Tensor("INPUT1", {1, 1}, {1})});

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core/cpu_affinity.h"
+#include "testing/fake_clock.h"
 
 namespace rampart::serve {
 namespace {
@@ -187,7 +188,8 @@ class SchedulerTest : public ::testing::Test {
 
   Recorder recorder_;
   Statistics stats_;
-  InstanceClock instance_clock_;  // for Start's `clock`; outlives the scheduler
+  InstanceClock instance_clock_;   // for Start's `clock`; outlives the scheduler
+  testing::FakeClock fake_clock_;  // likewise: moves only when a test says
   std::unique_ptr<Scheduler> scheduler_;
 };
 
@@ -403,8 +405,9 @@ TEST_F(SchedulerTest, BatcherWithoutDelayRunsALoneRequestDirectly) {
 // returns once it is running: the instance is busy meanwhile.
 class DirectExecutionTest : public SchedulerTest {
  protected:
+  // On clock_, which moves only when a test says: executions take no time unless it does.
   void StartBlockedDirectExecution(std::chrono::nanoseconds direct_limit) {
-    Start(Policy(0), 1, direct_limit);
+    Start(Policy(0), 1, direct_limit, {}, fake_clock_);
     ASSERT_GE(SendUntilDirect(1000), 2);
     caller_ = std::thread([&] { blocked_ = Send(-1); });
     ASSERT_TRUE(recorder_.WaitFor([&] { return recorder_.active == 1; }));
@@ -470,9 +473,9 @@ TEST_F(DirectExecutionTest, RequestsQueuedBehindASlowExecutionGoToTheInstanceThr
   StartBlockedDirectExecution(std::chrono::milliseconds(1));
   auto queued = Send(7);
   EXPECT_EQ(scheduler_->QueueSize(), 1u);
-  // Not synchronisation: the blocked execution must take long enough (20 ms, over eight times
-  // the limit) to lift the smoothed execution time above the direct-execution limit.
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The blocked execution takes 20 ms by the scheduler's clock, enough (over eight times the
+  // limit) to lift the smoothed execution time above the direct-execution limit.
+  fake_clock_.Advance(std::chrono::milliseconds(20));
   recorder_.Release();
   caller_.join();
   ASSERT_TRUE(blocked_.get().ok());
@@ -481,6 +484,127 @@ TEST_F(DirectExecutionTest, RequestsQueuedBehindASlowExecutionGoToTheInstanceThr
   EXPECT_EQ(recorder_.executed_values.back(), 7.0f);
   EXPECT_NE(recorder_.threads.back(), caller_id_);
   EXPECT_NE(recorder_.threads.back(), std::this_thread::get_id());
+}
+
+// The model whose settings the calling thread carries (what PrepareThread applies), as a runtime
+// keeps a thread count per thread.
+thread_local std::string thread_settings_of;
+
+// Records, for each execution, the settings its thread carried: they must be its own model's.
+class SettingsInstance final : public backend::ModelInstance {
+ public:
+  SettingsInstance(std::string model, std::vector<std::string>& seen, std::mutex& mutex)
+      : model_(std::move(model)), seen_(seen), mutex_(mutex) {}
+  void PrepareThread() override { thread_settings_of = model_; }
+  Result<backend::ExecutionResult> Execute(std::vector<tensor::Tensor>& inputs) override {
+    {
+      std::lock_guard lock(mutex_);
+      seen_.push_back(model_ + " ran with " + thread_settings_of + "'s settings");
+    }
+    backend::ExecutionResult result;
+    result.outputs.push_back(std::move(inputs.at(0)));
+    return result;
+  }
+
+ private:
+  std::string model_;
+  std::vector<std::string>& seen_;
+  std::mutex& mutex_;
+};
+
+TEST(SchedulerThreadSettings, AStepRunOnAnotherModelsThreadLeavesThatThreadsSettingsAlone) {
+  // Model a's answer starts model b's request on a's instance thread (an ensemble's next step
+  // runs directly there once b is measured as fast); a's next batch must still run with a's
+  // settings.
+  std::mutex mutex;
+  std::vector<std::string> seen;
+  Statistics a_stats;
+  Statistics b_stats;
+  const auto make = [&](const std::string& name, Statistics& stats,
+                        std::chrono::nanoseconds direct_limit) {
+    std::vector<std::unique_ptr<backend::ModelInstance>> instances;
+    instances.push_back(std::make_unique<SettingsInstance>(name, seen, mutex));
+    return std::make_unique<Scheduler>(name, 1, Policy(0), std::move(instances), stats,
+                                       Clock::Real(), direct_limit);
+  };
+  // a always runs on its own instance thread; b runs directly on its caller's once measured.
+  std::unique_ptr<Scheduler> a = make("a", a_stats, std::chrono::nanoseconds::zero());
+  std::unique_ptr<Scheduler> b = make("b", b_stats, std::chrono::seconds(1));
+  const auto send = [](Scheduler& scheduler, InferCallback done) {
+    auto request = std::make_unique<InferRequest>();
+    request->arrival = Clock::Real().Now();
+    request->inputs.push_back({"x", tensor::DataType::kFp32, {1, 1}, std::string(4, '\0')});
+    scheduler.Enqueue(std::move(request), 1, std::move(done));
+  };
+  const auto sent = [&](Scheduler& scheduler) {
+    auto answered = std::make_shared<std::promise<void>>();
+    auto future = answered->get_future();
+    send(scheduler, [answered](Result<std::unique_ptr<InferResponse>>) { answered->set_value(); });
+    return future;
+  };
+  // b is measured by its first execution, on its own thread. Then a's answers start requests
+  // for b from a's thread, where b runs directly once its instance is idle again (it is freed
+  // just after its answer, so the first tries may still find it busy).
+  sent(*b).wait();
+  for (int attempt = 0; attempt < 1000 && b->DirectExecutions() == 0; ++attempt) {
+    auto step_done = std::make_shared<std::promise<void>>();
+    auto step = step_done->get_future();
+    send(*a, [&, step_done](Result<std::unique_ptr<InferResponse>>) {
+      send(*b, [step_done](Result<std::unique_ptr<InferResponse>>) { step_done->set_value(); });
+    });
+    ASSERT_EQ(step.wait_for(seconds(10)), std::future_status::ready);
+  }
+  // (The count moves just after the step's answer: one more attempt may have gone direct too.)
+  ASSERT_GE(b->DirectExecutions(), 1u);
+  sent(*a).wait();
+  std::lock_guard lock(mutex);
+  ASSERT_GE(seen.size(), 4u);
+  EXPECT_EQ(seen.back(), "a ran with a's settings");
+  for (const std::string& each : seen) {
+    EXPECT_TRUE(each == "a ran with a's settings" || each == "b ran with b's settings") << each;
+  }
+}
+
+// Throws from Execute while `throws` is set: what a runtime that lets an exception out does.
+class ThrowingInstance final : public backend::ModelInstance {
+ public:
+  explicit ThrowingInstance(std::atomic<bool>& throws) : throws_(throws) {}
+  Result<backend::ExecutionResult> Execute(std::vector<tensor::Tensor>& inputs) override {
+    if (throws_.load()) throw std::bad_alloc();
+    backend::ExecutionResult result;
+    result.outputs.push_back(std::move(inputs.at(0)));
+    return result;
+  }
+
+ private:
+  std::atomic<bool>& throws_;
+};
+
+TEST(SchedulerExceptions, AnExceptionFailsItsBatchAndTheInstanceServesOn) {
+  std::atomic<bool> throws{true};
+  Statistics stats;
+  std::vector<std::unique_ptr<backend::ModelInstance>> instances;
+  instances.push_back(std::make_unique<ThrowingInstance>(throws));
+  Scheduler scheduler("m", 1, Policy(4), std::move(instances), stats);
+  const auto send = [&] {
+    auto answered = std::make_shared<std::promise<Result<std::unique_ptr<InferResponse>>>>();
+    auto future = answered->get_future();
+    auto request = std::make_unique<InferRequest>();
+    request->arrival = Clock::Real().Now();
+    request->inputs.push_back({"x", tensor::DataType::kFp32, {1, 1}, std::string(4, '\0')});
+    scheduler.Enqueue(std::move(request), 1,
+                      [answered](Result<std::unique_ptr<InferResponse>> result) {
+                        answered->set_value(std::move(result));
+                      });
+    return future;
+  };
+  Result<std::unique_ptr<InferResponse>> failed = send().get();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(failed.status().message(), "out of memory while running a batch");
+  throws = false;
+  EXPECT_TRUE(send().get().ok());
+  EXPECT_EQ(stats.Snapshot().fail.count, 1u);
 }
 
 }  // namespace

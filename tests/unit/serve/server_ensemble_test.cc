@@ -193,6 +193,78 @@ TEST(InferenceServer, UnloadingAModelTakesTheEnsemblesThatCallIt) {
   server.Shutdown(std::chrono::milliseconds(0));
 }
 
+// As Triton loads an ensemble's composing models: loading `two` (calling `one`, calling `add`)
+// loads both; with unload_dependents, unloading it unloads those its load brought in, not a
+// model loaded on request, nor one another loaded ensemble still calls.
+TEST(InferenceServer, AnEnsembleLoadBringsItsStepModelsAndTakesThemAlongOnRequest) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/true), backends);
+  WriteModel(repository.path(), "one", ChainConfig("one", 1));
+  WriteModel(repository.path(), "two", ChainConfig("two", 1, "one", /*step_is_chain=*/true));
+  WriteModel(repository.path(), "three", ChainConfig("three", 2));
+  const auto loaded = [&server](const char* name) {
+    return server.GetModel(name, kLatestVersion).ok();
+  };
+  ASSERT_TRUE(server.LoadModel("two").ok());
+  EXPECT_TRUE(loaded("one"));
+  EXPECT_TRUE(loaded("add"));
+  // Without the flag the step models stay.
+  ASSERT_TRUE(server.UnloadModel("two").ok());
+  EXPECT_FALSE(loaded("two"));
+  EXPECT_TRUE(loaded("one"));
+  EXPECT_TRUE(loaded("add"));
+  // With it they go, as none was loaded on request and nothing else calls them.
+  ASSERT_TRUE(server.LoadModel("two").ok());
+  ASSERT_TRUE(server.UnloadModel("two", /*unload_dependents=*/true).ok());
+  EXPECT_FALSE(loaded("one"));
+  EXPECT_FALSE(loaded("add"));
+  EXPECT_TRUE(server.IsReady());  // unloaded models do not count
+
+  // `three` also calls `add`: it stays while `three` is loaded; `one` goes.
+  ASSERT_TRUE(server.LoadModel("two").ok());
+  ASSERT_TRUE(server.LoadModel("three").ok());
+  ASSERT_TRUE(server.UnloadModel("two", /*unload_dependents=*/true).ok());
+  EXPECT_FALSE(loaded("one"));
+  EXPECT_TRUE(loaded("add"));
+  ASSERT_TRUE(server.UnloadModel("three", /*unload_dependents=*/true).ok());
+  EXPECT_FALSE(loaded("add"));
+
+  // A step model loaded on request stays (an explicit load of one brought in counts too).
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  ASSERT_TRUE(server.LoadModel("two").ok());
+  ASSERT_TRUE(server.LoadModel("one").ok());
+  ASSERT_TRUE(server.UnloadModel("two", /*unload_dependents=*/true).ok());
+  EXPECT_TRUE(loaded("one"));
+  EXPECT_TRUE(loaded("add"));
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+// A step model that fails fails the ensemble with its reason; the index shows both.
+TEST(InferenceServer, AnEnsembleWhoseStepModelFailsToLoadFailsWithItsReason) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/false), backends);
+  WriteModel(repository.path(), "pipe", ChainConfig("pipe", 1, "broken"));
+  const Status failed = server.LoadModel("pipe");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(failed.message().find("ensemble 'pipe': step model 'broken' failed to load: "),
+            std::string::npos)
+      << failed.message();
+  for (const ModelIndexEntry& entry : server.RepositoryIndex()) {
+    if (entry.name == "pipe" || entry.name == "broken") {
+      EXPECT_EQ(entry.state, "UNAVAILABLE") << entry.name;
+    }
+  }
+  // An ensemble that calls itself through another is refused, not loaded without end.
+  WriteModel(repository.path(), "one", ChainConfig("one", 1, "two", /*step_is_chain=*/true));
+  WriteModel(repository.path(), "two", ChainConfig("two", 1, "one", /*step_is_chain=*/true));
+  EXPECT_FALSE(server.LoadModel("one").ok());
+  EXPECT_FALSE(server.GetModel("one", kLatestVersion).ok());
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
 // Triton's ensemble gives each step's request the ensemble request's timeout too: a step that
 // waits behind a busy instance past it is rejected, and so is the ensemble request.
 TEST(InferenceServer, AnEnsembleStepCarriesTheRequestsTimeout) {

@@ -79,6 +79,99 @@ TEST(InferenceServer, TheIndexListsModelsNoLoadHasTriedByNameOnly) {
   EXPECT_EQ(server.UnloadModel("add").message(), "the server is shutting down");
 }
 
+// Triton answers an unload of a model that is not loaded (never loaded, unloaded already, or
+// not in the repository at all) with success, and does nothing.
+TEST(InferenceServer, UnloadingAModelThatIsNotLoadedSucceedsAndChangesNothing) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/true), backends);
+  EXPECT_TRUE(server.UnloadModel("add").ok());
+  EXPECT_TRUE(server.UnloadModel("no_such_model").ok());
+  std::vector<ModelIndexEntry> index = server.RepositoryIndex();
+  ASSERT_EQ(index.size(), 2u);
+  EXPECT_EQ(index[0].state, "");  // still listed by name only: no load has tried it
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  ASSERT_TRUE(server.UnloadModel("add").ok());
+  EXPECT_TRUE(server.UnloadModel("add", /*unload_dependents=*/true).ok());
+  index = server.RepositoryIndex();
+  EXPECT_EQ(index[0].reason, "unloaded");
+  EXPECT_TRUE(server.IsReady());
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+// Triton reloads beside the serving versions and, when the reload fails, keeps them as they
+// were, in the index too: no row of its own for the failure. A new version that failed shows as
+// that version, UNAVAILABLE with its reason (and strict readiness counts it), as in Triton.
+TEST(InferenceServer, AFailedReloadLeavesTheIndexAsItWas) {
+  RepositoryDir repository;
+  backend::BackendRegistry backends = AddBackends();
+  InferenceServer server(ExplicitMode(repository.path(), /*strict=*/true), backends);
+  ASSERT_TRUE(server.LoadModel("add").ok());
+  const auto add_rows = [&server] {
+    std::vector<ModelIndexEntry> rows;
+    for (ModelIndexEntry& entry : server.RepositoryIndex()) {
+      if (entry.name == "add") rows.push_back(std::move(entry));
+    }
+    return rows;
+  };
+  WriteModel(repository.path(), "add", "name: \"add\" max_batch_size: eight");
+  EXPECT_FALSE(server.LoadModel("add").ok());
+  std::vector<ModelIndexEntry> rows = add_rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].version, "1");
+  EXPECT_EQ(rows[0].state, "READY");
+  EXPECT_EQ(rows[0].reason, "");
+  EXPECT_TRUE(server.IsReady());
+
+  // Version 2 needs a warm-up file only version 1 has.
+  WriteModel(repository.path(), "add",
+             std::string(kAddConfig) +
+                 "version_policy { all {} } model_warmup [ { name: \"w\" batch_size: 1 inputs "
+                 "[ { key: \"INPUT0\" value { data_type: TYPE_INT32 dims: [ 1 ] "
+                 "input_data_file: \"one\" } }, { key: \"INPUT1\" value { data_type: "
+                 "TYPE_INT32 dims: [ 1 ] zero_data: true } } ] } ]");
+  std::filesystem::create_directories(repository.path() / "add" / "1" / "warmup");
+  std::ofstream(repository.path() / "add" / "1" / "warmup" / "one") << std::string(4, '\0');
+  std::filesystem::create_directories(repository.path() / "add" / "2");
+  EXPECT_FALSE(server.LoadModel("add").ok());
+  rows = add_rows();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].version, "1");
+  EXPECT_EQ(rows[0].state, "READY");
+  EXPECT_EQ(rows[1].version, "2");
+  EXPECT_EQ(rows[1].state, "UNAVAILABLE");
+  EXPECT_NE(rows[1].reason.find("model_warmup 'w'"), std::string::npos) << rows[1].reason;
+  EXPECT_FALSE(server.IsReady());
+  EXPECT_TRUE(server.GetModel("add", 1).ok());  // still serving
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+// Every instance of every model shares the cores: a model loaded first is budgeted for those the
+// start-up loads after it too, and one loaded later for those already serving.
+TEST(InferenceServer, TheCoresAreSharedAmongEveryModelsInstances) {
+  RepositoryDir repository;
+  std::filesystem::remove_all(repository.path() / "broken");
+  std::string pair = kAddConfig;
+  pair.replace(pair.find("name: \"add\""), 11, "name: \"pair\"");
+  pair += "instance_group [ { count: 2 kind: KIND_CPU } ]\n";
+  WriteModel(repository.path(), "pair", pair);
+  std::string late = kAddConfig;
+  late.replace(late.find("name: \"add\""), 11, "name: \"late\"");
+  WriteModel(repository.path(), "late", late);
+  const backend::BackendRegistry backends = AddBackends();
+  ServerOptions options = ExplicitMode(repository.path(), /*strict=*/false);
+  options.startup_models = {"add", "pair"};
+  options.instance_cpus.assign(12, 0);  // twelve cores' worth of budget (all on CPU 0)
+  InstanceThreadBudgets().clear();
+  InferenceServer server(options, backends);
+  ASSERT_TRUE(server.LoadStartupModels().ok());
+  // 12 cores for add's one instance and pair's two, from the first load on.
+  EXPECT_EQ(InstanceThreadBudgets()["add"], (std::vector<int>{4}));
+  EXPECT_EQ(InstanceThreadBudgets()["pair"], (std::vector<int>{4, 4}));
+  ASSERT_TRUE(server.LoadModel("late").ok());
+  EXPECT_EQ(InstanceThreadBudgets()["late"], (std::vector<int>{3}));  // 12 for four now
+}
+
 TEST(InferenceServer, WithoutStrictReadinessAFailedModelLeavesTheServerReady) {
   RepositoryDir repository;
   backend::BackendRegistry backends = AddBackends();
@@ -108,6 +201,47 @@ TEST(InferenceServer, PollForgetsAModelThatLeftWithoutEverLoading) {
   server.Poll();
   EXPECT_TRUE(server.IsReady());
   for (const ModelIndexEntry& entry : server.RepositoryIndex()) EXPECT_NE(entry.name, "broken");
+  server.Shutdown(std::chrono::milliseconds(0));
+}
+
+// A backend whose instances never load; counts the attempts.
+class FailingBackend final : public backend::Backend {
+ public:
+  explicit FailingBackend(std::atomic<int>& attempts) : attempts_(attempts) {}
+  std::string_view name() const override { return "failing"; }
+  Result<std::unique_ptr<backend::ModelInstance>> CreateInstance(
+      const backend::InstanceSpec&) override {
+    ++attempts_;
+    return Internal("this backend never loads");
+  }
+
+ private:
+  std::atomic<int>& attempts_;
+};
+
+// A model that failed at start-up and whose files did not change is not "changed; reloading" on
+// the first poll (its start-up fingerprint used to be left out), only once its files change.
+TEST(InferenceServer, PollDoesNotRetryAFailedModelWhoseFilesDidNotChange) {
+  RepositoryDir repository;
+  std::filesystem::remove_all(repository.path() / "broken");
+  std::string config = kAddConfig;
+  config.replace(config.find("add"), 3, "fails");
+  config.replace(config.find("fake"), 4, "failing");
+  WriteModel(repository.path(), "fails", config);
+  std::atomic<int> attempts = 0;
+  backend::BackendRegistry backends = AddBackends();
+  backends.Register(std::make_unique<FailingBackend>(attempts));
+  InferenceServer server(PollMode(repository.path()), backends);
+  ASSERT_TRUE(server.LoadStartupModels().ok());
+  EXPECT_EQ(attempts, 1);
+  server.Poll();
+  server.Poll();
+  EXPECT_EQ(attempts, 1);
+  EXPECT_TRUE(server.GetModel("add", kLatestVersion).ok());
+  WriteModel(repository.path(), "fails", config + "\n# changed\n");
+  server.Poll();  // seen once
+  server.Poll();  // settled: retried
+  EXPECT_EQ(attempts, 2);
   server.Shutdown(std::chrono::milliseconds(0));
 }
 

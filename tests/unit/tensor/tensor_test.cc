@@ -35,9 +35,9 @@ TEST(ElementCount, RejectsNegativeDimsAndOverflow) {
 
 TEST(BytesElements, RoundTripThroughLengthPrefixes) {
   std::string buffer;
-  AppendBytesElement("hello", buffer);
-  AppendBytesElement("", buffer);
-  AppendBytesElement(std::string_view("w\0rld", 5), buffer);
+  ASSERT_TRUE(AppendBytesElement("hello", buffer).ok());
+  ASSERT_TRUE(AppendBytesElement("", buffer).ok());
+  ASSERT_TRUE(AppendBytesElement(std::string_view("w\0rld", 5), buffer).ok());
   EXPECT_EQ(buffer.size(), 4u + 5 + 4 + 0 + 4 + 5);
   EXPECT_EQ(buffer.substr(0, 4), std::string("\x05\x00\x00\x00", 4));
   auto elements = SplitBytesElements(buffer);
@@ -48,9 +48,24 @@ TEST(BytesElements, RoundTripThroughLengthPrefixes) {
   EXPECT_EQ((*elements)[2], std::string_view("w\0rld", 5));
 }
 
+// The length prefix is 32 bits: a longer element is refused, never written with its length cut
+// to the low 32 bits (which would misframe every element after it).
+TEST(BytesElements, AnElementPastFourGibibytesIsRefused) {
+  const char byte = 'x';
+  // Only the size is looked at: the view is never read.
+  const std::string_view huge(&byte, kMaxBytesElement + 1);
+  std::string buffer = "kept";
+  const Status refused = AppendBytesElement(huge, buffer);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(),
+            "a BYTES element of 4294967296 bytes is too long: its 4-byte length prefix says at "
+            "most 4294967295");
+  EXPECT_EQ(buffer, "kept");
+}
+
 TEST(BytesElements, TruncatedBufferIsAnError) {
   std::string buffer;
-  AppendBytesElement("hello", buffer);
+  ASSERT_TRUE(AppendBytesElement("hello", buffer).ok());
   EXPECT_FALSE(SplitBytesElements(std::string_view(buffer).substr(0, 7)).ok());
   EXPECT_FALSE(SplitBytesElements(std::string_view(buffer).substr(0, 2)).ok());
 }
@@ -61,8 +76,8 @@ TEST(ValidateByteSize, ChecksFixedAndVariableSizes) {
   EXPECT_EQ(wrong.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(wrong.message(), "input 'x' has 15 bytes but shape [2,2] of INT32 needs 16");
   std::string strings;
-  AppendBytesElement("a", strings);
-  AppendBytesElement("bc", strings);
+  ASSERT_TRUE(AppendBytesElement("a", strings).ok());
+  ASSERT_TRUE(AppendBytesElement("bc", strings).ok());
   EXPECT_TRUE(ValidateByteSize("s", DataType::kBytes, {2}, strings).ok());
   EXPECT_FALSE(ValidateByteSize("s", DataType::kBytes, {3}, strings).ok());
 }
@@ -83,8 +98,8 @@ TEST(ValidateByteSize, AShapeWhoseByteSizeOverflowsIsNeverMet) {
 
 TEST(ValidateByteSize, FormatsTheNameOnlyForTheError) {
   std::string strings;
-  AppendBytesElement("a", strings);
-  AppendBytesElement("bc", strings);
+  ASSERT_TRUE(AppendBytesElement("a", strings).ok());
+  ASSERT_TRUE(AppendBytesElement("bc", strings).ok());
   const std::string truncated = strings.substr(0, strings.size() - 1);
   // The predicate agrees with the full check on every case.
   struct Case {

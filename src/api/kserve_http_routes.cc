@@ -1,0 +1,228 @@
+// KServeHttp's routes: every path and method it answers, in one table, and the matching that
+// picks a route for a request.
+
+#include <charconv>
+
+#include "api/http_status.h"
+#include "api/kserve_http.h"
+
+namespace rampart::api {
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decodes one path segment. nullopt on a malformed escape.
+std::optional<std::string> DecodeSegment(std::string_view segment) {
+  std::string out;
+  out.reserve(segment.size());
+  for (size_t i = 0; i < segment.size(); ++i) {
+    if (segment[i] != '%') {
+      out.push_back(segment[i]);
+      continue;
+    }
+    if (i + 2 >= segment.size()) return std::nullopt;
+    const int high = HexValue(segment[i + 1]);
+    const int low = HexValue(segment[i + 2]);
+    if (high < 0 || low < 0) return std::nullopt;
+    out.push_back(static_cast<char>(high * 16 + low));
+    i += 2;
+  }
+  return out;
+}
+
+// The non-empty segments of a path ("/v2//models/" has two).
+std::vector<std::string_view> SplitPath(std::string_view path) {
+  std::vector<std::string_view> segments;
+  segments.reserve(8);  // the longest route has 6: one allocation, not one per doubling
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t end = path.find('/', start);
+    const std::string_view segment =
+        path.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (!segment.empty()) segments.push_back(segment);
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return segments;
+}
+
+Result<int64_t> ParseVersion(std::string_view text) {
+  int64_t version = 0;
+  auto [ptr, error] = std::from_chars(text.data(), text.data() + text.size(), version);
+  if (error != std::errc() || ptr != text.data() + text.size() || version < 0) {
+    // Triton's routes only match digits here, so anything else is an unknown path: 404.
+    return NotFound("'{}' is not a valid model version", text);
+  }
+  return version;
+}
+
+constexpr std::string_view kModel = "{model}";
+constexpr std::string_view kVersion = "{version}";
+
+}  // namespace
+
+const std::vector<KServeHttp::Route>& KServeHttp::Routes() {
+  static const std::vector<Route> routes = [] {
+    std::vector<Route> table;
+    const auto add = [&table](std::string_view method, std::string_view pattern,
+                              RouteHandler handler) {
+      const std::vector<std::string_view> segments = SplitPath(pattern);
+      table.push_back({method, {segments.begin(), segments.end()}, handler});
+    };
+    using Request = net::HttpRequest;
+    using Responder = net::Responder;
+
+    add("GET", "/v2", [](KServeHttp& self, RouteArgs&, Request&&, Responder&& responder) {
+      responder.Send(self.ServerMetadata());
+    });
+    add("GET", "/v2/health/live", [](KServeHttp& self, RouteArgs&, Request&&, Responder&& r) {
+      r.Send(EmptyResponse(self.server_.IsLive() ? 200 : 400));
+    });
+    add("GET", "/v2/health/ready", [](KServeHttp& self, RouteArgs&, Request&&, Responder&& r) {
+      r.Send(EmptyResponse(self.server_.IsReady() ? 200 : 400));
+    });
+    // Reads the repository's directory: on the repository thread.
+    add("POST", "/v2/repository/index",
+        [](KServeHttp& self, RouteArgs&, Request&& request, Responder&& responder) {
+          self.OffIoThread(
+              self.repository_reads_, std::move(responder),
+              [&self, body = std::move(request.body)] { return self.RepositoryIndex(body); });
+        });
+    // Loading reads files and builds models: on the control thread, one at a time.
+    add("POST", "/v2/repository/models/{model}/load",
+        [](KServeHttp& self, RouteArgs& args, Request&& request, Responder&& responder) {
+          self.QueueRepositoryControl(true, std::move(args.model), std::move(request.body),
+                                      std::move(responder));
+        });
+    add("POST", "/v2/repository/models/{model}/unload",
+        [](KServeHttp& self, RouteArgs& args, Request&& request, Responder&& responder) {
+          self.QueueRepositoryControl(false, std::move(args.model), std::move(request.body),
+                                      std::move(responder));
+        });
+    // Triton's logging extension.
+    for (std::string_view method : {"GET", "POST"}) {
+      add(method, "/v2/logging",
+          [](KServeHttp& self, RouteArgs&, Request&& request, Responder&& responder) {
+            responder.Send(self.Logging(request));
+          });
+    }
+    add("GET", "/v2/models/stats", [](KServeHttp& self, RouteArgs&, Request&&, Responder&& r) {
+      r.Send(self.Statistics("", serve::kLatestVersion));
+    });
+    // A model's routes, for its latest version and for a version of its own.
+    for (std::string_view model : {"/v2/models/{model}", "/v2/models/{model}/versions/{version}"}) {
+      const std::string base(model);
+      add("GET", model, [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
+        r.Send(self.ModelMetadata(args.model, args.version));
+      });
+      add("GET", base + "/ready", [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
+        r.Send(self.ModelReady(args.model, args.version));
+      });
+      add("GET", base + "/config", [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
+        r.Send(self.ModelConfig(args.model, args.version));
+      });
+      add("GET", base + "/stats", [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
+        r.Send(self.Statistics(args.model, args.version));
+      });
+      add("POST", base + "/infer",
+          [](KServeHttp& self, RouteArgs& args, Request&& request, Responder&& responder) {
+            self.Infer(std::move(request), args.model, args.version, std::move(responder));
+          });
+      // Canary releases concern a model's unversioned traffic; a version in the path is ignored.
+      add("GET", base + "/canary", [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
+        r.Send(self.Canary(args.model));
+      });
+      add("POST", base + "/canary",
+          [](KServeHttp& self, RouteArgs& args, Request&& request, Responder&& responder) {
+            responder.Send(self.StartCanary(args.model, request.body));
+          });
+      add("DELETE", base + "/canary",
+          [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& responder) {
+            const Status stopped = self.server_.StopCanary(args.model);
+            responder.Send(stopped.ok() ? EmptyResponse(200) : KServeError(stopped));
+          });
+    }
+    return table;
+  }();
+  return routes;
+}
+
+void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
+  const std::vector<std::string_view> path = SplitPath(request.path());
+  bool path_known = false;
+  for (const Route& route : Routes()) {
+    if (route.pattern.size() != path.size()) continue;
+    bool matches = true;
+    for (size_t i = 0; i < path.size() && matches; ++i) {
+      const std::string_view part = route.pattern[i];
+      matches = part == kModel || part == kVersion || part == path[i];
+    }
+    if (!matches) continue;
+    path_known = true;
+    if (route.method != request.method) continue;
+    RouteArgs args;
+    for (size_t i = 0; i < path.size(); ++i) {
+      if (route.pattern[i] == kModel) {
+        std::optional<std::string> model = DecodeSegment(path[i]);
+        if (!model) {
+          responder.Send(
+              KServeError(InvalidArgument("malformed model name in {}", request.path())));
+          return;
+        }
+        args.model = std::move(*model);
+      } else if (route.pattern[i] == kVersion) {
+        Result<int64_t> version = ParseVersion(path[i]);
+        if (!version.ok()) {
+          responder.Send(KServeError(version.status()));
+          return;
+        }
+        args.version = *version;
+      }
+    }
+    route.handler(*this, args, std::move(request), std::move(responder));
+    return;
+  }
+  if (!path_known) {
+    responder.Send(KServeError(NotFound("no route for {}", request.path())));
+    return;
+  }
+  // Triton answers a known route with the wrong method 405 (not a Status code of ours).
+  net::HttpResponse response = KServeError(
+      InvalidArgument("method {} is not allowed on {}", request.method, request.path()));
+  response.status = 405;
+  responder.Send(std::move(response));
+}
+
+void KServeHttp::QueueRepositoryControl(bool load, std::string model, std::string body,
+                                        net::Responder responder) {
+  OffIoThread(control_, std::move(responder),
+              [this, load, model = std::move(model), body = std::move(body)] {
+                return RepositoryControl(load, model, body);
+              });
+}
+
+void KServeHttp::OffIoThread(SerialWorker& worker, net::Responder responder,
+                             UniqueFunction<net::HttpResponse()> work) {
+  // Shared with the task, so that a refused task leaves the responder here to answer with.
+  auto held = std::make_shared<net::Responder>(std::move(responder));
+  const Status queued =
+      worker.Post([held, work = std::move(work)]() mutable { held->Send(work()); });
+  if (queued.ok()) return;  // the task answers; `held` is not touched here again
+  net::HttpResponse refusal = KServeError(queued);
+  if (queued.code() == StatusCode::kResourceExhausted) {
+    // Too many repository requests wait already: the client should slow down.
+    refusal = KServeError(Unavailable("too many repository requests are waiting ({}); retry later",
+                                      queued.message()));
+    refusal.status = 429;
+    refusal.headers.emplace_back("Retry-After", "1");
+    if (options_.on_worker_queue_full) options_.on_worker_queue_full();
+  }
+  held->Send(std::move(refusal));
+}
+
+}  // namespace rampart::api
