@@ -246,8 +246,10 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* OnWorker(SerialWorker& worker, grpc::CallbackServerContext* context,
                                      std::string_view what, Work work) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    const Status queued = worker.Post([reactor, what, work = std::move(work)]() mutable {
-      reactor->Finish(ToGrpcStatus(CatchAsStatus(what, [&] { return work(); })));
+    const Status queued = CatchAsStatus("queuing a repository call", [&] {
+      return worker.Post([reactor, what, work = std::move(work)]() mutable {
+        reactor->Finish(ToGrpcStatus(CatchAsStatus(what, [&] { return work(); })));
+      });
     });
     if (queued.code() == StatusCode::kResourceExhausted) {
       reactor->Finish(ToGrpcStatus(ResourceExhausted(

@@ -99,7 +99,14 @@ class StreamCall final
       handle = true;
     });
     if (!handle) return;
-    Handle(slot);
+    // Handle answers the slot itself (now, or from the server's callback); should it throw
+    // before the request reached the server, the slot is answered here, so the stream ends.
+    if (!RunLoggingExceptions("a gRPC stream", [&] { Handle(slot); })) {
+      RunLoggingExceptions("a gRPC stream", [&] {
+        Respond(slot, Error(Internal("the request failed (see the server's log)"),
+                            request_.model_name(), request_.model_version(), request_.id()));
+      });
+    }
     Progress([&] { reading_ = false; });
   }
 
@@ -140,13 +147,17 @@ class StreamCall final
                                                       version = request_.model_version(),
                                                       id = request_.id()](InferResult result) {
       ModelStreamInferResponse response;
-      if (Status encoded = SafeEncode(result, *response.mutable_infer_response()); !encoded.ok()) {
-        response = Error(encoded, model, version, id);
-      }
-      // As Triton's stream writer marks each request's last response (for a model that is not
-      // decoupled, its only one); a request refused before it reached the server has none.
-      (*response.mutable_infer_response()->mutable_parameters())["triton_final_response"]
-          .set_bool_param(true);
+      // The slot is answered whatever building its answer throws: the stream counts on it.
+      RunLoggingExceptions("a gRPC stream's answer", [&] {
+        if (Status encoded = SafeEncode(result, *response.mutable_infer_response());
+            !encoded.ok()) {
+          response = Error(encoded, model, version, id);
+        }
+        // As Triton's stream writer marks each request's last response (for a model that is
+        // not decoupled, its only one); a request refused before it reached the server has none.
+        (*response.mutable_infer_response()->mutable_parameters())["triton_final_response"]
+            .set_bool_param(true);
+      });
       Respond(slot, std::move(response));
     });
   }
@@ -252,11 +263,14 @@ void StreamRegistry::StopAll() {
   for (StreamCall* stream : streams_) stream->Stop();
 }
 
-grpc::ServerUnaryReactor* StartInfer(CallShared& shared, grpc::CallbackServerContext* context,
-                                     const ModelInferRequest* request,
-                                     ModelInferResponse* response) {
+namespace {
+
+// StartInfer's work; an exception it throws leaves no call started.
+grpc::ServerUnaryReactor* StartInferCall(CallShared& shared, grpc::CallbackServerContext* context,
+                                         const ModelInferRequest* request,
+                                         ModelInferResponse* response) {
   const SteadyTime arrival = Clock::Real().Now();
-  auto* call = new InferCall(shared);
+  auto call = std::make_unique<InferCall>(shared);
   // The callback API hands the request out mutable through its allocator state, so raw tensor
   // bytes move into the InferRequest instead of being copied.
   auto* holder = static_cast<grpc::MessageHolder<ModelInferRequest, ModelInferResponse>*>(
@@ -269,15 +283,34 @@ grpc::ServerUnaryReactor* StartInfer(CallShared& shared, grpc::CallbackServerCon
   }
   Result<std::unique_ptr<serve::InferRequest>> decoded = SafeDecode(*mutable_request);
   if (!decoded.ok()) {
-    call->Finish(ToGrpcStatus(decoded.status()));
-    return call;
+    InferCall* refused = call.release();  // gRPC owns a call once it is finished (OnDone)
+    refused->Finish(ToGrpcStatus(decoded.status()));
+    return refused;
   }
   (*decoded)->arrival = arrival;
   (*decoded)->cancelled = call->cancelled();
-  shared.server.Infer(std::move(decoded).value(), [call, response](InferResult result) {
-    call->Finish(ToGrpcStatus(SafeEncode(result, *response)));
-  });
-  return call;
+  InferCall* started = call.get();
+  serve::InferCallback finish = [started, response](InferResult result) {
+    started->Finish(ToGrpcStatus(SafeEncode(result, *response)));
+  };
+  call.release();  // from here the server answers it, and gRPC deletes it after (OnDone)
+  shared.server.Infer(std::move(decoded).value(), std::move(finish));
+  return started;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* StartInfer(CallShared& shared, grpc::CallbackServerContext* context,
+                                     const ModelInferRequest* request,
+                                     ModelInferResponse* response) {
+  try {
+    return StartInferCall(shared, context, request, response);
+  } catch (...) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(
+        ToGrpcStatus(StatusFromException("starting an infer call", std::current_exception())));
+    return reactor;
+  }
 }
 
 grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* StartStream(

@@ -83,7 +83,9 @@ void WriteModelStats(json::Writer& writer, const serve::ModelVersion& model) {
 net::HttpResponse EncodeResponse(Result<std::unique_ptr<serve::InferResponse>>& result,
                                  const OutputEncoding& encoding) {
   if (!result.ok()) return KServeError(result.status());
-  Result<EncodedInfer> encoded = EncodeInferResponse(**result, encoding);
+  // A large JSON answer needs several times its outputs' bytes: out of memory answers 503.
+  Result<EncodedInfer> encoded =
+      CatchAsStatus("encoding the answer", [&] { return EncodeInferResponse(**result, encoding); });
   if (!encoded.ok()) return KServeError(encoded.status());
   net::HttpResponse response;
   response.body = std::move(encoded->body);

@@ -72,6 +72,7 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
       : fd_(fd), core_(core), io_(io), slot_(std::move(slot)), request_deadline_(core.options()) {}
   ~PlainConnection() override {
     if (fd_ >= 0) ::close(fd_);
+    if (counted_) core_.Abandoned();  // an answer that never came still leaves the count
   }
 
   // On the connection's thread, once: registers it and starts reading.
@@ -105,14 +106,14 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
 
   void Answer(std::shared_ptr<Connection> self, HttpResponse response) override {
     io_.loop->Dispatch([self = std::move(self), this, response = std::move(response)]() mutable {
-      Write(std::move(response));
+      Deliver([&] { return std::move(response); });
     });
   }
   void AnswerWith(std::shared_ptr<Connection> self,
                   UniqueFunction<HttpResponse()> make_response) override {
     io_.loop->Dispatch(
         [self = std::move(self), this, make_response = std::move(make_response)]() mutable {
-          Write(make_response());
+          Deliver([&] { return make_response(); });
         });
   }
 
@@ -146,6 +147,19 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
     kClosed,
   };
 
+  // Writes the answer `make` builds. If building or writing it throws (out of memory), the
+  // connection ends and its request stops counting as in flight: no client waits for an answer
+  // that cannot come.
+  template <typename Make>
+  void Deliver(Make&& make) {
+    if (RunLoggingExceptions("answering an HTTP request", [&] { Write(make()); })) return;
+    if (counted_) {
+      counted_ = false;
+      core_.Abandoned();
+    }
+    Close();
+  }
+
   void StartRequest();
   void Serve();
   // Moves the reading deadline on after input arrived: the head's from the request's first
@@ -176,8 +190,9 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
   bool continued_ = false;  // `100 Continue` sent for the current request
   bool keep_alive_ = true;
   bool close_after_write_ = false;
-  bool counted_ = false;    // the current request was dispatched and counts as in flight
-  bool head_only_ = false;  // the current request is HEAD: its answer goes without the body
+  bool counted_ = false;         // the current request was dispatched and counts as in flight
+  bool dispatched_any_ = false;  // a request of this connection has been dispatched
+  bool head_only_ = false;       // the current request is HEAD: its answer goes without the body
   unsigned version_ = 11;
   uint64_t discarded_ = 0;              // bytes dropped while lingering
   std::optional<SteadyTime> deadline_;  // HttpCore::Now()'s time
@@ -221,7 +236,11 @@ void PlainConnection::StartRequest() {
   request_ = HttpRequest();
   parser_.emplace(request_, core_.options().max_body_bytes, core_);
   request_deadline_.Reset();
-  deadline_ = core_.Now() + core_.options().idle_timeout;
+  // A new connection's first byte is due as a request's head is: one that sends nothing holds
+  // no connection (nor a place under max_connections) for long.
+  deadline_ = core_.Now() + (dispatched_any_ ? core_.options().idle_timeout
+                                             : std::min(core_.options().idle_timeout,
+                                                        core_.options().header_timeout));
 }
 
 void PlainConnection::AdvanceRequestDeadline() {
@@ -324,6 +343,7 @@ void PlainConnection::Dispatch() {
   client_gone_->store(false, std::memory_order_relaxed);
   request_.client_gone = client_gone_;
   counted_ = true;
+  dispatched_any_ = true;
   state_ = State::kWorking;
   core_.Dispatch(std::move(request_), Responder(shared_from_this()));
 }

@@ -127,6 +127,9 @@ class TlsConnection final : public Connection {
         request_deadline_(core.options()) {
     buffer_.reserve(kReadBufferBytes);
   }
+  ~TlsConnection() override {
+    if (counted_) core_.Abandoned();  // an answer that never came still leaves the count
+  }
 
   // Acts on a deadline that has passed (from the I/O thread's sweep): a request whose head or
   // body came too slowly is answered 408 once its pending read ends; otherwise the connection
@@ -134,7 +137,7 @@ class TlsConnection final : public Connection {
   void CheckDeadline(SteadyTime now) {
     if (!deadline_ || now < *deadline_) return;
     deadline_.reset();
-    if (parser_ && request_deadline_.started()) {
+    if (parser_ && request_deadline_.started() && !continuing_) {
       timed_out_ = true;
       beast::error_code ignored;
       Lowest().cancel(ignored);
@@ -160,7 +163,7 @@ class TlsConnection final : public Connection {
   void Answer(std::shared_ptr<Connection> self, HttpResponse response) override {
     asio::dispatch(stream_.get_executor(),
                    [self = std::move(self), this, response = std::move(response)]() mutable {
-                     Write(std::move(response));
+                     Deliver([&] { return std::move(response); });
                    });
   }
 
@@ -168,7 +171,7 @@ class TlsConnection final : public Connection {
                   UniqueFunction<HttpResponse()> make_response) override {
     asio::dispatch(stream_.get_executor(), [self = std::move(self), this,
                                             make_response = std::move(make_response)]() mutable {
-      Write(make_response());
+      Deliver([&] { return make_response(); });
     });
   }
 
@@ -208,10 +211,16 @@ class TlsConnection final : public Connection {
   void ReadNext() {
     responded_ = false;
     continued_ = false;
+    timed_out_ = false;
     request_ = HttpRequest();
     parser_.emplace(request_, core_.options().max_body_bytes, core_);
     request_deadline_.Reset();
-    SetDeadline(core_.options().idle_timeout);
+    // A new connection's first byte is due as a request's head is: one that sends nothing
+    // holds no connection for long.
+    SetDeadline(request_number_ == 0
+                    ? std::min<std::chrono::steady_clock::duration>(core_.options().idle_timeout,
+                                                                    core_.options().header_timeout)
+                    : std::chrono::steady_clock::duration(core_.options().idle_timeout));
     Parse();  // a pipelined request may be buffered already
   }
 
@@ -236,9 +245,11 @@ class TlsConnection final : public Connection {
     // interim answer before sending the body; oversized bodies were already refused above.
     if (parser_->is_header_done() && parser_->expects_continue() && !continued_) {
       continued_ = true;
+      continuing_ = true;
       continue_.emplace(http::status::continue_, parser_->version());
       http::async_write(stream_, *continue_,
                         [self = Self()](beast::error_code write_error, size_t) {
+                          self->continuing_ = false;
                           if (write_error) {
                             self->Close();
                             return;
@@ -274,7 +285,8 @@ class TlsConnection final : public Connection {
   }
 
   void OnRead(beast::error_code error) {
-    if (timed_out_) {
+    // A read the deadline cut short (a request that completed just before is dispatched).
+    if (error && timed_out_) {
       timed_out_ = false;
       const HttpRefusal refusal = request_deadline_.refusal();
       core_.Refused(refusal);
@@ -333,11 +345,49 @@ class TlsConnection final : public Connection {
         core_.Finished(received_);
       }
     }
-    if (error || close_after_write_ || !keep_alive_) {
+    if (!error && close_after_write_) {
+      Linger();
+      return;
+    }
+    if (error || !keep_alive_) {
       Close();
       return;
     }
     ReadNext();
+  }
+
+  // After a refusal (400, 408, 413, 503) what the client still sends of its request is read and
+  // dropped until it ends, or kLinger* run out, before the goodbye: closing with input unread
+  // would reset the connection, and a client still sending its body would see the reset, not the
+  // answer (as in the plain engine).
+  void Linger() {
+    SetDeadline(
+        std::min<std::chrono::steady_clock::duration>(kLingerTime, core_.options().idle_timeout));
+    Discard();
+  }
+  void Discard() {
+    buffer_.clear();
+    stream_.async_read_some(buffer_.prepare(kReadBufferBytes),
+                            [self = Self()](beast::error_code error, size_t read) {
+                              self->discarded_ += read;
+                              if (error || self->discarded_ > kLingerBytes) {
+                                self->Close();
+                                return;
+                              }
+                              self->Discard();
+                            });
+  }
+
+  // Writes the answer `make` builds. If building or writing it throws (out of memory), the
+  // connection ends and its request stops counting as in flight.
+  template <typename Make>
+  void Deliver(Make&& make) {
+    if (RunLoggingExceptions("answering an HTTPS request", [&] { Write(make()); })) return;
+    if (counted_) {
+      counted_ = false;
+      core_.Abandoned();
+    }
+    CloseSocket();
   }
 
   // A request we will not dispatch: answer it and end the connection.
@@ -366,6 +416,8 @@ class TlsConnection final : public Connection {
   // buffer as it goes, so the buffer never grows: from Beast's 512-byte start a 2 KiB request
   // took five reads. Reserved once per connection.
   static constexpr size_t kReadBufferBytes = 16 * 1024;
+  static constexpr std::chrono::seconds kLingerTime{5};        // or the idle timeout if shorter
+  static constexpr uint64_t kLingerBytes = uint64_t{1} << 28;  // 256 MiB
 
   Stream stream_;
   std::optional<SteadyTime> deadline_;  // HttpCore::Now()'s; none while working
@@ -374,6 +426,8 @@ class TlsConnection final : public Connection {
   ConnectionSlot slot_;
   RequestDeadline request_deadline_;  // while reading a request
   bool timed_out_ = false;            // the timer ended a request's read: answer 408
+  bool continuing_ = false;           // `100 Continue` is being written
+  uint64_t discarded_ = 0;            // bytes dropped while lingering
   beast::flat_buffer buffer_;
   HttpRequest request_;
   std::optional<RequestParser> parser_;

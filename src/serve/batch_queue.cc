@@ -139,9 +139,10 @@ Result<BatchQueue::Admission> BatchQueue::Admit(const InferRequest& request, Ste
   return admission;
 }
 
-void BatchQueue::Push(std::unique_ptr<PendingRequest> pending) {
-  if (pending->deadline) ++timed_;
+void BatchQueue::Push(std::unique_ptr<PendingRequest>&& pending) {
+  const bool timed = pending->deadline.has_value();
   levels_[pending->level - 1].queue.push_back(std::move(pending));
+  if (timed) ++timed_;
   ++size_;
 }
 

@@ -95,6 +95,7 @@ struct PendingRequest {
   uint64_t level = 1;
   uint64_t sequence = 0;  // admission order, for preserve_ordering
   bool delayed = false;   // timed out under action DELAY
+  bool answered = false;  // its callback has been called (Scheduler::Complete)
 };
 
 class BatchQueue {
@@ -113,8 +114,9 @@ class BatchQueue {
   };
   Result<Admission> Admit(const InferRequest& request, SteadyTime now) const;
 
-  // Queues an admitted request (its level, deadline and sequence already set).
-  void Push(std::unique_ptr<PendingRequest> pending);
+  // Queues an admitted request (its level, deadline and sequence already set). Moved from only
+  // once queued: if queuing throws (out of memory), `pending` is left as it was.
+  void Push(std::unique_ptr<PendingRequest>&& pending);
 
   struct Rejected {
     std::unique_ptr<PendingRequest> pending;

@@ -167,7 +167,9 @@ void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_ite
       if (admission.ok()) {
         pending->level = admission->level;
         pending->deadline = admission->deadline;
-        pending->sequence = next_sequence_++;
+        // Counted once the request is queued (or runs here): an arrival that fails to queue
+        // must leave no gap in preserve_ordering's sequence.
+        pending->sequence = next_sequence_;
         // A cancelled request goes through the queue, which drops it.
         if (!request->IsCancelled()) direct = ClaimForDirectExecution();
         pending->request = std::move(request);
@@ -182,7 +184,10 @@ void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_ite
           const bool first = queue_.empty();
           const bool timed = pending->deadline.has_value();
           queue_.Push(std::move(pending));
+          ++next_sequence_;
           wake = timed || (AnyIdle() && (first || queue_.WouldRunNow(now)));
+        } else {
+          ++next_sequence_;
         }
       } else {
         refused = admission.status();
@@ -243,7 +248,12 @@ void Scheduler::RunInstance(Instance& instance) {
       work_changed_.wait(lock);
       continue;
     }
-    BatchQueue::Decision decision = queue_.Next(clock_.Now(), /*flush=*/stopping_);
+    BatchQueue::Decision decision;
+    if (!RunLoggingExceptions(where_, [&] { decision = queue_.Next(clock_.Now(), stopping_); })) {
+      // Out of memory planning a batch: look again shortly rather than spin.
+      work_changed_.wait_for(lock, kRetryAfterFailure);
+      continue;
+    }
     if (!decision.rejected.empty() || !decision.batch.empty()) {
       instance.busy = true;
       lock.unlock();
@@ -253,6 +263,9 @@ void Scheduler::RunInstance(Instance& instance) {
         FailRejected(decision.rejected);
         if (!decision.batch.empty()) Execute(*instance.backend, decision.batch);
       });
+      // Whatever is left of the batch goes outside the lock: a request dropped unanswered
+      // answers itself then (AnsweredOnce), and its callback may enqueue on this model.
+      decision = BatchQueue::Decision();
       lock.lock();
       instance.busy = false;
       continue;
@@ -269,7 +282,12 @@ void Scheduler::RunTimer() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     std::optional<SteadyTime> next_deadline;
-    std::vector<BatchQueue::Rejected> expired = queue_.Expire(clock_.Now(), next_deadline);
+    std::vector<BatchQueue::Rejected> expired;
+    if (!RunLoggingExceptions(where_,
+                              [&] { expired = queue_.Expire(clock_.Now(), next_deadline); })) {
+      work_changed_.wait_for(lock, kRetryAfterFailure);
+      continue;
+    }
     if (!expired.empty()) {
       lock.unlock();
       RunLoggingExceptions(where_, [&] {
@@ -277,6 +295,7 @@ void Scheduler::RunTimer() {
           Fail(*rejected.pending, rejected.status, FailureReason::kRejected);
         }
       });
+      expired.clear();  // outside the lock, as in RunInstance
       lock.lock();
       continue;
     }
@@ -316,6 +335,7 @@ void Scheduler::Deliver(InferCallback& done, Result<std::unique_ptr<InferRespons
 }
 
 void Scheduler::Complete(PendingRequest& pending, Result<std::unique_ptr<InferResponse>> result) {
+  pending.answered = true;
   if (!queue_.policy().preserve_ordering) {
     Deliver(pending.done, std::move(result));
     return;
@@ -389,6 +409,21 @@ Result<Scheduler::RequestOutputs> Scheduler::RunBatch(
 
 void Scheduler::Execute(backend::ModelInstance& instance,
                         std::span<std::unique_ptr<PendingRequest>> batch) {
+  if (RunLoggingExceptions(where_, [&] { ExecuteBatch(instance, batch); })) return;
+  // Something outside the guarded steps threw: every request not yet answered is answered now.
+  for (auto& pending : batch) {
+    if (!pending || pending->answered) continue;
+    RunLoggingExceptions(where_, [&] {
+      Fail(*pending,
+           Internal("model '{}' version {}: the batch failed (see the server's log)", model_name_,
+                    version_),
+           FailureReason::kOther);
+    });
+  }
+}
+
+void Scheduler::ExecuteBatch(backend::ModelInstance& instance,
+                             std::span<std::unique_ptr<PendingRequest>> batch) {
   // Whichever thread this is (the instance's own, or one borrowed for direct execution, whose
   // settings the last model it ran may have changed), it runs with this instance's settings.
   instance.PrepareThread();

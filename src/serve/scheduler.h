@@ -114,11 +114,15 @@ class Scheduler {
   void RecordExecutionTime(int64_t ns);
   void RunTimer();
 
-  // One execution, in the order Execute takes its steps: describe the batch, run it (assemble
-  // the inputs, run the backend, split the outputs per request), record the statistics and
-  // answer each request. Execute answers every request of the batch exactly once, whatever
-  // fails or throws on the way.
+  // One execution, in the order ExecuteBatch takes its steps: describe the batch, run it
+  // (assemble the inputs, run the backend, split the outputs per request), record the
+  // statistics and answer each request. Execute answers every request of the batch exactly
+  // once, whatever fails or throws on the way.
   void Execute(backend::ModelInstance& instance, std::span<std::unique_ptr<PendingRequest>> batch);
+  void ExecuteBatch(backend::ModelInstance& instance,
+                    std::span<std::unique_ptr<PendingRequest>> batch);
+  // How long a scheduler thread that failed to plan (out of memory) waits before it tries again.
+  static constexpr std::chrono::milliseconds kRetryAfterFailure{10};
   struct BatchShape {
     bool whole = false;  // a lone request passed to the backend as it is (BatchAssembly rule 4)
     int64_t total_items = 0;

@@ -134,17 +134,23 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCallback
   in_flight_.Enter();
   if (in_flight_.draining()) {
     in_flight_.Leave();
-    done(Unavailable("the server is shutting down"));
+    Answer(done, Unavailable("the server is shutting down"));
     return;
   }
   Result<Target> target = CatchAsStatus(
       "looking the model up", [&] { return Resolve(request->model_name, request->model_version); });
   if (!target.ok()) {
-    done(target.status());
+    Answer(done, target.status());
     in_flight_.Leave();
     return;
   }
   Dispatch(*target, std::move(request), std::move(done), /*counted=*/true);
+}
+
+void InferenceServer::Answer(InferCallback& done, Result<std::unique_ptr<InferResponse>> result) {
+  // The caller's callback runs once; what it throws is logged, and the request still leaves
+  // the in-flight count after it.
+  RunLoggingExceptions("answering a request", [&] { done(std::move(result)); });
 }
 
 void InferenceServer::InferStep(Target target, std::unique_ptr<InferRequest> request,
@@ -173,7 +179,7 @@ void InferenceServer::Dispatch(const Target& target, std::unique_ptr<InferReques
   const Status refused =
       CatchAsStatus("checking the request", [&] { return target.model->Validate(*request); });
   if (!refused.ok()) {
-    done(refused);
+    Answer(done, refused);
     if (counted) in_flight_.Leave();
     return;
   }
@@ -185,7 +191,7 @@ void InferenceServer::Dispatch(const Target& target, std::unique_ptr<InferReques
         if (canary && (result.ok() || result.status().code() != StatusCode::kCancelled)) {
           canary->Record(version, result.ok(), NanosBetween(arrival, Clock::Real().Now()));
         }
-        done(std::move(result));
+        Answer(done, std::move(result));
         if (counted) in_flight_.Leave();
       });
   RunLoggingExceptions("queuing a request", [&] {

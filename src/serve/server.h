@@ -203,6 +203,8 @@ class InferenceServer {
   // the request was entered in in_flight_, which its answer leaves.
   void Dispatch(const Target& target, std::unique_ptr<InferRequest> request, InferCallback done,
                 bool counted);
+  // Calls a request's callback; an exception it throws is logged, not propagated.
+  static void Answer(InferCallback& done, Result<std::unique_ptr<InferResponse>> result);
   // ModelEntry::reason of a model unloaded on request (the repository index shows it; Triton's
   // wording).
   static constexpr std::string_view kUnloadedReason = "unloaded";
@@ -243,11 +245,14 @@ class InferenceServer {
   Status Unload(const std::string& name, bool unload_dependents);
   void Retire(std::vector<std::shared_ptr<ModelVersion>> versions);
   void RunLifecycleThread();
-  // Intra-op threads for each instance of model `name`: the cores (--instance-cpus' when given)
-  // divided among every instance of every model loaded or planned, this one's included; logs
-  // its choice. REQUIRES: lifecycle_mutex_ held (as the two below).
-  int DefaultThreads(const std::string& name, const model::ModelConfig& config) const;
-  // The instances of the models `names` (read from the repository; ensembles have none).
+  // Intra-op threads for each instance of model `name`, which loads `versions` versions: the
+  // cores (--instance-cpus' when given) divided among every instance of every version of every
+  // model loaded or planned, this one's included; logs its choice. REQUIRES: lifecycle_mutex_
+  // held (as the one below).
+  int DefaultThreads(const std::string& name, const model::ModelConfig& config,
+                     size_t versions) const;
+  // The instances of every version of the models `names` (read from the repository; ensembles
+  // have none).
   int PlannedInstances(const std::vector<std::string>& names) const;
   // With models_mutex_ held, after `entry`'s versions changed: ends the model's canary when its
   // baseline or candidate version is no longer loaded.

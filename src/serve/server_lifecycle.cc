@@ -55,8 +55,8 @@ InferenceServer::~InferenceServer() {
   for (Retiring& retiring : retiring_) retiring.version->Stop();
 }
 
-int InferenceServer::DefaultThreads(const std::string& name,
-                                    const model::ModelConfig& config) const {
+int InferenceServer::DefaultThreads(const std::string& name, const model::ModelConfig& config,
+                                    size_t versions) const {
   if (options_.threads_per_instance > 0) return options_.threads_per_instance;
   // The instances' CPUs when they have their own, else the machine's.
   const int cores = !options_.instance_cpus.empty()
@@ -65,7 +65,7 @@ int InferenceServer::DefaultThreads(const std::string& name,
   // Every instance of every model shares the cores: under load they all compute at once, and an
   // instance given more threads than its share only makes them wait for each other (a product
   // split over threads waits for its slowest part).
-  int instances = TotalInstances(config);
+  int instances = TotalInstances(config) * static_cast<int>(std::max<size_t>(1, versions));
   {
     std::shared_lock lock(models_mutex_);
     for (const auto& [other, entry] : models_) {
@@ -89,7 +89,7 @@ int InferenceServer::PlannedInstances(const std::vector<std::string>& names) con
   for (const std::string& name : names) {
     Result<model::ModelSource> source = model::ReadModel(options_.repository / name);
     if (source.ok() && source->config.platform() != model::kEnsemblePlatform) {
-      instances += TotalInstances(source->config);
+      instances += TotalInstances(source->config) * static_cast<int>(source->versions.size());
     }
   }
   return instances;
@@ -282,7 +282,8 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
       continue;
     }
     const bool ensemble = source->config.platform() == model::kEnsemblePlatform;
-    if (!threads) threads = ensemble ? 1 : DefaultThreads(name, source->config);
+    if (!threads)
+      threads = ensemble ? 1 : DefaultThreads(name, source->config, source->versions.size());
     Result<std::shared_ptr<ModelVersion>> loaded =
         ModelVersion::Load(*source, version, backends_,
                            {.default_threads = *threads,

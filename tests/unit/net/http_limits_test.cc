@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <future>
+#include <new>
 #include <string>
 
 #include "http_test_support.h"
@@ -68,6 +69,37 @@ TEST_F(HttpLimitsTest, IdleConnectionIsClosedAtTheTimeout) {
   Advance(milliseconds(1));
   EXPECT_EQ(client.ReadAll(), "");  // closed, without an answer: no request was begun
   EXPECT_EQ(Refused(HttpRefusal::kHeaderTimeout), 0u);
+}
+
+// A connection that never sends a byte is closed at the header timeout, not the (longer) idle
+// timeout: silent connections cannot hold the places under max_connections for long.
+TEST_F(HttpLimitsTest, ANewConnectionsFirstByteIsDueAtTheHeaderTimeout) {
+  StartWith(Echo, [](HttpServerOptions& options) {
+    options.idle_timeout = seconds(300);
+    options.header_timeout = seconds(20);
+  });
+  RawConnection silent(server_->port());
+  Settle();  // accepted and waiting
+  Advance(seconds(20) - milliseconds(1));
+  EXPECT_FALSE(silent.AnythingToRead());
+  Advance(milliseconds(1));
+  EXPECT_EQ(silent.ReadAll(), "");
+  EXPECT_EQ(Refused(HttpRefusal::kHeaderTimeout), 0u);  // no request was begun
+}
+
+// An answer whose building throws (out of memory) ends the connection, and the request no
+// longer counts as in flight: a shutdown does not wait for an answer that cannot come.
+TEST_F(HttpLimitsTest, AnAnswerThatCannotBeBuiltEndsTheConnection) {
+  Start([](HttpRequest&&, Responder responder) {
+    responder.SendWith([]() -> HttpResponse { throw std::bad_alloc(); });
+  });
+  RawConnection client(server_->port());
+  client.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(client.ReadAll(), "");
+  const auto started = std::chrono::steady_clock::now();
+  server_->Shutdown(seconds(20));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, seconds(10));
+  EXPECT_EQ(server_->stats().requests, 0u);
 }
 
 // An answer the client does not take (it stops reading) is given up after the idle timeout:

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <new>
 
 #include <openssl/ssl.h>
 #include <boost/asio.hpp>
@@ -249,6 +250,59 @@ TEST_F(HttpTlsTest, ARequestThatArrivesWithTheHandshakesEndIsAnswered) {
   EXPECT_NE(answer.find("hello /a"), std::string::npos) << answer;
   SSL_free(ssl);
   SSL_CTX_free(context);
+}
+
+// A refused request whose body is still on its way (no `Expect: 100-continue`) gets its answer:
+// the server reads and drops the rest before it says goodbye, as over plain HTTP, rather than
+// closing on unread input, which resets the connection under the answer.
+TEST_F(HttpTlsTest, ARefusedClientStillSendingItsBodyReadsTheAnswer) {
+  HttpTlsOptions tls = Tls(/*mutual=*/false);
+  HttpServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  options.threads = 1;
+  options.max_body_bytes = 1024;
+  options.clock = &clock_;
+  options.tls = tls;
+  auto started =
+      HttpServer::Start(options, [](HttpRequest&&, Responder responder) { responder.Send({}); });
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  server_ = std::move(started).value();
+  asio::io_context io;
+  ssl::context context = TrustingClientContext();
+  beast::ssl_stream<beast::tcp_stream> stream(io, context);
+  ASSERT_FALSE(Open(stream));
+  const std::string head =
+      "POST /big HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1048576\r\n\r\n";
+  asio::write(stream, asio::buffer(head + std::string(256 * 1024, 'x')));
+  http::response<http::string_body> response;
+  beast::flat_buffer buffer;
+  beast::error_code error;
+  http::read(stream, buffer, response, error);
+  ASSERT_FALSE(error) << error.message();
+  EXPECT_EQ(response.result_int(), 413);
+  EXPECT_NE(response.body().find("exceeds the 1024 byte limit"), std::string::npos);
+}
+
+// An answer whose building throws (out of memory) ends the connection without counting the
+// request in flight for ever.
+TEST_F(HttpTlsTest, AnAnswerThatCannotBeBuiltEndsTheConnection) {
+  HttpServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  options.threads = 1;
+  options.clock = &clock_;
+  options.tls = Tls(/*mutual=*/false);
+  auto started = HttpServer::Start(options, [](HttpRequest&&, Responder responder) {
+    responder.SendWith([]() -> HttpResponse { throw std::bad_alloc(); });
+  });
+  ASSERT_TRUE(started.ok());
+  server_ = std::move(started).value();
+  EXPECT_EQ(Get(ca_.cert_pem, nullptr), kConnectionFailed);
+  const auto begun = std::chrono::steady_clock::now();
+  server_->Shutdown(std::chrono::seconds(20));
+  EXPECT_LT(std::chrono::steady_clock::now() - begun, std::chrono::seconds(10));
+  EXPECT_EQ(server_->stats().requests, 0u);
 }
 
 TEST_F(HttpTlsTest, HeadIsAnsweredWithoutABodyAndTheConnectionGoesOn) {

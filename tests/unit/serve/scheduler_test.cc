@@ -607,5 +607,17 @@ TEST(SchedulerExceptions, AnExceptionFailsItsBatchAndTheInstanceServesOn) {
   EXPECT_EQ(stats.Snapshot().fail.count, 1u);
 }
 
+TEST_F(SchedulerTest, ACallbackThatThrowsDoesNotStopTheModel) {
+  Start(Policy(4, /*preserve_ordering=*/true), 1);
+  std::promise<void> thrown;
+  SendThen(1, 1, 0, nullptr, [&](Result<std::unique_ptr<InferResponse>>) {
+    thrown.set_value();
+    throw std::runtime_error("a front end's callback failed");
+  });
+  thrown.get_future().wait();
+  // The next answer is delivered (in order after the first, which counts as delivered).
+  EXPECT_TRUE(Send(2).get().ok());
+}
+
 }  // namespace
 }  // namespace rampart::serve
