@@ -2,11 +2,14 @@
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 ASAN_DIR ?= build-asan
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 RUN_ARGS ?= --model-repository examples/models
 
-.PHONY: all deps configure build build-serve run test check format format-check tidy asan bench clean
+.PHONY: all deps configure build build-serve run test check format format-check tidy asan fuzz bench \
+	clean
 
 all: build
 
@@ -29,8 +32,10 @@ build-serve: configure
 run: build-serve
 	$(BUILD_DIR)/rampart serve $(RUN_ARGS)
 
+# The unit and end-to-end tests, then every fuzz target for FUZZ_SECONDS (FUZZ_SECONDS=0 skips).
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+	$(if $(filter 0,$(FUZZ_SECONDS)),,$(MAKE) --no-print-directory fuzz)
 
 format:
 	git ls-files '*.h' '*.cc' | xargs clang-format -i
@@ -49,6 +54,14 @@ asan: deps
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	cd $(ASAN_DIR) && ctest --output-on-failure -j $(JOBS) -E '^e2e_'
 
+# libFuzzer targets (fuzz/, docs/fuzzing.md) in their own clang build: each runs FUZZ_SECONDS,
+# JOBS at a time; fails on any crash, leak, timeout or out-of-memory, naming the reproducer.
+fuzz: deps
+	cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER=clang++ \
+		-DRAMPART_FUZZ=ON -DRAMPART_WERROR=OFF $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_DIR) -j $(JOBS)
+	fuzz/run_fuzzers.sh --build-dir $(FUZZ_DIR) --seconds $(FUZZ_SECONDS) --jobs $(JOBS)
+
 bench: build
 	bench/http_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models
 	bench/batching_bench.sh --binary $(BUILD_DIR)/rampart --offline $(BUILD_DIR)/bench/torch_offline --stall-probe $(BUILD_DIR)/bench/stall_probe --repository examples/models
@@ -57,4 +70,4 @@ bench: build
 	$(BUILD_DIR)/bench/codec_bench --benchmark_min_time=0.5
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

@@ -27,8 +27,10 @@ def build_command(source_dir: str, build_dir: str, goal: str) -> List[str]:
     result = subprocess.run(["make", "-n", "-C", source_dir, goal, f"BUILD_DIR={build_dir}"],
                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     check(result.returncode == 0, f"make -n {goal}: exit {result.returncode}\n{result.stderr}")
-    builds = [shlex.split(line) for line in result.stdout.splitlines()
-              if line.startswith("cmake --build")]
+    # `make test` also builds the fuzz targets in their own directory; only BUILD_DIR's counts.
+    builds = [args for args in (shlex.split(line) for line in result.stdout.splitlines()
+                                if line.startswith("cmake --build"))
+              if args[2:3] == [build_dir]]
     check(len(builds) == 1, f"make -n {goal}: {len(builds)} cmake --build lines:\n"
                             f"{result.stdout}")
     return builds[0]

@@ -398,6 +398,34 @@ TEST(RequestParser, ADeclaredLengthIsNotReservedBeyondABound) {
   EXPECT_LE(request.body.capacity(), RequestParser::kBodyReserve);
 }
 
+// Found by fuzz/http_request_fuzzer.cc (fuzz/regressions/http_request_fuzzer): an empty chunked
+// body whose final chunk is split across reads ("0\r\n", then "\r", then "\n"), fed as the
+// connections feed the parser.
+TEST(RequestParser, AFinalChunkSplitAcrossReadsEndsTheRequest) {
+#ifndef NDEBUG
+  // Beast 1.74 asserts that a final chunk parsed again holds at least 5 bytes; the code after the
+  // assertion handles 3 or 4 (Beast relaxed it upstream, boostorg/beast#2861). Release builds,
+  // which compile assertions out, parse it; a Debug build (make asan) aborts.
+  GTEST_SKIP() << "Beast 1.74's parser asserts on this stream in builds with assertions";
+#endif
+  HttpRequest request;
+  HttpCore core(HttpServerOptions{}, nullptr);
+  RequestParser parser(request, /*body_limit=*/1024, core);
+  std::string unparsed;
+  for (std::string_view read :
+       {"POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n", "\r", "\n"}) {
+    EXPECT_FALSE(parser.is_done());
+    unparsed += read;
+    boost::beast::error_code error;
+    unparsed.erase(0, parser.put(asio::buffer(unparsed), error));
+    ASSERT_TRUE(!error || error == http::error::need_more) << error.message();
+  }
+  EXPECT_TRUE(parser.is_done());
+  EXPECT_EQ(unparsed, "");
+  EXPECT_EQ(request.target, "/x");
+  EXPECT_EQ(request.body, "");
+}
+
 TEST_F(HttpServerTest, OversizedHeaderGets400) {
   Start(Echo);
   const std::string received =
