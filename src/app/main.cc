@@ -438,8 +438,7 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   option("--http-address", settings.http_address, "Address the HTTP server binds");
   option("--http-port", settings.http_port, "HTTP port (0 picks a free one and prints it)");
   option("--http-thread-count", settings.http_threads,
-         "HTTP I/O threads (0 = one per core, less one per model instance thread at a raised "
-         "priority)");
+         "HTTP I/O threads (0 = one per core, or per --http-cpus CPU)");
   option("--http-max-input-size", settings.http_max_input_size,
          "Largest request body in bytes; larger bodies get 413");
   option("--http-max-connections", settings.http_max_connections,
