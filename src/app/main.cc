@@ -118,6 +118,9 @@ std::vector<std::string> RefusalReasons() {
   return reasons;
 }
 
+// A scrape has no body; anything larger than this is refused 413.
+constexpr uint64_t kMetricsMaxBodyBytes = 64 * 1024;
+
 // Serves /metrics in Prometheus text format on its own port, on `listener` (opened before the
 // models load). A scrape (which reads /proc and takes the registry's locks) runs on `scrapes`,
 // off the I/O thread; `scrapes` must be stopped before the server goes.
@@ -129,7 +132,7 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
   options.address = settings.metrics_address;
   options.port = static_cast<uint16_t>(settings.metrics_port);
   options.threads = 1;
-  options.max_body_bytes = 64 * 1024;
+  options.max_body_bytes = kMetricsMaxBodyBytes;
   options.name = "metrics";
   return net::HttpServer::Start(
       options,

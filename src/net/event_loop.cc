@@ -104,7 +104,7 @@ int EventLoop::RunDueTicks() {
 
 void EventLoop::Run() {
   thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
-  std::array<epoll_event, 256> events;
+  std::array<epoll_event, kEventsPerWait> events;
   while (true) {
     int timeout = RunDueTicks();
     // The last turn's events and tasks, and the ticks, are done.

@@ -86,6 +86,9 @@ class EventLoop {
   void Stop();
 
  private:
+  // Events collected per epoll_wait; more wait for the next turn.
+  static constexpr int kEventsPerWait = 256;
+
   EventLoop(int epoll_fd, int wake_fd);
   void RunPosted();
   // Milliseconds until the next tick is due (-1 when there is none); runs the ones that are.

@@ -147,7 +147,7 @@ class TlsConnection final : public Connection {
   }
 
   void Start() {
-    SetDeadline(std::chrono::seconds(30));
+    SetDeadline(kHandshakeTime);
     stream_.async_handshake(ssl::stream_base::server, [self = Self()](beast::error_code error) {
       if (error) {
         // A failed handshake (no or untrusted client certificate,
@@ -416,6 +416,7 @@ class TlsConnection final : public Connection {
   // buffer as it goes, so the buffer never grows: from Beast's 512-byte start a 2 KiB request
   // took five reads. Reserved once per connection.
   static constexpr size_t kReadBufferBytes = 16 * 1024;
+  static constexpr std::chrono::seconds kHandshakeTime{30};    // for the TLS handshake
   static constexpr std::chrono::seconds kLingerTime{5};        // or the idle timeout if shorter
   static constexpr uint64_t kLingerBytes = uint64_t{1} << 28;  // 256 MiB
 
