@@ -102,8 +102,8 @@ class TextEmbedding(torch.nn.Module):
     """A tiny self-contained text embedding: hashed character features summed from a random
     table, then L2-normalised. One 64-float unit vector per string; no tokenizer files.
 
-    TorchScript strings are UTF-8 bytes (len() counts bytes, iterating yields one-byte strings
-    and ord() gives the byte), so forward() reads the batch's bytes once and does the rest with
+    TorchScript strings are UTF-8 bytes (len() counts bytes, list() yields one-byte strings and
+    ord() gives the byte), so forward() reads the batch's bytes once and does the rest with
     tensor operations: it decodes UTF-8 into code points (a malformed sequence becomes some code
     point, never an error), folds fullwidth ASCII (U+FF01-FF5E) to ASCII and lower-cases A-Z,
     and then takes these features:
@@ -138,10 +138,12 @@ class TextEmbedding(torch.nn.Module):
         if len(TEXT) == 0:
             return torch.zeros(0, self.dimensions)
         # The batch's bytes, each string followed by a 0 (a separator), and each byte's string.
+        # list() splits a string in one pass; indexing it (`for byte in text`) copies the whole
+        # string per byte in TorchScript, quadratic in its length.
         codes: List[int] = [0]
         owners: List[int] = [0]
         for index, text in enumerate(TEXT):
-            codes.extend([ord(byte) for byte in text])
+            codes.extend([ord(byte) for byte in list(text)])
             codes.append(0)
             owners.extend([index] * (len(text) + 1))
         byte = torch.tensor(codes, dtype=torch.int64)
