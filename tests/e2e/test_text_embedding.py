@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The example `text_embedding` model through the real binary and KServe v2 HTTP: every row it
 returns has unit length, texts that share words (or Chinese characters) come out closer than
-unrelated ones, strings with nothing to embed share one unit vector, malformed UTF-8 is served,
-and strings from concurrent requests batched into one execution get the answers they get alone.
+unrelated ones, strings with nothing to embed share one unit vector, malformed UTF-8 and a long
+string are served, and strings from concurrent requests batched into one execution get the
+answers they get alone.
 
 Standard library only (the model is generate.py's, in the example repository).
 Usage: test_text_embedding.py --binary build/rampart --repository examples/models
@@ -100,6 +101,19 @@ def test_malformed_utf8(server: e2e.Server) -> str:
     return "malformed UTF-8 (binary BYTES input) answered with unit vectors"
 
 
+def test_long_string(server: e2e.Server) -> str:
+    """One 300 kB string (100,000 Chinese characters, a sentence repeated) embeds like the
+    sentence: the same characters and pairs, plus the pair across each repetition."""
+    client = server.client(timeout=120)
+    sentence = "我喜欢机器学习和深度学习"
+    long_text = sentence * (100000 // len(sentence))
+    rows = embed(client, [long_text, sentence], binary=True)
+    similarity = cosine(rows[0], rows[1])
+    check(similarity > 0.9, f"cosine {similarity:.3f} between the sentence and its repetition")
+    client.close()
+    return f"{len(long_text.encode())} bytes in one string: cosine {similarity:.2f} with the sentence"
+
+
 def test_dynamic_batching(server: e2e.Server, work: str, binary: str) -> str:
     """Requests of 1, 1 and 2 strings wait for a preferred batch of 4 strings and run as one
     execution; each gets what it gets alone (from `server`, the unchanged model)."""
@@ -174,6 +188,7 @@ def main(argv: List[str]) -> int:
             ("similar texts closer, unit rows", lambda: test_similarity(server)),
             ("featureless strings", lambda: test_featureless(server)),
             ("malformed UTF-8", lambda: test_malformed_utf8(server)),
+            ("long string", lambda: test_long_string(server)),
             ("dynamic batching", lambda: test_dynamic_batching(server, work, args.binary)),
         ]
         for name, test in tests:
