@@ -111,7 +111,8 @@ def test_long_string(server: e2e.Server) -> str:
     similarity = cosine(rows[0], rows[1])
     check(similarity > 0.9, f"cosine {similarity:.3f} between the sentence and its repetition")
     client.close()
-    return f"{len(long_text.encode())} bytes in one string: cosine {similarity:.2f} with the sentence"
+    size = len(long_text.encode())
+    return f"{size} bytes in one string: cosine {similarity:.2f} with the sentence"
 
 
 def test_dynamic_batching(server: e2e.Server, work: str, binary: str) -> str:
