@@ -4,6 +4,7 @@
 #include <future>
 #include <set>
 
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include "core/logging.h"
@@ -71,11 +72,11 @@ Status ReadList(const YAML::Node& node, std::string_view key, std::string_view w
 
 Status ReadUpstream(const YAML::Node& node, std::string_view where,
                     gateway::UpstreamConfig& upstream) {
-  RETURN_IF_ERROR(CheckKeys(node, where,
-                            {"name", "url", "engine", "api_key", "api_key_env", "headers",
-                             "health_path", "ca_file", "cert_file", "key_file",
-                             "connect_timeout_ms", "first_byte_timeout_ms", "idle_timeout_ms",
-                             "max_connections"}));
+  RETURN_IF_ERROR(
+      CheckKeys(node, where,
+                {"name", "url", "engine", "api_key", "api_key_env", "headers", "health_path",
+                 "ca_file", "cert_file", "key_file", "connect_timeout_ms", "first_byte_timeout_ms",
+                 "idle_timeout_ms", "max_connections"}));
   RETURN_IF_ERROR(Read(node, "name", where, upstream.name));
   RETURN_IF_ERROR(Read(node, "url", where, upstream.url));
   std::string engine = "openai";
@@ -143,9 +144,8 @@ Status ReadRoute(const YAML::Node& node, std::string_view where, gateway::RouteC
   }
   if (const YAML::Node canary = node["canary"]) {
     const std::string at = fmt::format("{}.canary", where);
-    RETURN_IF_ERROR(CheckKeys(canary, at,
-                              {"target", "stages", "min_requests", "max_error_rate",
-                               "max_p99_ratio"}));
+    RETURN_IF_ERROR(CheckKeys(
+        canary, at, {"target", "stages", "min_requests", "max_error_rate", "max_p99_ratio"}));
     gateway::CanaryConfig config;
     RETURN_IF_ERROR(Read(canary, "target", at, config.target));
     RETURN_IF_ERROR(Read(canary, "stages", at, config.stages_percent));
@@ -159,25 +159,24 @@ Status ReadRoute(const YAML::Node& node, std::string_view where, gateway::RouteC
 
 Status ReadGateway(const YAML::Node& node, GatewayConfig& config) {
   constexpr std::string_view where = "gateway";
-  RETURN_IF_ERROR(CheckKeys(node, where,
-                            {"upstreams", "models", "routes", "health_check", "ejection", "retry",
-                             "keep_alive_ms", "max_n", "max_response_bytes",
-                             "max_stream_queue_bytes"}));
-  RETURN_IF_ERROR(ReadList<gateway::UpstreamConfig>(node, "upstreams", where, config.upstreams,
-                                                    ReadUpstream));
+  RETURN_IF_ERROR(
+      CheckKeys(node, where,
+                {"upstreams", "models", "routes", "health_check", "ejection", "retry",
+                 "keep_alive_ms", "max_n", "max_response_bytes", "max_stream_queue_bytes"}));
+  RETURN_IF_ERROR(
+      ReadList<gateway::UpstreamConfig>(node, "upstreams", where, config.upstreams, ReadUpstream));
   RETURN_IF_ERROR(
       ReadList<gateway::TargetConfig>(node, "models", where, config.targets, ReadTarget));
-  RETURN_IF_ERROR(
-      ReadList<gateway::RouteConfig>(node, "routes", where, config.routes, ReadRoute));
+  RETURN_IF_ERROR(ReadList<gateway::RouteConfig>(node, "routes", where, config.routes, ReadRoute));
   if (const YAML::Node health = node["health_check"]) {
-    RETURN_IF_ERROR(CheckKeys(health, "gateway.health_check",
-                              {"interval_ms", "timeout_ms", "unhealthy_threshold",
-                               "healthy_threshold"}));
+    RETURN_IF_ERROR(
+        CheckKeys(health, "gateway.health_check",
+                  {"interval_ms", "timeout_ms", "unhealthy_threshold", "healthy_threshold"}));
     auto& out = config.health_check;
     RETURN_IF_ERROR(ReadMillis(health, "interval_ms", "gateway.health_check", out.interval));
     RETURN_IF_ERROR(ReadMillis(health, "timeout_ms", "gateway.health_check", out.timeout));
-    RETURN_IF_ERROR(Read(health, "unhealthy_threshold", "gateway.health_check",
-                         out.unhealthy_threshold));
+    RETURN_IF_ERROR(
+        Read(health, "unhealthy_threshold", "gateway.health_check", out.unhealthy_threshold));
     RETURN_IF_ERROR(
         Read(health, "healthy_threshold", "gateway.health_check", out.healthy_threshold));
   }
@@ -187,19 +186,19 @@ Status ReadGateway(const YAML::Node& node, GatewayConfig& config) {
     auto& out = config.ejection;
     RETURN_IF_ERROR(
         Read(ejection, "consecutive_failures", "gateway.ejection", out.consecutive_failures));
-    RETURN_IF_ERROR(ReadMillis(ejection, "base_ejection_ms", "gateway.ejection", out.base_ejection));
+    RETURN_IF_ERROR(
+        ReadMillis(ejection, "base_ejection_ms", "gateway.ejection", out.base_ejection));
     RETURN_IF_ERROR(ReadMillis(ejection, "max_ejection_ms", "gateway.ejection", out.max_ejection));
   }
   if (const YAML::Node retry = node["retry"]) {
-    RETURN_IF_ERROR(CheckKeys(retry, "gateway.retry",
-                              {"max_attempts", "base_backoff_ms", "max_backoff_ms",
-                               "max_retry_after_ms"}));
+    RETURN_IF_ERROR(
+        CheckKeys(retry, "gateway.retry",
+                  {"max_attempts", "base_backoff_ms", "max_backoff_ms", "max_retry_after_ms"}));
     auto& out = config.retry;
     RETURN_IF_ERROR(Read(retry, "max_attempts", "gateway.retry", out.max_attempts));
     RETURN_IF_ERROR(ReadMillis(retry, "base_backoff_ms", "gateway.retry", out.base_backoff));
     RETURN_IF_ERROR(ReadMillis(retry, "max_backoff_ms", "gateway.retry", out.max_backoff));
-    RETURN_IF_ERROR(
-        ReadMillis(retry, "max_retry_after_ms", "gateway.retry", out.max_retry_after));
+    RETURN_IF_ERROR(ReadMillis(retry, "max_retry_after_ms", "gateway.retry", out.max_retry_after));
   }
   RETURN_IF_ERROR(ReadMillis(node, "keep_alive_ms", where, config.keep_alive));
   RETURN_IF_ERROR(Read(node, "max_n", where, config.max_n));
@@ -236,8 +235,7 @@ Result<GatewayConfig> LoadGatewayConfig(const std::string& path) {
   } catch (const YAML::BadFile&) {
     return NotFound("config file '{}' cannot be read", path);
   } catch (const YAML::Exception& error) {
-    return InvalidArgument("config file '{}' (line {}): {}", path, error.mark.line + 1,
-                           error.msg);
+    return InvalidArgument("config file '{}' (line {}): {}", path, error.mark.line + 1, error.msg);
   }
   return config;
 }
@@ -267,8 +265,9 @@ Status AddFlagUpstreams(const std::vector<std::string>& urls, const std::string&
     request.timeouts.total = timeout;
     request.max_response_bytes = 16 << 20;
     std::promise<net::HttpFetchResult> fetched;
-    client->Fetch(*endpoint, std::move(request),
-                  [&fetched](net::HttpFetchResult result) { fetched.set_value(std::move(result)); });
+    client->Fetch(*endpoint, std::move(request), [&fetched](net::HttpFetchResult result) {
+      fetched.set_value(std::move(result));
+    });
     const net::HttpFetchResult result = fetched.get_future().get();
     Result<std::vector<std::string>> ids =
         !result.status.ok()             ? Result<std::vector<std::string>>(result.status)
@@ -276,8 +275,8 @@ Status AddFlagUpstreams(const std::vector<std::string>& urls, const std::string&
                                               "GET /models answered {}", result.response.status))
                                         : ModelIds(result.response.body);
     if (!ids.ok()) {
-      LOG_WARN("gateway: --upstream {}: cannot list its models ({}); a reload tries again",
-               urls[i], ids.status().message());
+      LOG_WARN("gateway: --upstream {}: cannot list its models ({}); a reload tries again", urls[i],
+               ids.status().message());
       continue;
     }
     for (const std::string& id : *ids) {

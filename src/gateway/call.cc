@@ -63,7 +63,8 @@ std::chrono::milliseconds Backoff(const RetryConfig& retry, int attempt) {
       std::min<int64_t>(retry.max_backoff.count(), base << std::min(attempt - 1, 20));
   if (ceiling <= 0) return std::chrono::milliseconds(0);
   // Full jitter: spread retries of many calls so they do not arrive together.
-  return std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(ceiling / 2, ceiling)(random));
+  return std::chrono::milliseconds(
+      std::uniform_int_distribution<int64_t>(ceiling / 2, ceiling)(random));
 }
 
 bool StartsWith(std::string_view text, std::string_view prefix) {
@@ -75,9 +76,8 @@ bool StartsWith(std::string_view text, std::string_view prefix) {
 
 }  // namespace
 
-GatewayCall::GatewayCall(const CallEnvironment& environment,
-                         std::shared_ptr<const Runtime> runtime, CallContext context,
-                         net::Responder responder)
+GatewayCall::GatewayCall(const CallEnvironment& environment, std::shared_ptr<const Runtime> runtime,
+                         CallContext context, net::Responder responder)
     : environment_(environment),
       runtime_(std::move(runtime)),
       clock_(*environment.clock),
@@ -156,10 +156,9 @@ void GatewayCall::CallLocal(std::unique_lock<std::mutex>& lock, const TargetRunt
   for (const std::string& field : request.fields) {
     if (field != "model" && field != "input" && field != "encoding_format" &&
         field != "dimensions" && field != "user") {
-      AnswerError(400,
-                  fmt::format("'{}' is not supported by the local model '{}'", field,
-                              request.model),
-                  field);
+      AnswerError(
+          400, fmt::format("'{}' is not supported by the local model '{}'", field, request.model),
+          field);
       context_.outcome = "refused";
       Finish(lock);
       return;
@@ -177,10 +176,9 @@ void GatewayCall::CallLocal(std::unique_lock<std::mutex>& lock, const TargetRunt
   auto self = shared_from_this();
   const uint64_t attempt = ++attempt_;
   lock.unlock();
-  LocalEmbeddings(*environment_.local, target.config->local_model, request, request.model,
-                  [self, attempt](Result<LocalAnswer> answer) {
-                    self->LocalDone(attempt, std::move(answer));
-                  });
+  LocalEmbeddings(
+      *environment_.local, target.config->local_model, request, request.model,
+      [self, attempt](Result<LocalAnswer> answer) { self->LocalDone(attempt, std::move(answer)); });
   lock.lock();
 }
 
@@ -275,8 +273,9 @@ void GatewayCall::Attempt(std::unique_lock<std::mutex>& lock) {
   const uint64_t attempt = ++attempt_;
   attempt_sent_ = now;
   // Send never calls the sink before it returns (the client calls it on its own thread).
-  upstream_call_ = upstream.client->Send(upstream.endpoint, std::move(call),
-                                         std::make_shared<AttemptSink>(shared_from_this(), attempt));
+  upstream_call_ =
+      upstream.client->Send(upstream.endpoint, std::move(call),
+                            std::make_shared<AttemptSink>(shared_from_this(), attempt));
 }
 
 void GatewayCall::OnHead(uint64_t attempt, const net::HttpClientResponseHead& head) {
@@ -357,7 +356,8 @@ void GatewayCall::OnEvent(std::string_view data, bool& keep_reading) {
   if (stream_error_ || phase_ == Phase::kDone) return;
   Result<StreamEvent> event = InspectStreamEvent(data, context_.operation);
   if (!event.ok()) {
-    stream_error_ = fmt::format("the upstream sent a malformed event: {}", event.status().message());
+    stream_error_ =
+        fmt::format("the upstream sent a malformed event: {}", event.status().message());
     return;
   }
   if (event->error) {
@@ -573,8 +573,8 @@ void GatewayCall::AttemptFailed(std::unique_lock<std::mutex>& lock, Failure fail
              context_.upstream, runtime_->config.ejection.consecutive_failures, failure.message);
   }
   if (failure.retry_after.count() >= 0) {
-    upstream.state->CoolDown(now + std::min<std::chrono::milliseconds>(failure.retry_after,
-                                                                        kMaxCoolDown));
+    upstream.state->CoolDown(
+        now + std::min<std::chrono::milliseconds>(failure.retry_after, kMaxCoolDown));
   }
   context_.outcome = failure.outcome;
   last_failure_ = failure;
@@ -656,8 +656,7 @@ void GatewayCall::Tick() {
     return;
   }
   const SteadyTime now = clock_.Now();
-  if (context_.request.stream && !token_sent_ &&
-      now - last_write_ >= runtime_->config.keep_alive) {
+  if (context_.request.stream && !token_sent_ && now - last_write_ >= runtime_->config.keep_alive) {
     if (phase_ == Phase::kCalling) BeginStream();
     writer_.Write(": keep-alive\n\n");
     last_write_ = now;
@@ -669,19 +668,17 @@ std::vector<std::pair<std::string, std::string>> GatewayCall::CommonHeaders() co
   return {{"x-request-id", context_.request_id}};
 }
 
-void GatewayCall::AnswerWhole(int status,
-                              std::string body,
+void GatewayCall::AnswerWhole(int status, std::string body,
                               std::vector<std::pair<std::string, std::string>> extra_headers) {
   if (!responder_) return;
   net::HttpResponse response;
   response.status = status;
   response.headers = CommonHeaders();
   for (auto& header : extra_headers) response.headers.push_back(std::move(header));
-  response.headers.emplace_back(
-      "server-timing",
-      fmt::format("gateway;dur={:.3f}, upstream;dur={:.3f}",
-                  static_cast<double>(context_.gateway_ns) / 1e6,
-                  static_cast<double>(context_.upstream_ns) / 1e6));
+  response.headers.emplace_back("server-timing",
+                                fmt::format("gateway;dur={:.3f}, upstream;dur={:.3f}",
+                                            static_cast<double>(context_.gateway_ns) / 1e6,
+                                            static_cast<double>(context_.upstream_ns) / 1e6));
   response.body = std::move(body);
   responder_->Send(std::move(response));
   responder_.reset();

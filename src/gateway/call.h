@@ -51,11 +51,11 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
  private:
   // Why an attempt failed, as retries and the final answer need it.
   struct Failure {
-    int http_status = 502;      // what the caller gets if this is the last failure
+    int http_status = 502;  // what the caller gets if this is the last failure
     std::string message;
-    std::string outcome;        // metrics label: "http_503", "connect_failed", ...
+    std::string outcome;  // metrics label: "http_503", "connect_failed", ...
     bool retryable = true;
-    bool endpoint_fault = true;  // counts toward the endpoint's ejection
+    bool endpoint_fault = true;                 // counts toward the endpoint's ejection
     std::chrono::milliseconds retry_after{-1};  // asked by the upstream; -1 = not asked
   };
   enum class Phase { kCalling, kStreaming, kDone };
@@ -73,8 +73,8 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
   void BeginStream();
   void EndBrokenStream(const std::string& message);
   void FinishStream();
-  void AnswerWhole(int status, std::string body, std::vector<std::pair<std::string, std::string>>
-                                                     extra_headers = {});
+  void AnswerWhole(int status, std::string body,
+                   std::vector<std::pair<std::string, std::string>> extra_headers = {});
   void AnswerError(int status, std::string_view message, std::string_view param = {},
                    std::string_view code = {}, std::string retry_after = {});
   void Finish(std::unique_lock<std::mutex>& lock);

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include <fmt/ranges.h>
 #include <re2/re2.h>
 
 #include "net/http_client.h"
@@ -10,7 +11,7 @@ namespace rampart::gateway {
 namespace {
 
 constexpr std::pair<Engine, std::string_view> kEngines[] = {
-    {Engine::kOpenAi, "openai"}, {Engine::kVllm, "vllm"},     {Engine::kTgi, "tgi"},
+    {Engine::kOpenAi, "openai"},     {Engine::kVllm, "vllm"},     {Engine::kTgi, "tgi"},
     {Engine::kLlamaCpp, "llamacpp"}, {Engine::kOllama, "ollama"}, {Engine::kTriton, "triton"},
 };
 
@@ -93,8 +94,8 @@ Result<Engine> ParseEngine(std::string_view name) {
   for (auto [engine, engine_name] : kEngines) {
     if (engine_name == name) return engine;
   }
-  return InvalidArgument(
-      "unknown engine '{}' (known: openai, vllm, tgi, llamacpp, ollama, triton)", name);
+  return InvalidArgument("unknown engine '{}' (known: openai, vllm, tgi, llamacpp, ollama, triton)",
+                         name);
 }
 
 std::string_view EngineName(Engine engine) {
@@ -199,7 +200,8 @@ std::string DescribeRoutes(const GatewayConfig& config) {
     }
     out += fmt::format("route {}: when {} -> {}", route.name, fmt::join(conditions, " and "),
                        route.target);
-    if (!route.fallbacks.empty()) out += fmt::format(", fallback {}", fmt::join(route.fallbacks, " -> "));
+    if (!route.fallbacks.empty())
+      out += fmt::format(", fallback {}", fmt::join(route.fallbacks, " -> "));
     if (route.canary) {
       out += fmt::format(", canary {} at {}%", route.canary->target,
                          fmt::join(route.canary->stages_percent, "/"));

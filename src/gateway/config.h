@@ -29,9 +29,9 @@ struct UpstreamConfig {
   std::string name;
   std::string url;  // base URL of its OpenAI API, e.g. http://10.0.0.5:8000/v1
   Engine engine = Engine::kOpenAi;
-  std::string api_key;                       // sent as "Authorization: Bearer <key>"
+  std::string api_key;                         // sent as "Authorization: Bearer <key>"
   std::map<std::string, std::string> headers;  // sent with every call
-  std::string health_path;  // empty = the engine's default (DefaultHealthPath)
+  std::string health_path;                     // empty = the engine's default (DefaultHealthPath)
   // TLS for https URLs: CA file (empty = the system's trust store), client certificate and key.
   std::string ca_file;
   std::string cert_file;
@@ -54,13 +54,14 @@ struct EndpointConfig {
 struct TargetConfig {
   std::string name;
   std::vector<EndpointConfig> endpoints;
-  std::string local_model;  // a model of Rampart's repository (embeddings); exclusive with endpoints
+  std::string
+      local_model;  // a model of Rampart's repository (embeddings); exclusive with endpoints
   std::string owned_by = "rampart";  // /v1/models' owned_by
 };
 
 // When a rule applies: every condition given must hold.
 struct MatchConfig {
-  std::vector<std::string> models;  // the request's `model` is one of these
+  std::vector<std::string> models;             // the request's `model` is one of these
   std::map<std::string, std::string> headers;  // lower-case name -> exact value
   std::vector<std::string> keywords;  // any appears in the routed text (case-insensitive ASCII)
   std::string pattern;                // an RE2 regular expression found in the routed text
@@ -116,7 +117,7 @@ struct GatewayConfig {
   // A streamed answer with no token yet gets a `: keep-alive` comment this often.
   std::chrono::milliseconds keep_alive{5000};
   int64_t max_n = 8;
-  size_t max_response_bytes = 64u << 20;  // a whole answer from an upstream
+  size_t max_response_bytes = 64u << 20;     // a whole answer from an upstream
   size_t max_stream_queue_bytes = 1u << 20;  // written to a slow client and not yet sent
 };
 

@@ -19,10 +19,9 @@ int64_t UnixSecondsNow() {
 // x-request-id: the caller's when it is a sane token, else a new one.
 std::string RequestId(const net::HttpRequest& request, const TraceContext& trace) {
   if (auto given = request.Header("x-request-id")) {
-    const bool sane = !given->empty() && given->size() <= 128 &&
-                      std::all_of(given->begin(), given->end(), [](char c) {
-                        return c > 0x20 && c < 0x7f;
-                      });
+    const bool sane =
+        !given->empty() && given->size() <= 128 &&
+        std::all_of(given->begin(), given->end(), [](char c) { return c > 0x20 && c < 0x7f; });
     if (sane) return std::string(*given);
   }
   return "req_" + trace.TraceId();
@@ -230,8 +229,7 @@ void Gateway::CheckHealth() {
         if (passed) {
           LOG_INFO("gateway: upstream '{}' passes its health checks again", name);
         } else {
-          LOG_WARN("gateway: upstream '{}' fails its health checks ({}); calls go elsewhere",
-                   name,
+          LOG_WARN("gateway: upstream '{}' fails its health checks ({}); calls go elsewhere", name,
                    result.status.ok() ? fmt::format("HTTP {}", result.response.status)
                                       : result.status.message());
         }

@@ -167,8 +167,8 @@ void LocalEmbeddings(serve::InferenceServer& server, const std::string& model,
   }
   Result<serve::ModelMetadata> metadata = server.Metadata(model, serve::kLatestVersion);
   if (!metadata.ok()) {
-    done(Unavailable("the local model '{}' is not serving: {}", model,
-                     metadata.status().message()));
+    done(
+        Unavailable("the local model '{}' is not serving: {}", model, metadata.status().message()));
     return;
   }
   if (metadata->inputs.size() != 1 || metadata->inputs[0].datatype != "BYTES") {

@@ -175,8 +175,8 @@ Status ReadFields(const json::Value& root, const ParseLimits& limits, OpenAiRequ
         } else if (*format == "base64") {
           request.encoding_format = EncodingFormat::kBase64;
         } else {
-          read = InvalidArgument("'encoding_format' must be 'float' or 'base64', got '{}'",
-                                 *format);
+          read =
+              InvalidArgument("'encoding_format' must be 'float' or 'base64', got '{}'", *format);
         }
       }
     } else if (key == "dimensions" && request.operation == Operation::kEmbeddings &&

@@ -26,12 +26,12 @@ int64_t EstimateTokens(size_t chars);
 
 // One `data:` event of a streamed answer.
 struct StreamEvent {
-  bool done = false;   // "[DONE]"
-  bool token = false;  // carries generated content, a tool call or a finish reason
-  bool finished = false;  // a choice has its finish_reason
+  bool done = false;        // "[DONE]"
+  bool token = false;       // carries generated content, a tool call or a finish reason
+  bool finished = false;    // a choice has its finish_reason
   bool usage_only = false;  // the usage chunk: empty `choices` and a `usage` object
   std::optional<Usage> usage;
-  size_t content_chars = 0;  // generated characters it carries
+  size_t content_chars = 0;          // generated characters it carries
   std::optional<std::string> error;  // an error event's message
 };
 

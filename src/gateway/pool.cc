@@ -115,8 +115,8 @@ Pool::Pick Pool::Choose(uint64_t tried, SteadyTime now) {
   }
   std::lock_guard lock(mutex_);
   const size_t index = RoundRobin(candidates);
-  return Pick{.index = index, .failover = members_[index].priority != members_[0].priority,
-              .panic = true};
+  return Pick{
+      .index = index, .failover = members_[index].priority != members_[0].priority, .panic = true};
 }
 
 }  // namespace rampart::gateway

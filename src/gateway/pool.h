@@ -56,12 +56,12 @@ class UpstreamState {
   const HealthCheckConfig health_;
 
   mutable std::mutex mutex_;
-  bool healthy_ = true;            // guarded by mutex_
-  int check_streak_ = 0;           // guarded by mutex_: results in a row against healthy_
-  int consecutive_failures_ = 0;   // guarded by mutex_
-  uint64_t ejections_ = 0;         // guarded by mutex_
-  SteadyTime ejected_until_{};     // guarded by mutex_
-  SteadyTime cooled_until_{};      // guarded by mutex_
+  bool healthy_ = true;           // guarded by mutex_
+  int check_streak_ = 0;          // guarded by mutex_: results in a row against healthy_
+  int consecutive_failures_ = 0;  // guarded by mutex_
+  uint64_t ejections_ = 0;        // guarded by mutex_
+  SteadyTime ejected_until_{};    // guarded by mutex_
+  SteadyTime cooled_until_{};     // guarded by mutex_
 };
 
 class Pool {
@@ -79,9 +79,9 @@ class Pool {
   explicit Pool(std::vector<Member> members);
 
   struct Pick {
-    size_t index = 0;        // into members()
-    bool failover = false;   // below the highest priority group
-    bool panic = false;      // no endpoint was available
+    size_t index = 0;       // into members()
+    bool failover = false;  // below the highest priority group
+    bool panic = false;     // no endpoint was available
   };
   // `tried`: bit i set when members()[i] was tried by this request.
   Pick Choose(uint64_t tried, SteadyTime now);
@@ -92,7 +92,7 @@ class Pool {
   // Smooth weighted round-robin among `candidates` (indices). REQUIRES: mutex_ held, non-empty.
   size_t RoundRobin(const std::vector<size_t>& candidates);
 
-  std::vector<Member> members_;  // sorted by priority, highest first
+  std::vector<Member> members_;       // sorted by priority, highest first
   std::vector<size_t> group_starts_;  // where each priority group begins in members_
 
   std::mutex mutex_;

@@ -28,8 +28,8 @@ Router::Router(const GatewayConfig& config) : config_(config) {
       rule.pattern = std::make_unique<RE2>(route.match.pattern, RE2::Quiet);
     }
     if (route.canary) {
-      rule.canary = std::make_unique<serve::CanaryController>(
-          "route " + route.name, CanaryPolicyFor(route));
+      rule.canary =
+          std::make_unique<serve::CanaryController>("route " + route.name, CanaryPolicyFor(route));
     }
     rules_.push_back(std::move(rule));
   }

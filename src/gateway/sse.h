@@ -31,7 +31,7 @@ class SseReader {
   // Handles one whole line; true when it ended an event with data (then data_ holds it).
   bool Line(std::string_view line);
 
-  const size_t max_event_bytes_;
+  size_t max_event_bytes_;
   std::string line_;  // the line being read
   std::string data_;  // the event's data so far
   bool has_data_ = false;

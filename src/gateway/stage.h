@@ -51,9 +51,9 @@ struct CallContext {
   RoutePlan plan;                  // route
 
   // The outcome, filled as the call goes.
-  std::string target;    // the logical model that answered (or was tried last)
-  std::string upstream;  // the upstream that answered, or "local"
-  int status = 0;        // the HTTP status the caller got
+  std::string target;          // the logical model that answered (or was tried last)
+  std::string upstream;        // the upstream that answered, or "local"
+  int status = 0;              // the HTTP status the caller got
   std::string outcome = "ok";  // ok, or the error's kind ("upstream_error", "timeout", ...)
   Usage usage;
   int attempts = 0;
@@ -61,10 +61,10 @@ struct CallContext {
   int fallbacks = 0;
   bool failover = false;
   bool streamed = false;
-  bool broken_stream = false;  // a stream that ended with an error event after tokens
-  int64_t first_token_ns = -1;    // from `received`; -1 when none came
-  int64_t upstream_ns = 0;        // spent waiting for upstreams
-  int64_t gateway_ns = 0;         // the gateway's own time: everything else
+  bool broken_stream = false;   // a stream that ended with an error event after tokens
+  int64_t first_token_ns = -1;  // from `received`; -1 when none came
+  int64_t upstream_ns = 0;      // spent waiting for upstreams
+  int64_t gateway_ns = 0;       // the gateway's own time: everything else
 };
 
 class Stage {

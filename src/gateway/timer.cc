@@ -5,10 +5,11 @@
 
 namespace rampart::gateway {
 
-Timers::Timers() : thread_([this] {
-  NameThisThread("gateway-timers");
-  Run();
-}) {}
+Timers::Timers()
+    : thread_([this] {
+        NameThisThread("gateway-timers");
+        Run();
+      }) {}
 
 Timers::~Timers() { Stop(); }
 
