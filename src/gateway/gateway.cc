@@ -77,6 +77,10 @@ Result<net::HttpClient*> Gateway::ClientFor(const UpstreamConfig& upstream) {
   if (found != clients_.end()) return found->second.get();
   net::HttpClientOptions options;
   options.threads = std::max(1, options_.client_threads);
+  // Every connection opened stays for reuse (until the idle timeout): the calls in flight to an
+  // upstream are as many as the callers', and with fewer kept idle each call past that many
+  // opened and closed a connection of its own.
+  options.max_idle_per_endpoint = options.max_connections_per_endpoint;
   options.tls = net::HttpClientTlsOptions{
       .ca_file = upstream.ca_file, .cert_file = upstream.cert_file, .key_file = upstream.key_file};
   options.name = "gateway-client";
