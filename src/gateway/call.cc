@@ -642,7 +642,7 @@ void GatewayCall::ScheduleTick() {
   if (tick_scheduled_) return;
   tick_scheduled_ = true;
   auto self = shared_from_this();
-  environment_.timers->Schedule(kTickInterval, [self] { self->Tick(); });
+  tick_ = environment_.timers->Schedule(kTickInterval, [self] { self->Tick(); });
 }
 
 void GatewayCall::Tick() {
@@ -701,6 +701,13 @@ void GatewayCall::Finish(std::unique_lock<std::mutex>& lock) {
   if (phase_ == Phase::kDone) return;
   const bool streaming = phase_ == Phase::kStreaming;
   phase_ = Phase::kDone;
+  // The tick holds this call: dropped now, the call ends with its last caller rather than up to a
+  // tick interval later, and the timer thread has nothing to run for it. (Not the last holder:
+  // whoever called in here holds the call too.)
+  if (tick_scheduled_) {
+    tick_scheduled_ = false;
+    environment_.timers->Cancel(tick_);
+  }
   if (streaming && !writer_.closed()) writer_.Finish();
   if (context_.status == 0) context_.status = 500;
   if (context_.plan.canary != nullptr) {

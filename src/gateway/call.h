@@ -120,6 +120,7 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
   SteadyTime last_write_{};
   SteadyTime last_token_{};
   bool tick_scheduled_ = false;
+  Timers::Id tick_ = 0;
 };
 
 }  // namespace rampart::gateway
