@@ -88,15 +88,10 @@ class TestClient {
   void Write(const std::string& raw) {
     With([&](auto& stream) { asio::write(stream, asio::buffer(raw)); });
   }
-  // Reads a response (or its head only) into `parser`.
+  // Reads a response into `parser`.
   beast::error_code Read(Parser& parser) {
     beast::error_code error;
     With([&](auto& stream) { http::read(stream, buffer_, parser, error); });
-    return error;
-  }
-  beast::error_code ReadHeader(Parser& parser) {
-    beast::error_code error;
-    With([&](auto& stream) { http::read_header(stream, buffer_, parser, error); });
     return error;
   }
   // Reads until `parser`'s body holds at least `bytes`.
