@@ -37,6 +37,7 @@ Pool::Pool(Endpoint endpoint, asio::io_context& context, const HttpClientOptions
       sweep_(context.get_executor()) {}
 
 void Pool::Start(const std::shared_ptr<Call>& call) {
+  call->self = call;
   call->next = active_;
   if (active_ != nullptr) active_->previous = call.get();
   active_ = call.get();
@@ -179,9 +180,10 @@ bool NamedAs(std::string_view name, std::string_view lower) {
   return true;
 }
 
-// Formats `request`'s head for `pool`'s endpoint into `head`. Errors: InvalidArgument.
-Status FormatRequest(const client::Pool& pool, const HttpClientRequest& request,
-                     std::string& head) {
+// Formats `request`'s head for `endpoint` (whose pool is `pool`: endpoints differing only in
+// their path prefix share one) into `head`. Errors: InvalidArgument.
+Status FormatRequest(const Endpoint& endpoint, const client::Pool& pool,
+                     const HttpClientRequest& request, std::string& head) {
   if (!IsToken(request.method)) return InvalidArgument("invalid method '{}'", request.method);
   if (request.target.empty() || request.target.front() != '/') {
     return InvalidArgument("the target '{}' must start with '/'", request.target);
@@ -201,7 +203,7 @@ Status FormatRequest(const client::Pool& pool, const HttpClientRequest& request,
       return InvalidArgument("the client sets {} itself", name);
     }
   }
-  const std::string& prefix = pool.endpoint().path_prefix;
+  const std::string& prefix = endpoint.path_prefix;
   head.reserve(64 + prefix.size() + request.target.size() + pool.host_header().size() +
                headers.size() * 32);
   head.append(request.method).append(" ").append(prefix).append(request.target);
@@ -374,7 +376,7 @@ HttpCall HttpClient::Send(const Endpoint& endpoint, HttpClientRequest request,
   if (sink == nullptr) sink = std::make_shared<DiscardingSink>();
   client::Pool& pool = impl_->PoolFor(endpoint);
   std::string head;
-  Status invalid = FormatRequest(pool, request, head);
+  Status invalid = FormatRequest(endpoint, pool, request, head);
   auto call = std::make_shared<client::Call>(pool, std::move(sink), std::move(head),
                                              std::move(request), std::move(invalid));
   client::asio::post(pool.executor(), [&pool, call] {

@@ -5,7 +5,8 @@
 // and cancellation.
 //
 // Threads. The client runs `HttpClientOptions::threads` I/O threads ("<name>-io-<i>"), each with
-// its own Boost.Asio io_context. Every endpoint (scheme, host, port) is pinned to one of them
+// its own Boost.Asio io_context. Every endpoint (scheme, host, port: endpoints that differ only
+// in their path prefix share everything but the prefix) is pinned to one of them
 // when first used (in turn), and all of that endpoint's connections and calls live on it: its
 // pool needs no lock, and its limits are exact. Spread load over threads with several endpoints.
 //

@@ -374,6 +374,7 @@ void HttpCall::State::Fail(Status status, HttpClientError error) {
 }
 
 void HttpCall::State::Complete(const Status& status, HttpClientError error) {
+  const std::shared_ptr<State> keep = std::move(self);  // this call ends with this function
   phase_ = Phase::kDone;
   ++timer_generation_;
   if (timer_pending_) {

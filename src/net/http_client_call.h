@@ -197,9 +197,11 @@ class HttpCall::State : public std::enable_shared_from_this<HttpCall::State> {
   bool OnBodyPiece(std::string_view piece);
   bool sink_ok() const { return sink_failure_.ok(); }
 
-  // The pool's intrusive list of calls in flight.
+  // The pool's intrusive list of calls in flight, and what keeps each alive while it is (a
+  // paused call has no operation pending to hold it).
   State* previous = nullptr;
   State* next = nullptr;
+  std::shared_ptr<State> self;
 
  private:
   enum class Phase { kQueued, kConnecting, kSending, kWaitingFirstByte, kReading, kDone };

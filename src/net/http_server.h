@@ -80,7 +80,7 @@ class StreamWriter {
   WriteResult Write(std::string chunk);
   // Ends the answer cleanly once the chunks queued before it are written.
   void Finish();
-  // Ends the answer broken: chunks not yet written are dropped.
+  // Ends the answer broken: chunks not yet written are dropped. Nothing after Finish.
   void Abort();
 
   // Bytes written and not yet on the wire (chunk bytes, not counting the framing).

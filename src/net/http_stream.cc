@@ -63,7 +63,7 @@ void HttpStream::Finish() {
 void HttpStream::Abort() {
   std::vector<std::string> dropped;
   std::lock_guard lock(mutex_);
-  if (abort_ || ended_) return;
+  if (finish_ || abort_ || ended_) return;  // after Finish the end is on its way
   abort_ = true;
   closed_.store(true, std::memory_order_release);
   dropped.swap(pending_);
