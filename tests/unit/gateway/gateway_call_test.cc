@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -273,6 +277,31 @@ TEST_F(GatewayCallTest, ACallerGoneCancelsTheUpstreamCall) {
     }
   }  // the caller hangs up mid-stream
   EXPECT_TRUE(a_.WaitFor([this] { return a_.connections_closed() >= 1; }));
+}
+
+TEST_F(GatewayCallTest, KeepsEveryUpstreamConnectionForReuse) {
+  // More calls at once than the HTTP client keeps idle by default (32): every connection the
+  // first wave opened serves the second, none is closed and opened again.
+  constexpr int kCalls = 40;
+  Start(Config());
+  a_.SetBehaviour({.fault = UpstreamFault::kDelayFirstByte, .delay = milliseconds(800)});
+  const auto wave = [this] {
+    std::atomic<int> answered = 0;
+    std::vector<std::thread> callers;
+    for (int i = 0; i < kCalls; ++i) {
+      callers.emplace_back([&] {
+        if (Post("/v1/chat/completions", kChat).status == 200) ++answered;
+      });
+    }
+    for (std::thread& caller : callers) caller.join();
+    return answered.load();
+  };
+  ASSERT_EQ(wave(), kCalls);
+  // Each call waits at the upstream, so all of them were there at once.
+  ASSERT_EQ(a_.connections_accepted(), kCalls);
+  ASSERT_EQ(wave(), kCalls);
+  EXPECT_EQ(a_.connections_accepted(), kCalls);
+  EXPECT_EQ(a_.connections_ended(), 0);
 }
 
 TEST_F(GatewayCallTest, BadRequestsGetOpenAiErrors) {
