@@ -422,7 +422,7 @@ for kind in chat stream; do
     done
   done
 done
-result[c64.ratio]="$(paired rampart.c64.rps nginx.c64.rps /)"
+result[c64.ratio]="$(calc "$(paired rampart.c64.rps nginx.c64.rps /)" 2)"
 result[c64.ratios]="$(rounds_of rampart.c64.rps nginx.c64.rps /)"
 errors=0
 for key in "${!result[@]}"; do
