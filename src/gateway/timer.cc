@@ -34,10 +34,11 @@ Timers::Id Timers::Schedule(std::chrono::nanoseconds delay, UniqueFunction<void(
     return 0;
   }
   const Id id = next_id_++;
-  const bool earliest = due_.empty() || at < due_.begin()->first.first;
   due_.emplace(std::pair{at, id}, std::move(callback));
   when_.emplace(id, at);
-  if (earliest) wake_.notify_one();
+  // Woken only when it would sleep past `at`: a callback due later (most are: each call's tick)
+  // is found when the thread next wakes.
+  if (at < sleeping_until_) wake_.notify_one();
   return id;
 }
 
@@ -57,12 +58,16 @@ void Timers::Run() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     if (due_.empty()) {
+      sleeping_until_ = SteadyTime::max();
       wake_.wait(lock);
+      sleeping_until_ = SteadyTime::min();
       continue;
     }
     const SteadyTime at = due_.begin()->first.first;
     if (std::chrono::steady_clock::now() < at) {
+      sleeping_until_ = at;
       wake_.wait_until(lock, at);
+      sleeping_until_ = SteadyTime::min();
       continue;
     }
     auto entry = due_.begin();

@@ -45,6 +45,9 @@ class Timers {
   std::map<Id, SteadyTime> when_;                                    // guarded by mutex_
   Id next_id_ = 1;                                                   // guarded by mutex_
   bool stopping_ = false;                                            // guarded by mutex_
+  // When the thread wakes if not notified (max: never); min while it is awake, when it looks at
+  // due_ before sleeping again. Guarded by mutex_.
+  SteadyTime sleeping_until_ = SteadyTime::min();
   std::thread thread_;
 };
 
