@@ -1,6 +1,20 @@
 #include "gateway/sse.h"
 
+#include <cstring>
+
 namespace rampart::gateway {
+
+size_t SseReader::LineEnd(std::string_view bytes, size_t start) {
+  const char* from = bytes.data() + start;
+  const size_t size = bytes.size() - start;
+  const void* lf = std::memchr(from, '\n', size);
+  const size_t before_lf =
+      lf == nullptr ? size : static_cast<size_t>(static_cast<const char*>(lf) - from);
+  if (const void* cr = std::memchr(from, '\r', before_lf)) {
+    return start + static_cast<size_t>(static_cast<const char*>(cr) - from);
+  }
+  return lf == nullptr ? std::string_view::npos : start + before_lf;
+}
 
 bool SseReader::Line(std::string_view line) {
   if (line.empty()) return has_data_;

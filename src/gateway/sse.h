@@ -30,6 +30,9 @@ class SseReader {
  private:
   // Handles one whole line; true when it ended an event with data (then data_ holds it).
   bool Line(std::string_view line);
+  // Where the first CR or LF of `bytes` at or after `start` is, or npos. (Two memchr scans:
+  // string_view::find_first_of calls memchr on its set once per byte.)
+  static size_t LineEnd(std::string_view bytes, size_t start);
 
   size_t max_event_bytes_;
   std::string line_;  // the line being read
@@ -44,7 +47,7 @@ Status SseReader::Feed(std::string_view bytes, OnEvent&& on_event) {
   if (after_cr_ && !bytes.empty() && bytes[0] == '\n') start = 1;
   after_cr_ = false;
   while (start < bytes.size()) {
-    const size_t end = bytes.find_first_of("\r\n", start);
+    const size_t end = LineEnd(bytes, start);
     if (end == std::string_view::npos) {
       line_.append(bytes.substr(start));
       break;
