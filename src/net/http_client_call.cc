@@ -229,6 +229,7 @@ void HttpCall::State::OnWritten(const boost::system::error_code& error) {
   }
   phase_ = Phase::kWaitingFirstByte;
   headers_.Clear();
+  headers_.Reserve(16, 1024);  // a typical head without growing
   parser_.emplace(*this);
   parser_->body_limit(max_response_bytes_);
   if (head_request_) parser_->skip(true);
