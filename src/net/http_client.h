@@ -192,7 +192,9 @@ struct HttpClientTlsOptions {
 
 struct HttpClientOptions {
   int threads = 1;
-  size_t max_idle_per_endpoint = 32;
+  // Idle connections kept per endpoint: at least the calls usually in flight to it, or
+  // connections are closed as calls end in a burst and opened again for the next ones.
+  size_t max_idle_per_endpoint = 128;
   size_t max_connections_per_endpoint = 1024;
   std::chrono::milliseconds idle_connection_timeout{60'000};
   HttpClientTlsOptions tls;
