@@ -315,14 +315,18 @@ bool GatewayCall::OnBody(uint64_t attempt, std::string_view piece) {
     if (!fed.ok() && !stream_error_) stream_error_ = fed.message();
   }
   AddGatewayTime(start);
-  if (stream_error_ && upstream_ok_) {
-    // A garbled or failed stream: end the attempt now rather than read on.
+  // A garbled or failed answer (or an error body read as far as its message needs) ends the
+  // attempt now rather than being read on.
+  const bool error_read = !upstream_ok_ && !stream_error_ && body_.size() >= kMaxErrorBody;
+  if (stream_error_ || error_read) {
     net::HttpCall abandoned = upstream_call_;
     ++attempt_;
     context_.upstream_ns += NanosBetween(attempt_sent_, start);
-    AttemptFailed(lock, Failure{.http_status = 502,
-                                .message = *stream_error_,
-                                .outcome = token_sent_ ? "stream_error" : "malformed"});
+    AttemptFailed(lock, error_read
+                            ? HttpFailure()
+                            : Failure{.http_status = 502,
+                                      .message = *stream_error_,
+                                      .outcome = token_sent_ ? "stream_error" : "malformed"});
     lock.unlock();
     abandoned.Cancel();
     return false;
@@ -353,7 +357,7 @@ void GatewayCall::Resume(uint64_t attempt) {
 }
 
 void GatewayCall::OnEvent(std::string_view data, bool& keep_reading) {
-  if (stream_error_ || phase_ == Phase::kDone) return;
+  if (stream_error_ || done_seen_ || phase_ == Phase::kDone) return;
   Result<StreamEvent> event = InspectStreamEvent(data, context_.operation);
   if (!event.ok()) {
     stream_error_ =
@@ -510,28 +514,7 @@ void GatewayCall::OnComplete(uint64_t attempt, const Status& status, net::HttpCl
 
   Failure failure;
   if (status.ok() && upstream_status_ >= 300) {
-    const int code = upstream_status_;
-    failure.outcome = fmt::format("http_{}", code);
-    const std::string reported = UpstreamErrorMessage(body_).value_or("");
-    failure.message = reported.empty()
-                          ? fmt::format("the upstream '{}' answered {}", context_.upstream, code)
-                          : reported;
-    if (code == 429) {
-      failure.http_status = 429;
-      failure.endpoint_fault = false;
-      failure.retry_after = upstream_retry_after_;
-    } else if (code == 408 || code >= 500) {
-      failure.http_status = code == 503 || code == 504 ? code : 502;
-    } else if (code == 401 || code == 403 || code == 404) {
-      // The gateway's own credentials or routing are wrong for that endpoint, not the caller's.
-      failure.http_status = 502;
-      failure.message = fmt::format("the upstream '{}' answered {}: {}", context_.upstream, code,
-                                    failure.message);
-    } else {
-      failure.http_status = code >= 400 && code < 500 ? code : 502;
-      failure.retryable = false;
-      failure.endpoint_fault = false;
-    }
+    failure = HttpFailure();
   } else if (status.ok() || stream_error_) {
     failure.message = stream_error_.value_or("the upstream's answer is malformed");
     failure.outcome = "malformed";
@@ -560,6 +543,33 @@ void GatewayCall::OnComplete(uint64_t attempt, const Status& status, net::HttpCl
   }
   AttemptFailed(lock, std::move(failure));
   AddGatewayTime(start);
+}
+
+GatewayCall::Failure GatewayCall::HttpFailure() const {
+  Failure failure;
+  const int code = upstream_status_;
+  failure.outcome = fmt::format("http_{}", code);
+  const std::string reported = UpstreamErrorMessage(body_).value_or("");
+  failure.message = reported.empty()
+                        ? fmt::format("the upstream '{}' answered {}", context_.upstream, code)
+                        : reported;
+  if (code == 429) {
+    failure.http_status = 429;
+    failure.endpoint_fault = false;
+    failure.retry_after = upstream_retry_after_;
+  } else if (code == 408 || code >= 500) {
+    failure.http_status = code == 503 || code == 504 ? code : 502;
+  } else if (code == 401 || code == 403 || code == 404) {
+    // The gateway's own credentials or routing are wrong for that endpoint, not the caller's.
+    failure.http_status = 502;
+    failure.message =
+        fmt::format("the upstream '{}' answered {}: {}", context_.upstream, code, failure.message);
+  } else {
+    failure.http_status = code >= 400 && code < 500 ? code : 502;
+    failure.retryable = false;
+    failure.endpoint_fault = false;
+  }
+  return failure;
 }
 
 void GatewayCall::AttemptFailed(std::unique_lock<std::mutex>& lock, Failure failure) {
@@ -639,15 +649,14 @@ void GatewayCall::CallerGone() {
 }
 
 void GatewayCall::ScheduleTick() {
-  if (tick_scheduled_) return;
-  tick_scheduled_ = true;
+  if (tick_ != 0) return;
   auto self = shared_from_this();
-  environment_.timers->Schedule(kTickInterval, [self] { self->Tick(); });
+  tick_ = environment_.timers->Schedule(kTickInterval, [self] { self->Tick(); });
 }
 
 void GatewayCall::Tick() {
   std::unique_lock lock(mutex_);
-  tick_scheduled_ = false;
+  tick_ = 0;
   if (phase_ == Phase::kDone) return;
   const auto& gone = context_.http.client_gone;
   if (gone && gone->load(std::memory_order_relaxed)) {
@@ -701,6 +710,8 @@ void GatewayCall::Finish(std::unique_lock<std::mutex>& lock) {
   if (phase_ == Phase::kDone) return;
   const bool streaming = phase_ == Phase::kStreaming;
   phase_ = Phase::kDone;
+  // The tick holds this call: let it go now rather than when it would have fired.
+  if (tick_ != 0) environment_.timers->Cancel(std::exchange(tick_, 0));
   if (streaming && !writer_.closed()) writer_.Finish();
   if (context_.status == 0) context_.status = 500;
   if (context_.plan.canary != nullptr) {

@@ -65,6 +65,8 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
   void Attempt(std::unique_lock<std::mutex>& lock);
   void CallLocal(std::unique_lock<std::mutex>& lock, const TargetRuntime& target);
   void AttemptFailed(std::unique_lock<std::mutex>& lock, Failure failure);
+  // The failure an upstream's error status (>= 300) and its body make.
+  Failure HttpFailure() const;
   void OnEvent(std::string_view data, bool& keep_reading);
   void LocalDone(uint64_t attempt, Result<LocalAnswer> answer);
   void Resume(uint64_t attempt);  // after the caller's queue drained
@@ -119,7 +121,7 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
   SteadyTime attempt_sent_{};
   SteadyTime last_write_{};
   SteadyTime last_token_{};
-  bool tick_scheduled_ = false;
+  Timers::Id tick_ = 0;  // the scheduled Tick, 0 when none
 };
 
 }  // namespace rampart::gateway

@@ -208,9 +208,11 @@ TEST_F(GatewayCallTest, GarbageIsA502AndNeverAHang) {
   GatewayConfig config = Config();
   config.targets[0].endpoints.pop_back();
   config.retry.max_attempts = 1;
+  config.max_response_bytes = 1 << 20;
   Start(std::move(config));
   for (UpstreamBehaviour fault :
        {UpstreamBehaviour{.fault = UpstreamFault::kInvalidJson},
+        UpstreamBehaviour{.fault = UpstreamFault::kHugeBody, .huge_bytes = 8 << 20},
         UpstreamBehaviour{.fault = UpstreamFault::kCloseMidResponse},
         UpstreamBehaviour{.fault = UpstreamFault::kRaw, .raw = "NOT HTTP\r\n\r\n"},
         UpstreamBehaviour{.fault = UpstreamFault::kHang}}) {
