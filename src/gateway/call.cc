@@ -13,9 +13,6 @@ namespace {
 
 // How often a call waiting on an upstream looks for a caller gone away and keeps a stream alive.
 constexpr auto kTickInterval = std::chrono::milliseconds(200);
-// Events held back before the first token (a role-only first chunk is one); past this many the
-// stream is committed anyway.
-constexpr size_t kMaxHeldEvents = 16;
 // An upstream's error body is read up to this much for its message.
 constexpr size_t kMaxErrorBody = 64 * 1024;
 // The longest cool-down a Retry-After sets on an upstream.
@@ -138,83 +135,6 @@ void GatewayCall::NextTarget(std::unique_lock<std::mutex>& lock) {
   }
   AnswerError(failure.http_status, failure.message, "", "", std::move(retry_after));
   Finish(lock);
-}
-
-void GatewayCall::CallLocal(std::unique_lock<std::mutex>& lock, const TargetRuntime& target) {
-  const OpenAiRequest& request = context_.request;
-  context_.upstream = "local";
-  ++context_.attempts;
-  if (request.operation != Operation::kEmbeddings) {
-    AnswerError(400,
-                fmt::format("the model '{}' is a local embedding model; call /v1/embeddings",
-                            request.model),
-                "model");
-    context_.outcome = "refused";
-    Finish(lock);
-    return;
-  }
-  for (const std::string& field : request.fields) {
-    if (field != "model" && field != "input" && field != "encoding_format" &&
-        field != "dimensions" && field != "user") {
-      AnswerError(
-          400, fmt::format("'{}' is not supported by the local model '{}'", field, request.model),
-          field);
-      context_.outcome = "refused";
-      Finish(lock);
-      return;
-    }
-  }
-  if (environment_.local == nullptr) {
-    last_failure_ = Failure{.http_status = 503,
-                            .message = "local models are not served (no model repository)",
-                            .outcome = "local_unavailable"};
-    ++chain_index_;
-    NextTarget(lock);
-    return;
-  }
-  attempt_sent_ = clock_.Now();
-  auto self = shared_from_this();
-  const uint64_t attempt = ++attempt_;
-  lock.unlock();
-  LocalEmbeddings(
-      *environment_.local, target.config->local_model, request, request.model,
-      [self, attempt](Result<LocalAnswer> answer) { self->LocalDone(attempt, std::move(answer)); });
-  lock.lock();
-}
-
-void GatewayCall::LocalDone(uint64_t attempt, Result<LocalAnswer> answer) {
-  const SteadyTime start = clock_.Now();
-  std::unique_lock lock(mutex_);
-  if (attempt != attempt_ || phase_ == Phase::kDone) return;
-  context_.upstream_ns += NanosBetween(attempt_sent_, start);
-  if (answer.ok()) {
-    context_.usage = answer->usage;
-    std::string body = std::move(answer->body);
-    const Status passed = environment_.pipeline->Answer(context_, body);
-    if (passed.ok()) {
-      AnswerWhole(200, std::move(body));
-    } else {
-      AnswerError(HttpStatusOf(passed), passed.message());
-    }
-    AddGatewayTime(start);
-    Finish(lock);
-    return;
-  }
-  const Status& status = answer.status();
-  if (status.code() == StatusCode::kInvalidArgument ||
-      status.code() == StatusCode::kFailedPrecondition) {
-    AnswerError(400, status.message());
-    context_.outcome = "refused";
-    AddGatewayTime(start);
-    Finish(lock);
-    return;
-  }
-  last_failure_ = Failure{.http_status = HttpStatusOf(status) == 404 ? 503 : HttpStatusOf(status),
-                          .message = status.message(),
-                          .outcome = "local_error"};
-  ++chain_index_;
-  NextTarget(lock);
-  AddGatewayTime(start);
 }
 
 void GatewayCall::Attempt(std::unique_lock<std::mutex>& lock) {
@@ -345,115 +265,6 @@ bool GatewayCall::OnBody(uint64_t attempt, std::string_view piece) {
     return false;
   }
   return true;
-}
-
-void GatewayCall::Resume(uint64_t attempt) {
-  std::unique_lock lock(mutex_);
-  if (attempt != attempt_ || !paused_ || phase_ == Phase::kDone) return;
-  paused_ = false;
-  net::HttpCall call = upstream_call_;
-  lock.unlock();
-  call.Resume();
-}
-
-void GatewayCall::OnEvent(std::string_view data, bool& keep_reading) {
-  if (stream_error_ || done_seen_ || phase_ == Phase::kDone) return;
-  Result<StreamEvent> event = InspectStreamEvent(data, context_.operation);
-  if (!event.ok()) {
-    stream_error_ =
-        fmt::format("the upstream sent a malformed event: {}", event.status().message());
-    return;
-  }
-  if (event->error) {
-    stream_error_ = *event->error;
-    return;
-  }
-  const SteadyTime now = clock_.Now();
-  if (event->done) {
-    done_seen_ = true;
-    token_sent_ = true;  // a stream with no tokens at all is still a whole answer
-    for (std::string& held : held_) keep_reading = Forward(std::move(held)) && keep_reading;
-    held_.clear();
-    keep_reading = Forward(std::string(data)) && keep_reading;
-    return;
-  }
-  if (event->usage) {
-    context_.usage = *event->usage;
-    usage_seen_ = true;
-  }
-  finish_seen_ = finish_seen_ || event->finished;
-  completion_chars_ += event->content_chars;
-  if (event->usage_only && !context_.request.include_usage) return;  // asked for by the gateway
-  if (!token_sent_) {
-    if (!event->token && held_.size() < kMaxHeldEvents) {
-      held_.emplace_back(data);
-      return;
-    }
-    token_sent_ = true;
-    context_.first_token_ns = NanosBetween(context_.received, now);
-    last_token_ = now;
-    for (std::string& held : held_) keep_reading = Forward(std::move(held)) && keep_reading;
-    held_.clear();
-  } else if (event->token) {
-    environment_.metrics->inter_token_latency.WithLabels({context_.target})
-        .Observe(static_cast<double>(NanosBetween(last_token_, now)) / 1e9);
-    last_token_ = now;
-  }
-  keep_reading = Forward(std::string(data)) && keep_reading;
-}
-
-bool GatewayCall::Forward(std::string data) {
-  if (phase_ == Phase::kCalling) BeginStream();
-  if (phase_ != Phase::kStreaming) return true;
-  const Status passed = environment_.pipeline->Answer(context_, data);
-  if (!passed.ok()) {
-    stream_error_ = passed.message();
-    return false;
-  }
-  std::string event;
-  event.reserve(data.size() + 8);
-  event.append("data: ").append(data).append("\n\n");
-  last_write_ = clock_.Now();
-  return writer_.Write(std::move(event)) != net::StreamWriter::kFull;
-}
-
-void GatewayCall::BeginStream() {
-  net::HttpResponseHead head;
-  head.status = 200;
-  head.content_type = "text/event-stream";
-  head.headers = CommonHeaders();
-  head.headers.emplace_back("cache-control", "no-cache");
-  head.headers.emplace_back(
-      "server-timing",
-      fmt::format("gateway;dur={:.3f}", static_cast<double>(context_.gateway_ns) / 1e6));
-  head.max_queued_bytes = runtime_->config.max_stream_queue_bytes;
-  writer_ = responder_->StartStream(std::move(head));
-  responder_.reset();
-  phase_ = Phase::kStreaming;
-  context_.status = 200;
-  // A caller gone mid-stream ends the call at once (on the timer thread: never under the lock).
-  std::weak_ptr<GatewayCall> weak = weak_from_this();
-  Timers* timers = environment_.timers;
-  writer_.OnClosed([weak, timers] {
-    timers->Schedule(std::chrono::nanoseconds(0), [weak] {
-      if (auto self = weak.lock()) self->CallerGone();
-    });
-  });
-}
-
-void GatewayCall::EndBrokenStream(const std::string& message) {
-  if (phase_ != Phase::kStreaming) return;
-  writer_.Write("data: " + ErrorJson(message, "server_error", "", "upstream_error") + "\n\n");
-  writer_.Finish();
-  context_.broken_stream = token_sent_;
-}
-
-void GatewayCall::FinishStream() {
-  for (std::string& held : held_) Forward(std::move(held));
-  held_.clear();
-  if (phase_ == Phase::kCalling) BeginStream();
-  if (!done_seen_) writer_.Write("data: [DONE]\n\n");
-  writer_.Finish();
 }
 
 void GatewayCall::OnComplete(uint64_t attempt, const Status& status, net::HttpClientError error) {
