@@ -303,6 +303,23 @@ TEST_F(GatewayCallTest, BadRequestsGetOpenAiErrors) {
   EXPECT_EQ(a_.total_requests(), 0);
 }
 
+TEST_F(GatewayCallTest, HealthChecksTakeAnUpstreamOutAndBringItBack) {
+  GatewayConfig config = Config();
+  config.upstreams[0].engine = Engine::kVllm;  // checked on /health
+  config.health_check.interval = milliseconds(100);
+  config.health_check.unhealthy_threshold = 1;
+  Start(std::move(config));
+  a_.SetBehaviour({.fault = UpstreamFault::kStatus, .status = 503});
+  EXPECT_TRUE(MetricsShow(R"(rampart_gateway_upstream_healthy{upstream="a"} 0)"));
+  const int calls_before = a_.requests("/v1/chat/completions");
+  EXPECT_EQ(Post("/v1/chat/completions", kChat).status, 200);
+  EXPECT_EQ(a_.requests("/v1/chat/completions"), calls_before);  // b answered, a was not asked
+  a_.SetBehaviour({});
+  EXPECT_TRUE(MetricsShow(R"(rampart_gateway_upstream_healthy{upstream="a"} 1)"));
+  EXPECT_EQ(Post("/v1/chat/completions", kChat).status, 200);
+  EXPECT_EQ(a_.requests("/v1/chat/completions"), calls_before + 1);
+}
+
 TEST_F(GatewayCallTest, ReloadKeepsTheOldTableWhenTheNewOneIsInvalid) {
   Start(Config());
   GatewayConfig broken = Config();
