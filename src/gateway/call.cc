@@ -304,13 +304,7 @@ void GatewayCall::OnComplete(uint64_t attempt, const Status& status, net::HttpCl
       if (stream) {
         FinishStream();
       } else {
-        std::string body = std::move(body_);
-        const Status passed = environment_.pipeline->Answer(context_, body);
-        if (passed.ok()) {
-          AnswerWhole(200, std::move(body));
-        } else {
-          AnswerError(HttpStatusOf(passed), passed.message());
-        }
+        AnswerOk(std::move(body_));
       }
       AddGatewayTime(start);
       Finish(lock);
@@ -503,6 +497,15 @@ void GatewayCall::AnswerWhole(int status, std::string body,
   responder_->Send(std::move(response));
   responder_.reset();
   context_.status = status;
+}
+
+void GatewayCall::AnswerOk(std::string body) {
+  const Status passed = environment_.pipeline->Answer(context_, body);
+  if (passed.ok()) {
+    AnswerWhole(200, std::move(body));
+  } else {
+    AnswerError(HttpStatusOf(passed), passed.message());
+  }
 }
 
 void GatewayCall::AnswerError(int status, std::string_view message, std::string_view param,
