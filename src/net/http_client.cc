@@ -179,9 +179,11 @@ bool NamedAs(std::string_view name, std::string_view lower) {
   return true;
 }
 
-// Formats `request`'s head for `pool`'s endpoint into `head`. Errors: InvalidArgument.
-Status FormatRequest(const client::Pool& pool, const HttpClientRequest& request,
-                     std::string& head) {
+// Formats `request`'s head for `endpoint` (served by `pool`) into `head`. The path prefix is the
+// endpoint's own: endpoints of one pool share scheme, host and port, not their prefix.
+// Errors: InvalidArgument.
+Status FormatRequest(const client::Pool& pool, const Endpoint& endpoint,
+                     const HttpClientRequest& request, std::string& head) {
   if (!IsToken(request.method)) return InvalidArgument("invalid method '{}'", request.method);
   if (request.target.empty() || request.target.front() != '/') {
     return InvalidArgument("the target '{}' must start with '/'", request.target);
@@ -201,7 +203,7 @@ Status FormatRequest(const client::Pool& pool, const HttpClientRequest& request,
       return InvalidArgument("the client sets {} itself", name);
     }
   }
-  const std::string& prefix = pool.endpoint().path_prefix;
+  const std::string& prefix = endpoint.path_prefix;
   head.reserve(64 + prefix.size() + request.target.size() + pool.host_header().size() +
                headers.size() * 32);
   head.append(request.method).append(" ").append(prefix).append(request.target);
@@ -374,7 +376,7 @@ HttpCall HttpClient::Send(const Endpoint& endpoint, HttpClientRequest request,
   if (sink == nullptr) sink = std::make_shared<DiscardingSink>();
   client::Pool& pool = impl_->PoolFor(endpoint);
   std::string head;
-  Status invalid = FormatRequest(pool, request, head);
+  Status invalid = FormatRequest(pool, endpoint, request, head);
   auto call = std::make_shared<client::Call>(pool, std::move(sink), std::move(head),
                                              std::move(request), std::move(invalid));
   client::asio::post(pool.executor(), [&pool, call] {
