@@ -91,6 +91,7 @@ void GatewayCall::Start() {
   const SteadyTime start = clock_.Now();
   std::unique_lock lock(mutex_);
   context_.router = runtime_->router.get();
+  context_.limits.max_n = runtime_->config.max_n;
   last_write_ = context_.received;
   const Status admitted = environment_.pipeline->Request(context_);
   if (!admitted.ok()) {
