@@ -99,10 +99,13 @@ Result<std::shared_ptr<const Runtime>> Gateway::Build(GatewayConfig config) {
     ASSIGN_OR_RETURN(built.client, ClientFor(upstream));
     if (!upstream.api_key.empty()) built.headers.Add("authorization", "Bearer " + upstream.api_key);
     for (const auto& [name, value] : upstream.headers) built.headers.Add(name, value);
-    // Health carries over a reload when the upstream is the same server.
-    if (previous) {
+    // Health carries over a reload when the upstream and the health and ejection settings are
+    // unchanged. The state holds its config (timeouts, engine, health path) and those settings:
+    // any change gets a new one, so that the new values apply.
+    if (previous && previous->config.ejection == cfg.ejection &&
+        previous->config.health_check == cfg.health_check) {
       auto old = previous->upstreams.find(upstream.name);
-      if (old != previous->upstreams.end() && old->second.state->config().url == upstream.url) {
+      if (old != previous->upstreams.end() && old->second.state->config() == upstream) {
         built.state = old->second.state;
       }
     }
