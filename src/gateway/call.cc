@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <limits>
 #include <random>
 
 #include "core/logging.h"
@@ -241,6 +242,7 @@ void GatewayCall::Attempt(std::unique_lock<std::mutex>& lock) {
   upstream_ok_ = false;
   upstream_retry_after_ = std::chrono::milliseconds(-1);
   body_.clear();
+  unparsed_bytes_ = 0;
   sse_ = SseReader(runtime_->config.max_response_bytes);
   held_.clear();
   done_seen_ = finish_seen_ = usage_seen_ = false;
@@ -269,7 +271,10 @@ void GatewayCall::Attempt(std::unique_lock<std::mutex>& lock) {
   call.timeouts.connect = config.connect_timeout;
   call.timeouts.first_byte = config.first_byte_timeout;
   call.timeouts.idle = config.idle_timeout;
-  call.max_response_bytes = runtime_->config.max_response_bytes;
+  // A stream is bounded event by event (the SseReader), however long it runs; a whole answer,
+  // or a stream's error body (OnBody), as a whole.
+  call.max_response_bytes =
+      request.stream ? std::numeric_limits<uint64_t>::max() : runtime_->config.max_response_bytes;
 
   const uint64_t attempt = ++attempt_;
   attempt_sent_ = now;
@@ -310,14 +315,21 @@ bool GatewayCall::OnBody(uint64_t attempt, std::string_view piece) {
     if (upstream_ok_ || body_.size() < kMaxErrorBody) {
       body_.append(piece.substr(0, upstream_ok_ ? piece.size() : kMaxErrorBody - body_.size()));
     }
+    unparsed_bytes_ += piece.size();
+    if (context_.request.stream && unparsed_bytes_ > runtime_->config.max_response_bytes &&
+        !stream_error_) {
+      stream_error_ = fmt::format("the upstream's answer is over {} bytes",
+                                  runtime_->config.max_response_bytes);
+    }
   } else {
     const Status fed = sse_.Feed(
         piece, [this, &keep_reading](std::string_view data) { OnEvent(data, keep_reading); });
     if (!fed.ok() && !stream_error_) stream_error_ = fed.message();
   }
   AddGatewayTime(start);
-  if (stream_error_ && upstream_ok_) {
-    // A garbled or failed stream: end the attempt now rather than read on.
+  if (stream_error_ && (upstream_ok_ || context_.request.stream)) {
+    // A garbled or failed stream, or a stream call answered with something else (a wrong
+    // content type, an error body too large): end the attempt now rather than read on.
     net::HttpCall abandoned = upstream_call_;
     ++attempt_;
     context_.upstream_ns += NanosBetween(attempt_sent_, start);
