@@ -84,8 +84,10 @@ def gateway_config(fakes: Dict[str, FakeUpstream]) -> dict:
         "models": [
             model("chat", ep("main", "upstream-chat")),
             model("plain", ep("main", "plain")),
-            model("prio", ep("prio-high", "prio", priority=100), ep("prio-low", "prio", priority=90)),
-            model("weighted", ep("w-three", "weighted", weight=3), ep("w-one", "weighted", weight=1)),
+            model("prio", ep("prio-high", "prio", priority=100),
+                  ep("prio-low", "prio", priority=90)),
+            model("weighted", ep("w-three", "weighted", weight=3),
+                  ep("w-one", "weighted", weight=1)),
             model("retry", ep("retry", "retry")),
             model("eject", ep("eject-bad", "eject"), ep("eject-good", "eject")),
             model("health", ep("health-vllm", "health", priority=100),
