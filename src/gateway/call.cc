@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <limits>
 #include <random>
 
 #include "core/logging.h"
@@ -88,6 +89,7 @@ void GatewayCall::Start() {
   const SteadyTime start = clock_.Now();
   std::unique_lock lock(mutex_);
   context_.router = runtime_->router.get();
+  context_.limits.max_n = runtime_->config.max_n;
   last_write_ = context_.received;
   const Status admitted = environment_.pipeline->Request(context_);
   if (!admitted.ok()) {
@@ -160,6 +162,7 @@ void GatewayCall::Attempt(std::unique_lock<std::mutex>& lock) {
   upstream_ok_ = false;
   upstream_retry_after_ = std::chrono::milliseconds(-1);
   body_.clear();
+  unparsed_bytes_ = 0;
   sse_ = SseReader(runtime_->config.max_response_bytes);
   held_.clear();
   done_seen_ = finish_seen_ = usage_seen_ = false;
@@ -188,7 +191,10 @@ void GatewayCall::Attempt(std::unique_lock<std::mutex>& lock) {
   call.timeouts.connect = config.connect_timeout;
   call.timeouts.first_byte = config.first_byte_timeout;
   call.timeouts.idle = config.idle_timeout;
-  call.max_response_bytes = runtime_->config.max_response_bytes;
+  // A stream is bounded event by event (the SseReader), however long it runs; a whole answer,
+  // or a stream's error body (OnBody), as a whole.
+  call.max_response_bytes =
+      request.stream ? std::numeric_limits<uint64_t>::max() : runtime_->config.max_response_bytes;
 
   const uint64_t attempt = ++attempt_;
   attempt_sent_ = now;
@@ -228,6 +234,12 @@ bool GatewayCall::OnBody(uint64_t attempt, std::string_view piece) {
     // the first kMaxErrorBody bytes are enough.
     if (upstream_ok_ || body_.size() < kMaxErrorBody) {
       body_.append(piece.substr(0, upstream_ok_ ? piece.size() : kMaxErrorBody - body_.size()));
+    }
+    unparsed_bytes_ += piece.size();
+    if (context_.request.stream && unparsed_bytes_ > runtime_->config.max_response_bytes &&
+        !stream_error_) {
+      stream_error_ = fmt::format("the upstream's answer is over {} bytes",
+                                  runtime_->config.max_response_bytes);
     }
   } else {
     const Status fed = sse_.Feed(

@@ -109,7 +109,8 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
   int upstream_status_ = 0;
   bool upstream_ok_ = false;  // 2xx with the expected content type
   std::chrono::milliseconds upstream_retry_after_{-1};
-  std::string body_;  // a whole answer, or an error body (bounded)
+  std::string body_;             // a whole answer, or an error body (bounded)
+  uint64_t unparsed_bytes_ = 0;  // of a whole answer or an error body, read so far
   SseReader sse_;
   std::vector<std::string> held_;  // events before the first token
   bool token_sent_ = false;        // an event with a token went to the caller

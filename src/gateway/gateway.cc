@@ -33,7 +33,7 @@ Gateway::Gateway(GatewayOptions options, metrics::Registry& registry)
     : options_(options),
       created_(UnixSecondsNow()),
       metrics_(registry),
-      pipeline_(StandardPipeline(ParseLimits{}, metrics_, options.access_log)) {
+      pipeline_(StandardPipeline(metrics_, options.access_log)) {
   environment_ = CallEnvironment{.pipeline = &pipeline_,
                                  .metrics = &metrics_,
                                  .timers = &timers_,
@@ -99,10 +99,13 @@ Result<std::shared_ptr<const Runtime>> Gateway::Build(GatewayConfig config) {
     ASSIGN_OR_RETURN(built.client, ClientFor(upstream));
     if (!upstream.api_key.empty()) built.headers.Add("authorization", "Bearer " + upstream.api_key);
     for (const auto& [name, value] : upstream.headers) built.headers.Add(name, value);
-    // Health carries over a reload when the upstream is the same server.
-    if (previous) {
+    // Health carries over a reload when the upstream and the health and ejection settings are
+    // unchanged. The state holds its config (timeouts, engine, health path) and those settings:
+    // any change gets a new one, so that the new values apply.
+    if (previous && previous->config.ejection == cfg.ejection &&
+        previous->config.health_check == cfg.health_check) {
       auto old = previous->upstreams.find(upstream.name);
-      if (old != previous->upstreams.end() && old->second.state->config().url == upstream.url) {
+      if (old != previous->upstreams.end() && old->second.state->config() == upstream) {
         built.state = old->second.state;
       }
     }

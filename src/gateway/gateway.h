@@ -6,7 +6,8 @@
 //
 // Routing state (the config, the Router, the pools) is one immutable Runtime, replaced whole by
 // Reload; a call keeps the Runtime it started with. Upstream health (UpstreamState) carries over
-// a reload for every upstream whose name and URL stay the same.
+// a reload for every upstream whose settings all stay the same (and the health_check and
+// ejection sections too).
 //
 // Threads: Handle runs on an HTTP I/O thread and never blocks. Upstream answers arrive on the
 // HTTP client's threads; retries, keep-alives and health checks run on the gateway's timer
