@@ -65,6 +65,25 @@ std::chrono::milliseconds Backoff(const RetryConfig& retry, int attempt) {
       std::uniform_int_distribution<int64_t>(ceiling / 2, ceiling)(random));
 }
 
+// What a transport failure was, for the caller's error message.
+std::string_view TransportFault(net::HttpClientError error) {
+  switch (error) {
+    case net::HttpClientError::kConnectFailed: return "refused the connection";
+    case net::HttpClientError::kConnectTimeout: return "did not accept a connection in time";
+    case net::HttpClientError::kTlsFailed: return "failed the TLS handshake";
+    case net::HttpClientError::kSendFailed: return "did not take the request";
+    case net::HttpClientError::kFirstByteTimeout: return "did not start answering in time";
+    case net::HttpClientError::kIdleTimeout: return "stalled in the middle of its answer";
+    case net::HttpClientError::kDeadlineExceeded: return "took too long";
+    case net::HttpClientError::kResponseTooLarge: return "answered more than the gateway takes";
+    case net::HttpClientError::kMalformedResponse: return "answered something that is not HTTP";
+    case net::HttpClientError::kConnectionClosed:
+      return "closed the connection before its answer ended";
+    case net::HttpClientError::kShutdown: return "was not reached: the gateway is stopping";
+    default: return "failed";
+  }
+}
+
 bool StartsWith(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() &&
          std::equal(prefix.begin(), prefix.end(), text.begin(), [](char a, char b) {
@@ -172,7 +191,8 @@ void GatewayCall::Attempt(std::unique_lock<std::mutex>& lock) {
 
   const OpenAiRequest& request = context_.request;
   const std::string& upstream_model = member.model.empty() ? target_->config->name : member.model;
-  Result<std::string> body = UpstreamBody(request, upstream_model, request.stream);
+  Result<std::string> body = UpstreamBody(
+      request, upstream_model, request.stream && upstream.state->config().ask_stream_usage);
   if (!body.ok()) {
     AnswerError(500, body.status().message());
     context_.outcome = "internal";
@@ -337,7 +357,11 @@ void GatewayCall::OnComplete(uint64_t attempt, const Status& status, net::HttpCl
     failure.outcome = "malformed";
   } else {
     failure.outcome = std::string(net::HttpClientErrorName(error));
-    failure.message = fmt::format("upstream '{}': {}", context_.upstream, status.message());
+    // The caller learns what went wrong, not where: the client's own message names the
+    // upstream's address, which stays in the log.
+    failure.message = fmt::format("the upstream '{}' {}", context_.upstream, TransportFault(error));
+    LOG_DEBUG("gateway: {} (request {}): upstream '{}': {}", failure.outcome, context_.request_id,
+              context_.upstream, status.message());
     switch (error) {
       case net::HttpClientError::kConnectTimeout:
       case net::HttpClientError::kFirstByteTimeout:

@@ -40,6 +40,9 @@ struct UpstreamConfig {
   std::chrono::milliseconds first_byte_timeout{60000};  // includes time to the first token
   std::chrono::milliseconds idle_timeout{30000};        // between chunks of an answer
   size_t max_connections = 256;
+  // Ask for usage on every stream (stream_options.include_usage), so tokens are counted, not
+  // estimated; off for an upstream that refuses fields it does not know.
+  bool ask_stream_usage = true;
 
   bool operator==(const UpstreamConfig&) const = default;
 };

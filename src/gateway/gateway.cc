@@ -70,8 +70,9 @@ Gateway::~Gateway() {
 }
 
 Result<net::HttpClient*> Gateway::ClientFor(const UpstreamConfig& upstream) {
-  const std::string key =
-      fmt::format("{}\n{}\n{}", upstream.ca_file, upstream.cert_file, upstream.key_file);
+  // Clients differ by what is set per client: TLS files and the connection limit.
+  const std::string key = fmt::format("{}\n{}\n{}\n{}", upstream.ca_file, upstream.cert_file,
+                                      upstream.key_file, upstream.max_connections);
   std::lock_guard lock(mutex_);
   auto found = clients_.find(key);
   if (found != clients_.end()) return found->second.get();
@@ -79,6 +80,7 @@ Result<net::HttpClient*> Gateway::ClientFor(const UpstreamConfig& upstream) {
   options.threads = std::max(1, options_.client_threads);
   options.tls = net::HttpClientTlsOptions{
       .ca_file = upstream.ca_file, .cert_file = upstream.cert_file, .key_file = upstream.key_file};
+  options.max_connections_per_endpoint = upstream.max_connections;
   options.name = "gateway-client";
   ASSIGN_OR_RETURN(std::unique_ptr<net::HttpClient> client, net::HttpClient::Create(options));
   net::HttpClient* raw = client.get();
@@ -179,7 +181,24 @@ Status Gateway::Reload(GatewayConfig config) {
   return Status::Ok();
 }
 
-std::string Gateway::Describe() const { return DescribeRoutes(runtime()->config); }
+std::string Gateway::Describe() const {
+  const std::shared_ptr<const Runtime> current = runtime();
+  std::string text = DescribeRoutes(current->config);
+  for (const auto& [route, canary] : current->router->CanaryStates()) {
+    text += fmt::format("canary of route {}: {}, {}% to the candidate; {}\n", route,
+                        serve::CanaryStateName(canary.state), canary.weight_percent,
+                        canary.last_decision);
+  }
+  const SteadyTime now = Clock::Real().Now();
+  for (const auto& [name, upstream] : current->upstreams) {
+    if (!upstream.state->Available(now)) {
+      text += fmt::format(
+          "upstream {} takes no calls now ({})\n", name,
+          upstream.state->Healthy() ? "ejected or cooling down" : "failing its health checks");
+    }
+  }
+  return text;
+}
 
 std::vector<std::pair<std::string, serve::CanaryStatus>> Gateway::Canaries() const {
   return runtime()->router->CanaryStates();

@@ -68,7 +68,7 @@ TEST(PipelineTest, AStageEndsTheCallEarly) {
 TEST(PipelineTest, StandardStagesParseAndRoute) {
   metrics::Registry registry;
   GatewayMetrics metrics(registry);
-  Pipeline pipeline = StandardPipeline(ParseLimits{}, metrics, false);
+  Pipeline pipeline = StandardPipeline(metrics, false);
   GatewayConfig config;
   config.upstreams.push_back({.name = "u", .url = "http://127.0.0.1:9/v1"});
   config.targets.push_back({.name = "m", .endpoints = {{.upstream = "u"}}});
