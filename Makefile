@@ -6,7 +6,7 @@ FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
-RUN_ARGS ?= --model-repository examples/models
+RUN_ARGS ?= --config examples/rampart.yaml
 
 .PHONY: all deps configure build build-serve run test check format format-check tidy asan fuzz bench \
 	clean

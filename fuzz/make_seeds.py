@@ -33,6 +33,7 @@ _REFERENCE_INPUTS = {
     "mlp_classifier": [("INPUT__0", "FP32", [1, 8])],
     "image_classifier": [("image", "FP32", [1, 3, 2, 2])],
     "text_stats": [("TEXT", "BYTES", [3])],
+    "text_embedding": [("TEXT", "BYTES", [2, 1])],
 }
 
 

@@ -10,6 +10,8 @@ packages=(
   libboost-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libsimdjson-dev rapidjson-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libssl-dev
   zlib1g-dev
+  # gateway: RE2 for routing patterns (linear time on untrusted text)
+  libre2-dev
   # LibTorch with a fast BLAS; python3-torch scripts the example/test TorchScript models
   libtorch-dev libopenblas0-pthread python3-torch python3-numpy
   # tcmalloc for the server (see CMakeLists.txt)
@@ -19,6 +21,12 @@ packages=(
   # fuzzing (make fuzz): clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
 )
+
+# The openai Node SDK compatibility test (tests/compat/openai-node): Debian's Node.js and npm,
+# unless a node is already on the PATH (a newer one installed some other way is kept).
+if ! command -v node >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

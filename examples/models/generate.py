@@ -98,6 +98,112 @@ class TextStats(torch.nn.Module):
         return torch.tensor(lengths, dtype=torch.int64), upper
 
 
+class TextEmbedding(torch.nn.Module):
+    """A tiny self-contained text embedding: hashed character features summed from a random
+    table, then L2-normalised. One 64-float unit vector per string; no tokenizer files.
+
+    TorchScript strings are UTF-8 bytes (len() counts bytes, list() yields one-byte strings and
+    ord() gives the byte), so forward() reads the batch's bytes once and does the rest with
+    tensor operations: it decodes UTF-8 into code points (a malformed sequence becomes some code
+    point, never an error), folds fullwidth ASCII (U+FF01-FF5E) to ASCII and lower-cases A-Z,
+    and then takes these features:
+      - words (runs of letters and digits of any script but CJK): each character's trigram
+        with its neighbours, a word boundary marked as 0 ("<ca", "cat", "at>" for "cat");
+      - CJK characters (Han, kana, Hangul): each character, and each adjacent pair.
+    Each feature hashes (FNV-1a over the code points, kept in 32 bits, and a final mix) to one
+    of 4096 rows of the table; a string's rows are summed and normalised. A string without
+    features (empty, or only spaces and punctuation) gets the table's extra row, normalised:
+    every output row has unit length.
+    """
+
+    def __init__(self, buckets: int = 4096, dimensions: int = 64) -> None:
+        super().__init__()
+        self.buckets = buckets
+        self.dimensions = dimensions
+        # Row `buckets` is the featureless strings' vector.
+        self.register_buffer("table", torch.randn(buckets + 1, dimensions))
+
+    def _hash(self, kind: int, a: Tensor, b: Tensor, c: Tensor) -> Tensor:
+        """The bucket of each feature (kind, a, b, c); code points are below 2**22 and the state
+        below 2**32, so no product leaves int64."""
+        state = ((a ^ (2166136261 ^ kind)) * 16777619) & 0xFFFFFFFF
+        state = ((state ^ b) * 16777619) & 0xFFFFFFFF
+        state = ((state ^ c) * 16777619) & 0xFFFFFFFF
+        state = state ^ (state >> 15)
+        state = (state * 16777619) & 0xFFFFFFFF
+        state = state ^ (state >> 13)
+        return state % self.buckets
+
+    def forward(self, TEXT: List[str]) -> Tensor:
+        if len(TEXT) == 0:
+            return torch.zeros(0, self.dimensions)
+        # The batch's bytes, each string followed by a 0 (a separator), and each byte's string.
+        # list() splits a string in one pass; indexing it (`for byte in text`) copies the whole
+        # string per byte in TorchScript, quadratic in its length.
+        codes: List[int] = [0]
+        owners: List[int] = [0]
+        for index, text in enumerate(TEXT):
+            codes.extend([ord(byte) for byte in list(text)])
+            codes.append(0)
+            owners.extend([index] * (len(text) + 1))
+        byte = torch.tensor(codes, dtype=torch.int64)
+        owner = torch.tensor(owners, dtype=torch.int64)
+
+        # UTF-8 to code points. A character starts at every byte that is not a continuation
+        # (10xxxxxx), and after every ASCII byte, so none spans a separator.
+        previous = torch.cat([torch.zeros(1, dtype=torch.int64), byte[:-1]])
+        start = ((byte & 0xC0) != 0x80) | (previous < 0x80)
+        character = torch.cumsum(start.to(torch.int64), 0) - 1
+        first = torch.nonzero(start).squeeze(1)
+        length = torch.bincount(character, minlength=first.numel())
+        # Payload bits of each byte, shifted by 6 per byte after it in its character.
+        after = first[character] + length[character] - 1 - torch.arange(byte.numel())
+        lead_mask = (0x7F - 0x60 * (byte >= 0xC0).long() - 0x10 * (byte >= 0xE0).long()
+                     - 0x08 * (byte >= 0xF0).long())
+        bits = torch.where(start, byte & lead_mask, byte & 0x3F)
+        point = torch.zeros(first.numel(), dtype=torch.int64).index_add_(
+            0, character, bits << (6 * torch.clamp(after, max=3)))
+        point_owner = owner[first]
+
+        fullwidth = (point >= 0xFF01) & (point <= 0xFF5E)
+        point = torch.where(fullwidth, point - 0xFEE0, point)
+        point = torch.where((point >= 65) & (point <= 90), point + 32, point)
+
+        cjk = (((point >= 0x3040) & (point <= 0x30FF)) | ((point >= 0x3400) & (point <= 0x4DBF))
+               | ((point >= 0x4E00) & (point <= 0x9FFF)) | ((point >= 0xAC00) & (point <= 0xD7AF))
+               | ((point >= 0xF900) & (point <= 0xFAFF))
+               | ((point >= 0x20000) & (point <= 0x3FFFF)))
+        ascii_alphanumeric = (((point >= 48) & (point <= 57))
+                              | ((point >= 97) & (point <= 122)))
+        # ASCII other than letters and digits, Latin-1 symbols, general and CJK punctuation,
+        # CJK compatibility forms and fullwidth and halfwidth forms left after the folding.
+        separator = (((point < 0x80) & ~ascii_alphanumeric)
+                     | ((point >= 0x80) & (point <= 0xBF))
+                     | ((point >= 0x2000) & (point <= 0x206F))
+                     | ((point >= 0x3000) & (point <= 0x303F))
+                     | ((point >= 0xFE30) & (point <= 0xFE4F))
+                     | ((point >= 0xFF00) & (point <= 0xFFEF)))
+        word = ~(cjk | separator)
+
+        # The first and last code points are separators, so every neighbour exists.
+        marked = torch.where(word, point, torch.zeros_like(point))
+        centre = torch.nonzero(word).squeeze(1)
+        trigrams = self._hash(1, marked[centre - 1], marked[centre], marked[centre + 1])
+        single = torch.nonzero(cjk).squeeze(1)
+        unigrams = self._hash(2, point[single], torch.zeros_like(single),
+                              torch.zeros_like(single))
+        pair = torch.nonzero(cjk[:-1] & cjk[1:]).squeeze(1)
+        bigrams = self._hash(3, point[pair], point[pair + 1], torch.zeros_like(pair))
+
+        bucket = torch.cat([trigrams, unigrams, bigrams])
+        feature_owner = point_owner[torch.cat([centre, single, pair])]
+        total = torch.zeros(len(TEXT), self.dimensions).index_add_(
+            0, feature_owner, self.table[bucket])
+        featureless = torch.bincount(feature_owner, minlength=len(TEXT)) == 0
+        total = torch.where(featureless.unsqueeze(1), self.table[self.buckets].unsqueeze(0), total)
+        return torch.nn.functional.normalize(total, dim=1)
+
+
 def _quantized_normal(shape: List[int]) -> Tensor:
     """Normal noise rounded to multiples of 1/64: exact in FP32 and short in JSON."""
     return torch.round(torch.randn(shape) * 64.0) / 64.0
@@ -165,6 +271,21 @@ def _text_samples(module) -> List[Dict]:
     return [_sample(module, ["TEXT"], [batch], ["LENGTH", "UPPER"]) for batch in texts]
 
 
+def _embedding_samples(module) -> List[Dict]:
+    # Requests are [N, 1] (dims [1] with reshape []), the model sees a List[str] of N.
+    texts = [
+        ["Rampart serves TorchScript models"],
+        ["The cat sat on the mat", "A cat sat on a mat", "Stock markets fell sharply today",
+         "我喜欢机器学习", "我喜欢深度学习", "今天股市大跌", "", "ＦＵＬＬＷＩＤＴＨ, 全角！"],
+    ]
+    samples = []
+    for batch in texts:
+        sample = _sample(module, ["TEXT"], [batch], ["EMBEDDING"])
+        sample["inputs"]["TEXT"]["shape"] = [len(batch), 1]
+        samples.append(sample)
+    return samples
+
+
 # name -> (module factory, sample builder). Each model starts from torch.manual_seed(0), so its
 # weights and samples do not depend on the other models.
 _MODELS = [
@@ -172,6 +293,7 @@ _MODELS = [
     ("mlp_classifier", MlpClassifier, _mlp_samples),
     ("image_classifier", ImageClassifier, _image_samples),
     ("text_stats", TextStats, _text_samples),
+    ("text_embedding", TextEmbedding, _embedding_samples),
 ]
 
 

@@ -19,11 +19,15 @@
 
 #include "api/kserve_grpc.h"
 #include "api/kserve_http.h"
+#include "api/openai_http.h"
+#include "app/gateway_config.h"
 #include "app/settings.h"
+#include "app/signals.h"
 #include "backend/torch/torch_backend.h"
 #include "core/cpu_affinity.h"
 #include "core/logging.h"
 #include "core/serial_worker.h"
+#include "gateway/gateway.h"
 #include "metrics/process_collector.h"
 #include "metrics/reason_counter.h"
 #include "metrics/serve_metrics.h"
@@ -36,60 +40,6 @@
 
 namespace rampart::app {
 namespace {
-
-// Shutdown signals (SIGINT, SIGTERM). Rampart's threads block them and the main thread waits for
-// them, but library threads started before main() do not block them (OpenBLAS starts its pool
-// from a constructor), and the kernel delivers a signal to any thread that does not block it:
-// with the default action that killed the process if the signal came before the main thread
-// waited. So a handler catches them wherever they land and writes the signal number to a pipe,
-// which the main thread waits on.
-class ShutdownSignals {
- public:
-  // Installs the handler and blocks the signals in this thread and every thread it starts.
-  ShutdownSignals() {
-    if (pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0) {
-      std::perror("rampart: pipe2");
-      std::exit(1);
-    }
-    write_fd_ = fds_[1];
-    struct sigaction action = {};
-    action.sa_handler = &ShutdownSignals::OnSignal;
-    action.sa_flags = SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    sigset_t signals;
-    sigemptyset(&signals);
-    for (int signal : {SIGINT, SIGTERM}) {
-      sigaddset(&signals, signal);
-      sigaction(signal, &action, nullptr);
-    }
-    pthread_sigmask(SIG_BLOCK, &signals, &unblocked_);
-    sigdelset(&unblocked_, SIGINT);
-    sigdelset(&unblocked_, SIGTERM);
-  }
-
-  // Blocks until a shutdown signal arrives; returns it. The signals are unblocked for this
-  // thread only while it waits, so one that arrived earlier is handled here and then.
-  int Wait() {
-    pollfd poll = {fds_[0], POLLIN, 0};
-    while (true) {
-      unsigned char signal = 0;
-      if (read(fds_[0], &signal, 1) == 1) return signal;
-      ppoll(&poll, 1, nullptr, &unblocked_);  // EINTR after the handler ran here: read again
-    }
-  }
-
- private:
-  static void OnSignal(int signal) {
-    const int saved = errno;
-    const auto byte = static_cast<unsigned char>(signal);
-    [[maybe_unused]] const ssize_t written = write(write_fd_, &byte, 1);
-    errno = saved;
-  }
-
-  static inline int write_fd_ = -1;  // for the handler
-  int fds_[2] = {-1, -1};            // never closed: the handler may run until exit
-  sigset_t unblocked_;               // the thread's mask while waiting
-};
 
 // Opens the listening socket of one front end, named by its flags in the one line logged when it
 // cannot: "--http-port 8000: address already in use".
@@ -203,7 +153,7 @@ int DefaultHttpThreads(const ServeSettings& settings, const serve::InferenceServ
 }
 
 int Serve(const ServeSettings& settings) {
-  ShutdownSignals signals;
+  ServeSignals signals;
 
   backend::BackendRegistry backends;
   backends.Register(backend::MakeTorchBackend());
@@ -317,10 +267,40 @@ int Serve(const ServeSettings& settings) {
                                            .root_cert = settings.http_ssl_root_cert,
                                            .mutual = settings.http_ssl_mutual};
   }
+  // The OpenAI gateway under /v1: the config file's gateway: section and the --upstream flags,
+  // read again on SIGHUP and POST /v1/admin/reload.
+  const auto gateway_config = [&settings]() -> Result<gateway::GatewayConfig> {
+    ASSIGN_OR_RETURN(gateway::GatewayConfig config, LoadGatewayConfig(settings.config_file));
+    RETURN_IF_ERROR(AddFlagUpstreams(settings.upstreams, settings.upstream_api_key, config));
+    return config;
+  };
+  Result<gateway::GatewayConfig> initial_gateway = gateway_config();
+  if (!initial_gateway.ok()) {
+    LOG_ERROR("gateway: {}", initial_gateway.status().message());
+    return 1;
+  }
+  auto gateway = gateway::Gateway::Create(
+      std::move(initial_gateway).value(),
+      gateway::GatewayOptions{.access_log = settings.access_log, .local = server.get()}, registry);
+  if (!gateway.ok()) {
+    LOG_ERROR("gateway: {}", gateway.status().message());
+    return 1;
+  }
+  const auto reload_gateway = [&gateway_config, &gateway]() -> Status {
+    ASSIGN_OR_RETURN(gateway::GatewayConfig config, gateway_config());
+    return (*gateway)->Reload(std::move(config));
+  };
+  api::OpenAiHttp openai(**gateway, reload_gateway);
+  LOG_INFO("OpenAI gateway at /v1; routing table:\n{}", (*gateway)->Describe());
+
   auto http = net::HttpServer::Start(
       http_options,
-      [&kserve](net::HttpRequest&& request, net::Responder responder) {
-        kserve.Handle(std::move(request), std::move(responder));
+      [&kserve, &openai](net::HttpRequest&& request, net::Responder responder) {
+        if (api::OpenAiHttp::Owns(request.path())) {
+          openai.Handle(std::move(request), std::move(responder));
+        } else {
+          kserve.Handle(std::move(request), std::move(responder));
+        }
       },
       std::move(*http_listener));
   if (!http.ok()) {
@@ -360,7 +340,12 @@ int Serve(const ServeSettings& settings) {
               static_cast<unsigned>((*http)->port()));
   std::fflush(stdout);
 
-  const int signal_number = signals.Wait();
+  int signal_number = signals.Wait();
+  for (; signal_number == SIGHUP; signal_number = signals.Wait()) {
+    const Status reloaded = reload_gateway();
+    if (!reloaded.ok())
+      LOG_ERROR("gateway: reload on SIGHUP failed, the old routes stay: {}", reloaded.message());
+  }
   LOG_INFO("received {}, draining requests in flight (up to {} s)", strsignal(signal_number),
            settings.exit_timeout_secs);
 
@@ -382,6 +367,8 @@ int Serve(const ServeSettings& settings) {
   scrapes.Stop();  // its tasks answer through the metrics server's connections
   if (metrics_http) metrics_http->Shutdown(std::chrono::milliseconds(0));
   kserve.Shutdown();
+  openai.Shutdown();
+  gateway->reset();  // after the HTTP server: its streams call back into the gateway
   // Models go first: their threads may still hold responders that point into the HTTP server.
   server.reset();
   const net::HttpServer::Stats stats = (*http)->stats();
@@ -396,12 +383,47 @@ int Serve(const ServeSettings& settings) {
 // Defines `rampart` and its `serve` flags, bound directly to `settings`: CLI11 assigns only
 // the flags present on the command line, so whatever `settings` held before (defaults, or the
 // --config file's values) stays for the rest.
-std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_file) {
+// `rampart gateway check CONFIG`: what it was given.
+struct GatewayCheckArgs {
+  CLI::App* command = nullptr;  // parsed when chosen
+  std::string config_file;
+  std::vector<std::string> upstreams;
+  std::string upstream_api_key;
+};
+
+// Validates a config's gateway: section (with --upstream flags, whose models are read) and
+// prints the resolved routing table. 0 when valid, 2 with the reason when not.
+int GatewayCheck(const GatewayCheckArgs& args) {
+  Result<gateway::GatewayConfig> config = LoadGatewayConfig(args.config_file);
+  Status valid = config.status();
+  if (valid.ok()) valid = AddFlagUpstreams(args.upstreams, args.upstream_api_key, *config);
+  if (valid.ok()) valid = gateway::Validate(*config);
+  if (!valid.ok()) {
+    std::fprintf(stderr, "rampart: %s\n", valid.message().c_str());
+    return 2;
+  }
+  std::printf("%s: valid\n%s", args.config_file.c_str(), gateway::DescribeRoutes(*config).c_str());
+  return 0;
+}
+
+std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_file,
+                                  GatewayCheckArgs& check) {
   auto app = std::make_unique<CLI::App>(
       "Rampart: run AI on your own hardware. Serves models over Triton's KServe v2 "
       "protocol.");
   app->set_version_flag("--version", RAMPART_VERSION);
   app->require_subcommand(1);
+  CLI::App* gateway = app->add_subcommand("gateway", "OpenAI gateway tools");
+  gateway->require_subcommand(1);
+  check.command = gateway->add_subcommand(
+      "check", "Validate a config file's gateway: section and print the routing table");
+  check.command->add_option("CONFIG", check.config_file, "YAML config file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  check.command->add_option("--upstream", check.upstreams,
+                            "OpenAI-compatible server to add, as `serve --upstream` does");
+  check.command->add_option("--upstream-api-key", check.upstream_api_key,
+                            "API key for the --upstream servers");
   CLI::App* serve = app->add_subcommand(
       "serve",
       "Serve the models of a Triton-layout model repository over KServe v2 HTTP and gRPC.");
@@ -423,8 +445,14 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
       "override the --config file.");
   serve
       ->add_option("--config", config_file,
-                   "YAML config file (sections server: and http:); flags override it")
+                   "YAML config file (sections server:, http: and gateway:); flags override it")
       ->check(CLI::ExistingFile);
+  serve->add_option("--upstream", settings.upstreams,
+                    "OpenAI-compatible server (base URL, e.g. http://10.0.0.5:8000/v1) whose "
+                    "models the gateway routes to under their own names (repeatable; upstreams "
+                    "serving the same model fail over to each other)");
+  serve->add_option("--upstream-api-key", settings.upstream_api_key,
+                    "API key sent to the --upstream servers (Authorization: Bearer)");
   serve->add_option("--model-repository", settings.model_repository,
                     "Model repository directory (Triton layout)");
   option("--server-name", settings.server_name,
@@ -536,12 +564,14 @@ int Main(int argc, char** argv) {
   std::string config_file;
   {
     ServeSettings defaults;
-    std::unique_ptr<CLI::App> app = MakeApp(defaults, config_file);
+    GatewayCheckArgs check;
+    std::unique_ptr<CLI::App> app = MakeApp(defaults, config_file, check);
     try {
       app->parse(argc, argv);
     } catch (const CLI::ParseError& error) {
       return app->exit(error);
     }
+    if (check.command->parsed()) return GatewayCheck(check);
   }
   if (!config_file.empty()) {
     if (Status applied = ApplyYamlFile(config_file, settings); !applied.ok()) {
@@ -552,13 +582,15 @@ int Main(int argc, char** argv) {
   // Second pass over the config file's values: flags given on the command line win.
   {
     std::string ignored;
-    std::unique_ptr<CLI::App> app = MakeApp(settings, ignored);
+    GatewayCheckArgs unused;
+    std::unique_ptr<CLI::App> app = MakeApp(settings, ignored, unused);
     try {
       app->parse(argc, argv);
     } catch (const CLI::ParseError& error) {
       return app->exit(error);
     }
   }
+  settings.config_file = config_file;
   if (Status valid = Validate(settings); !valid.ok()) {
     std::fprintf(stderr, "rampart: %s\n", valid.message().c_str());
     return 2;

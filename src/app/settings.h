@@ -13,6 +13,10 @@
 namespace rampart::app {
 
 struct ServeSettings {
+  std::string config_file;  // --config, read again when the gateway reloads
+  // The gateway's quick start: OpenAI-compatible servers whose models become routable.
+  std::vector<std::string> upstreams;
+  std::string upstream_api_key;
   std::string model_repository;
   // The name ServerMetadata answers (HTTP GET /v2 and gRPC); Triton answers "triton", which some
   // clients expect.

@@ -32,11 +32,28 @@ struct HttpRequest {
   std::optional<std::string_view> Header(std::string_view lower_name) const;
 };
 
+// A whole answer. `headers` are extra response headers (x-request-id, Server-Timing,
+// Retry-After, ...), written as given after Content-Type; a line break in a value is written as a
+// space. The server writes Server, Content-Type, Content-Length and Connection itself.
 struct HttpResponse {
   int status = 200;
-  std::string_view content_type = "application/json";  // static text (a literal), not copied
+  // Static text (a literal), not copied: owning it would cost an allocation per answer, as
+  // "application/json" is one byte past std::string's inline capacity.
+  std::string_view content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+};
+
+// The head of a streamed answer (Responder::StartStream): its status, content type (any text,
+// owned) and extra headers, as in HttpResponse. The server adds Transfer-Encoding: chunked for
+// HTTP/1.1 clients; HTTP/1.0 clients get a body that ends when the connection closes.
+struct HttpResponseHead {
+  int status = 200;
+  std::string content_type = "text/event-stream";
+  std::vector<std::pair<std::string, std::string>> headers;
+  // The bytes written and not yet on the wire at which StreamWriter::Write says to stop
+  // (StreamWriter::kFull); at twice this a Write aborts the stream instead. At least 1.
+  uint64_t max_queued_bytes = 1 << 20;
 };
 
 }  // namespace rampart::net

@@ -12,6 +12,21 @@
 
 namespace rampart::net {
 
+namespace {
+
+// Values may carry names from the repository (Server-Timing's ensemble steps) and a stream's
+// content type is any text: a line break in one must not end the head early.
+void AppendHeaderValue(std::string_view value, std::string& out) {
+  // (A plain scan: libstdc++'s find_first_of calls memchr once per character.)
+  if (std::none_of(value.begin(), value.end(), [](char c) { return c == '\r' || c == '\n'; })) {
+    out += value;
+  } else {
+    for (char c : value) out += c == '\r' || c == '\n' ? ' ' : c;
+  }
+}
+
+}  // namespace
+
 std::string_view HttpRefusalName(HttpRefusal refusal) {
   switch (refusal) {
     case HttpRefusal::kConnections: return "connections";
@@ -122,29 +137,28 @@ void HttpCore::Finished(SteadyTime received) {
 
 void HttpCore::Abandoned() { in_flight_.Leave(); }
 
-void FormatHead(const HttpResponse& response, unsigned version, bool keep_alive, std::string& out) {
+void FormatHeadLines(int status, std::string_view content_type,
+                     const std::vector<std::pair<std::string, std::string>>& headers,
+                     unsigned version, std::string& out) {
   namespace http = boost::beast::http;
   out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
-  out += fmt::format_int(response.status).c_str();
+  out += fmt::format_int(status).c_str();
   out += ' ';
-  const auto reason = http::obsolete_reason(static_cast<http::status>(response.status));
+  const auto reason = http::obsolete_reason(static_cast<http::status>(status));
   out.append(reason.data(), reason.size());
   out += "\r\nServer: rampart\r\nContent-Type: ";
-  out += response.content_type;
+  AppendHeaderValue(content_type, out);
   out += "\r\n";
-  for (const auto& [name, value] : response.headers) {
-    out += name;
+  for (const auto& [name, value] : headers) {
+    AppendHeaderValue(name, out);
     out += ": ";
-    // Values may carry names from the repository (Server-Timing's ensemble steps); a line
-    // break in one must not end the head early.
-    // (A plain scan: libstdc++'s find_first_of calls memchr once per character.)
-    if (std::none_of(value.begin(), value.end(), [](char c) { return c == '\r' || c == '\n'; })) {
-      out += value;
-    } else {
-      for (char c : value) out += c == '\r' || c == '\n' ? ' ' : c;
-    }
+    AppendHeaderValue(value, out);
     out += "\r\n";
   }
+}
+
+void FormatHead(const HttpResponse& response, unsigned version, bool keep_alive, std::string& out) {
+  FormatHeadLines(response.status, response.content_type, response.headers, version, out);
   out += "Content-Length: ";
   out += fmt::format_int(response.body.size()).c_str();
   out += "\r\n";

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <boost/beast/http/basic_parser.hpp>
 
@@ -27,6 +28,7 @@
 namespace rampart::net {
 
 class HttpCore;
+class HttpStream;
 
 // A share of HttpServerOptions::max_body_bytes_in_flight held by one request being read; given
 // back when it is destroyed (the request handed over, or its connection gone). Move-only.
@@ -158,6 +160,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   virtual void Answer(std::shared_ptr<Connection> self, HttpResponse response) = 0;
   virtual void AnswerWith(std::shared_ptr<Connection> self,
                           UniqueFunction<HttpResponse()> make_response) = 0;
+  // Answers the current request with a stream (Responder::StartStream), from any thread: makes
+  // the stream the writer shares and starts writing on this connection's thread.
+  virtual std::shared_ptr<HttpStream> StartStream(std::shared_ptr<Connection> self,
+                                                  HttpResponseHead head) = 0;
+  // On this connection's thread, posted by the stream: takes what its producer wrote and
+  // writes it.
+  virtual void PumpStream() = 0;
 };
 
 // Beast's HTTP/1.1 request parser (validation, chunked bodies, limits) writing straight into an
@@ -234,6 +243,11 @@ Result<std::unique_ptr<HttpEngine>> MakeTlsEngine(HttpCore& core, size_t threads
 // Appends an HTTP/1.x response head: status line, Server, Content-Type, the response's own
 // headers, Content-Length and, where the version's default differs, Connection.
 void FormatHead(const HttpResponse& response, unsigned version, bool keep_alive, std::string& out);
+// Appends a head's first lines: status line, Server, Content-Type and `headers` (line breaks in
+// values written as spaces), each ending in CRLF; the caller adds the rest and the blank line.
+void FormatHeadLines(int status, std::string_view content_type,
+                     const std::vector<std::pair<std::string, std::string>>& headers,
+                     unsigned version, std::string& out);
 
 // The answer to a request that is not dispatched: {"error": message}.
 HttpResponse ErrorResponse(int status, std::string_view message);

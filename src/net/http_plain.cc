@@ -1,7 +1,8 @@
-// Plain-HTTP connections on EventLoops: see event_loop.h for why not Boost.Asio.
+// Plain-HTTP connections: reading requests and writing answers (see http_plain.h).
+
+#include "net/http_plain.h"
 
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -12,11 +13,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <future>
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/buffer.hpp>
@@ -25,195 +24,35 @@
 #include "core/clock.h"
 #include "core/exceptions.h"
 #include "core/logging.h"
-#include "net/event_loop.h"
-#include "net/http_connection.h"
 
 namespace rampart::net {
-namespace {
 
 namespace http = boost::beast::http;
 
-class PlainConnection;
-
-// One I/O thread: its loop and the connections open on it (closed before the loop goes).
-struct PlainIo {
-  explicit PlainIo(HttpCore& http) : core(http) {}
-
-  HttpCore& core;
-  std::unique_ptr<EventLoop> loop;
-  std::unordered_map<PlainConnection*, std::shared_ptr<PlainConnection>> open;
-  // Connections whose answers wait for the end of the loop's turn (PlainConnection::Write).
-  std::vector<std::shared_ptr<PlainConnection>> unsent;
-
-  void SendAnswers();     // the loop's batch-end hook
-  void CheckDeadlines();  // every second, and on request
-};
-
-// One plain-HTTP connection, on its I/O thread's loop from accept to close.
-//
-// Its socket is watched edge-triggered for input, output and the client's hang-up, and
-// `readable_` remembers whether input may be left unread: a read that returns less than the free
-// buffer space drained the socket, so the next request is read when its edge arrives, with one
-// recv. While a request is being worked on nothing is read (pipelined requests wait in the
-// socket), and EPOLLRDHUP means the client has gone: its request is marked so that queued work
-// for it is dropped.
-//
-// Answers are sent at the end of the loop's turn, all of those written during it together
-// (PlainIo::SendAnswers), not one by one as they are written. A client's thread blocked in
-// epoll_wait is woken by the first answer that reaches it; sent together, the rest are there when
-// it looks, and it does not preempt this thread between answers (both sides spend less CPU per
-// request; figures in docs/benchmarks.md). An answer waits at most for the rest of the turn's
-// work, and one written while its request is still being dispatched (a fast model run on this
-// thread) is sent after the handler returns, so pipelined requests are answered in order without
-// recursion.
-class PlainConnection final : public Connection, public EventLoop::Watcher {
- public:
-  PlainConnection(int fd, HttpCore& core, PlainIo& io, ConnectionSlot slot)
-      : fd_(fd), core_(core), io_(io), slot_(std::move(slot)), request_deadline_(core.options()) {}
-  ~PlainConnection() override {
-    if (fd_ >= 0) ::close(fd_);
-    if (counted_) core_.Abandoned();  // an answer that never came still leaves the count
-  }
-
-  // On the connection's thread, once: registers it and starts reading.
-  void Open();
-  // From PlainIo::SendAnswers: sends the answer Write left, if the connection still has one.
-  void SendAnswer() {
-    if (state_ != State::kWriting) return;
-    if (!RunLoggingExceptions("an HTTP connection", [&] { Send(); })) Close();
-  }
-
-  void OnEvents(uint32_t events) override {
-    // Running out of memory while reading or answering ends this connection, not the thread.
-    if (!RunLoggingExceptions("an HTTP connection", [&] { HandleEvents(events); })) Close();
-  }
-
-  void HandleEvents(uint32_t events) {
-    if (state_ == State::kClosed) return;  // an event collected before Close
-    if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
-      peer_closed_ = true;
-      if (state_ == State::kWorking && client_gone_) client_gone_->store(true);
-    }
-    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) readable_ = true;
-    if ((events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) && state_ == State::kWriting) {
-      Send();
-    } else if (state_ == State::kReading && readable_) {
-      Serve();
-    } else if (state_ == State::kLingering && readable_) {
-      Discard();
-    }
-  }
-
-  void Answer(std::shared_ptr<Connection> self, HttpResponse response) override {
-    io_.loop->Dispatch([self = std::move(self), this, response = std::move(response)]() mutable {
-      Deliver([&] { return std::move(response); });
-    });
-  }
-  void AnswerWith(std::shared_ptr<Connection> self,
-                  UniqueFunction<HttpResponse()> make_response) override {
-    io_.loop->Dispatch(
-        [self = std::move(self), this, make_response = std::move(make_response)]() mutable {
-          Deliver([&] { return make_response(); });
-        });
-  }
-
-  // Acts on a deadline that has passed: a request whose head or body came too slowly is answered
-  // 408; a connection idle between requests, or waiting for its client to take an answer, or
-  // lingering after a refusal, is closed.
-  void CheckDeadline(SteadyTime now) {
-    if (!deadline_ || now < *deadline_) return;
-    if (state_ == State::kReading && request_deadline_.started()) {
-      const HttpRefusal refusal = request_deadline_.refusal();
-      core_.Refused(refusal);
-      RejectAndClose(TimeoutResponse(refusal));
+void PlainConnection::HandleEvents(uint32_t events) {
+  if (state_ == State::kClosed) return;  // an event collected before Close
+  if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
+    peer_closed_ = true;
+    if (state_ == State::kWorking && client_gone_) client_gone_->store(true);
+    // A client that hangs up mid-stream is gone: its producer is told. (One that had ended its
+    // side before the stream began may still be reading: a failed write tells then.)
+    if (state_ == State::kStreaming &&
+        ((events & (EPOLLHUP | EPOLLERR)) != 0 || !stream_half_closed_)) {
+      Close();
       return;
     }
-    Close();
   }
-
- private:
-  enum class State {
-    kReading,  // reading and parsing the next request
-    kWorking,  // dispatched, waiting for the answer
-    // The answer waits for the end of the loop's turn, or is partly written and waits for
-    // EPOLLOUT. Either way it is sent after the handler has returned (its HttpRequest&& names
-    // request_, which the next request reuses).
-    kWriting,
-    // A refusal (400, 413) was sent and this side ended; what the client still sends of the
-    // refused request is read and dropped until it ends too, or kLinger* run out. Closing with
-    // input unread would make the kernel reset the connection, and a client still sending its
-    // body (one that does not ask `Expect: 100-continue`) would see the reset, not the answer.
-    kLingering,
-    kClosed,
-  };
-
-  // Writes the answer `make` builds. If building or writing it throws (out of memory), the
-  // connection ends and its request stops counting as in flight: no client waits for an answer
-  // that cannot come.
-  template <typename Make>
-  void Deliver(Make&& make) {
-    if (RunLoggingExceptions("answering an HTTP request", [&] { Write(make()); })) return;
-    if (counted_) {
-      counted_ = false;
-      core_.Abandoned();
-    }
-    Close();
+  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) readable_ = true;
+  if ((events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) && state_ == State::kWriting) {
+    Send();
+  } else if ((events & EPOLLOUT) && state_ == State::kStreaming) {
+    SendStream();
+  } else if (state_ == State::kReading && readable_) {
+    Serve();
+  } else if (state_ == State::kLingering && readable_) {
+    Discard();
   }
-
-  void StartRequest();
-  void Serve();
-  // Moves the reading deadline on after input arrived: the head's from the request's first
-  // byte, the body's as its bytes come (RequestDeadline).
-  void AdvanceRequestDeadline();
-  // Reads what the socket has into the buffer. False: nothing more now (or closed).
-  bool Read();
-  void Dispatch();
-  void Write(HttpResponse response);
-  void Send();
-  void Written();
-  void RejectAndClose(HttpResponse answer);
-  void Linger();
-  void Discard();  // reads and drops input while lingering
-  void Close();
-
-  static constexpr size_t kReadBufferBytes = 16 * 1024;
-  static constexpr std::chrono::seconds kLingerTime{5};        // or the idle timeout if shorter
-  static constexpr uint64_t kLingerBytes = uint64_t{1} << 28;  // 256 MiB
-
-  int fd_;
-  HttpCore& core_;
-  PlainIo& io_;
-  ConnectionSlot slot_;
-  State state_ = State::kReading;
-  bool readable_ = true;  // there may be unread input (a fresh connection: try)
-  bool peer_closed_ = false;
-  bool continued_ = false;  // `100 Continue` sent for the current request
-  bool keep_alive_ = true;
-  bool close_after_write_ = false;
-  bool counted_ = false;         // the current request was dispatched and counts as in flight
-  bool dispatched_any_ = false;  // a request of this connection has been dispatched
-  bool head_only_ = false;       // the current request is HEAD: its answer goes without the body
-  unsigned version_ = 11;
-  uint64_t discarded_ = 0;              // bytes dropped while lingering
-  std::optional<SteadyTime> deadline_;  // HttpCore::Now()'s time
-  RequestDeadline request_deadline_;    // while reading a request
-
-  // Input: bytes [begin_, end_) of buffer_ are read and not yet parsed.
-  std::unique_ptr<char[]> buffer_;
-  size_t capacity_ = 0;
-  size_t begin_ = 0;
-  size_t end_ = 0;
-  HttpRequest request_;
-  std::optional<RequestParser> parser_;
-
-  // Output: the answer being written, head then body, `sent_` bytes of them so far.
-  std::string head_;
-  std::string body_;
-  size_t sent_ = 0;
-
-  SteadyTime received_{};
-  std::shared_ptr<std::atomic<bool>> client_gone_;  // the current request's
-};
+}
 
 void PlainConnection::Open() {
   std::shared_ptr<PlainConnection> self =
@@ -365,25 +204,6 @@ void PlainConnection::Write(HttpResponse response) {
   io_.unsent.push_back(std::static_pointer_cast<PlainConnection>(shared_from_this()));
 }
 
-void PlainIo::CheckDeadlines() {
-  const SteadyTime now = core.Now();
-  // A copy: a connection past its deadline closes, leaving `open`.
-  std::vector<PlainConnection*> connections;
-  connections.reserve(open.size());
-  for (const auto& entry : open) connections.push_back(entry.first);
-  for (PlainConnection* connection : connections) connection->CheckDeadline(now);
-}
-
-void PlainIo::SendAnswers() {
-  // By index: a connection whose answer goes may read, dispatch and answer its next request
-  // here, which joins the list and leaves in this same call.
-  for (size_t i = 0; i < unsent.size(); ++i) {
-    std::shared_ptr<PlainConnection> connection = std::move(unsent[i]);
-    connection->SendAnswer();
-  }
-  unsent.clear();
-}
-
 void PlainConnection::Send() {
   const size_t total = head_.size() + body_.size();
   while (sent_ < total) {
@@ -472,7 +292,12 @@ void PlainConnection::Close() {
     counted_ = false;
     core_.Abandoned();
   }
-  if (client_gone_ && state_ == State::kWorking) client_gone_->store(true);
+  const bool streaming = state_ == State::kStreaming;
+  if (counted_ && streaming) {  // the stream will not be written to its end
+    counted_ = false;
+    core_.Abandoned();
+  }
+  if (client_gone_ && (state_ == State::kWorking || streaming)) client_gone_->store(true);
   state_ = State::kClosed;
   deadline_.reset();
   ::close(fd_);  // also ends the epoll registration
@@ -481,131 +306,123 @@ void PlainConnection::Close() {
     io_.loop->KeepUntilIdle(std::move(found->second));  // events of this batch may name it
     io_.open.erase(found);
   }
+  // Last: the producer's OnClosed callback runs here, and may call its writer.
+  if (std::shared_ptr<HttpStream> stream = std::move(stream_)) stream->End(/*finished=*/false);
 }
 
-// Accepts on the first I/O thread's loop and hands connections out to the loops in turn.
-class PlainEngine final : public HttpEngine, private EventLoop::Watcher {
- public:
-  PlainEngine(HttpCore& core, std::vector<std::unique_ptr<PlainIo>> io)
-      : core_(core), io_(std::move(io)) {}
-  ~PlainEngine() override {
-    if (listener_ >= 0) ::close(listener_);
-  }
-
-  Status Listen(int listener) override {
-    listener_ = listener;
-    // Out of descriptors, accept fails while connections wait: rather than spin on a
-    // level-triggered listener, wait for the next connection's edge or the next tick to retry.
-    io_[0]->loop->Every(std::chrono::seconds(1), [this] {
-      if (stalled_) OnEvents(EPOLLIN);
-    });
-    return io_[0]->loop->Add(listener_, EPOLLIN | EPOLLET, this);
-  }
-
-  void Run(size_t index) override { io_[index]->loop->Run(); }
-
-  void StopAccepting() override {
-    std::promise<void> closed;
-    io_[0]->loop->Post([this, &closed] {
-      if (listener_ >= 0) ::close(listener_);  // also ends its registration
-      listener_ = -1;
-      closed.set_value();
-    });
-    closed.get_future().wait();
-  }
-
-  void Stop() override {
-    for (auto& io : io_) io->loop->Stop();
-  }
-
-  void CheckDeadlines() override {
-    std::vector<std::future<void>> done;
-    for (auto& io : io_) {
-      auto checked = std::make_shared<std::promise<void>>();
-      done.push_back(checked->get_future());
-      io->loop->Post([&plain = *io, checked] {
-        plain.CheckDeadlines();
-        checked->set_value();
-      });
+std::shared_ptr<HttpStream> PlainConnection::StartStream(std::shared_ptr<Connection> self,
+                                                         HttpResponseHead head) {
+  auto stream = std::make_shared<HttpStream>(io_.gate, self, head.max_queued_bytes);
+  io_.loop->Dispatch([self = std::move(self), this, head = std::move(head),
+                      start = PendingStream(stream)]() mutable {
+    std::shared_ptr<HttpStream> started = start.Take();
+    if (RunLoggingExceptions("starting a streamed answer",
+                             [&] { BeginStream(std::move(head), started); })) {
+      return;
     }
-    for (auto& each : done) each.wait();
-  }
+    if (counted_) {
+      counted_ = false;
+      core_.Abandoned();
+    }
+    started->End(/*finished=*/false);
+    Close();
+  });
+  return stream;
+}
 
- private:
-  // Edge-triggered: accepts until none is left.
-  void OnEvents(uint32_t) override {
-    while (listener_ >= 0) {
-      const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) {
-        if (errno == EINTR || errno == ECONNABORTED) continue;
-        const bool drained = errno == EAGAIN || errno == EWOULDBLOCK;
-        if (!drained && !stalled_) {
-          LOG_WARN("accept failed: {}; connections wait until it succeeds", std::strerror(errno));
-        }
-        stalled_ = !drained;
-        return;
-      }
-      if (stalled_) {
-        LOG_INFO("accepting connections again");
-        stalled_ = false;
-      }
-      std::optional<ConnectionSlot> slot = core_.OpenConnection();
-      if (!slot) {
-        RefuseConnection(fd);
-        continue;
-      }
-      const int on = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-      PlainIo& target = *io_[next_io_];
-      next_io_ = (next_io_ + 1) % io_.size();
-      // Made here, so that the socket is closed even if the target loop has stopped.
-      auto connection = std::make_shared<PlainConnection>(fd, core_, target, std::move(*slot));
-      target.loop->Dispatch([connection = std::move(connection)] { connection->Open(); });
+void PlainConnection::BeginStream(HttpResponseHead head, std::shared_ptr<HttpStream> stream) {
+  // Closed while the answer was being worked on, or the client hung up meanwhile.
+  if (state_ != State::kWorking || (client_gone_ && client_gone_->load())) {
+    if (counted_) {
+      counted_ = false;
+      core_.Abandoned();
+    }
+    stream->End(/*finished=*/false);
+    Close();
+    return;
+  }
+  chunked_ = version_ != 10;
+  if (!chunked_) keep_alive_ = false;  // the body ends when the connection closes
+  std::string formatted;
+  FormatStreamHead(head, version_, keep_alive_, chunked_, formatted);
+  stream_output_ = StreamOutput();
+  stream_output_.Head(std::move(formatted));
+  stream_finishing_ = false;
+  stream_half_closed_ = peer_closed_;
+  state_ = State::kStreaming;
+  if (head_only_) {  // the head is the whole answer: the producer is told to stop
+    stream->End(/*finished=*/false);
+    stream_finishing_ = true;
+  } else {
+    stream_ = std::move(stream);
+  }
+  // Sent with the turn's other answers, after the handler returned (as a whole answer is).
+  io_.unsent.push_back(std::static_pointer_cast<PlainConnection>(shared_from_this()));
+}
+
+void PlainConnection::PumpStream() {
+  if (state_ != State::kStreaming) return;  // not begun yet (it pumps then), or over
+  if (!RunLoggingExceptions("writing a streamed answer", [&] {
+        TakeStreamInput();
+        if (state_ == State::kStreaming) SendStream();
+      })) {
+    Close();
+  }
+}
+
+void PlainConnection::TakeStreamInput() {
+  if (!stream_) return;
+  if (!stream_output_.TakeFrom(*stream_, stream_input_, chunked_, stream_finishing_)) {
+    AbortStream();
+  }
+}
+
+void PlainConnection::SendStream() {
+  static constexpr size_t kParts = 64;
+  while (!stream_output_.empty()) {
+    std::array<iovec, kParts> parts;
+    msghdr message{};
+    message.msg_iov = parts.data();
+    message.msg_iovlen = stream_output_.Gather(parts.data(), parts.size());
+    const ssize_t written = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
+    if (written >= 0) {
+      const uint64_t chunk_bytes = stream_output_.Consume(static_cast<size_t>(written));
+      if (chunk_bytes > 0 && stream_) stream_->Sent(chunk_bytes);
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      // The client must take some of it within the idle timeout; EPOLLOUT resumes the write.
+      deadline_ = core_.Now() + core_.options().idle_timeout;
+      return;
+    } else if (errno != EINTR) {
+      Close();  // the client went away: its producer is told
+      return;
     }
   }
+  // All written: the stream waits for its producer, however long that takes.
+  deadline_.reset();
+  if (stream_finishing_) StreamWritten();
+}
 
-  // Over max_connections: a 503 and the end, without a connection object. What the client has
-  // sent already is read and dropped first, so the close does not reset the connection before
-  // the client reads the answer.
-  static void RefuseConnection(int fd) {
-    static const std::string kAnswer = [] {
-      std::string head;
-      HttpResponse response =
-          ErrorResponse(503, "too many open connections; retry later (--http-max-connections)");
-      response.headers.emplace_back("Retry-After", "1");
-      FormatHead(response, 11, /*keep_alive=*/false, head);
-      return head + response.body;
-    }();
-    [[maybe_unused]] const ssize_t sent =
-        ::send(fd, kAnswer.data(), kAnswer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    ::shutdown(fd, SHUT_WR);
-    std::array<char, 4096> drained;
-    while (::recv(fd, drained.data(), drained.size(), MSG_DONTWAIT) > 0) {
-    }
-    ::close(fd);
+void PlainConnection::StreamWritten() {
+  if (std::shared_ptr<HttpStream> stream = std::move(stream_)) stream->End(/*finished=*/true);
+  if (counted_) {
+    counted_ = false;
+    core_.Finished(received_);
   }
+  state_ = State::kWriting;  // as after a whole answer
+  Written();
+  Serve();
+}
 
-  HttpCore& core_;
-  std::vector<std::unique_ptr<PlainIo>> io_;
-  int listener_ = -1;
-  size_t next_io_ = 0;    // only touched on the first loop
-  bool stalled_ = false;  // accept failed with connections waiting (out of descriptors)
-};
+void PlainConnection::AbortStream() {
+  // A reset, not an end: a client reading a body that ends with the connection would otherwise
+  // take the cut for the end.
+  const linger reset{.l_onoff = 1, .l_linger = 0};
+  setsockopt(fd_, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+  Close();
+}
 
-}  // namespace
-
-Result<std::unique_ptr<HttpEngine>> MakePlainEngine(HttpCore& core, size_t threads) {
-  std::vector<std::unique_ptr<PlainIo>> io;
-  for (size_t i = 0; i < threads; ++i) {
-    io.push_back(std::make_unique<PlainIo>(core));
-    PlainIo& plain = *io.back();
-    ASSIGN_OR_RETURN(plain.loop, EventLoop::Create());
-    plain.loop->AtBatchEnd([&plain] { plain.SendAnswers(); });
-    // Connections past their deadline are closed: waiting for a request or the rest of its
-    // body, for their client to take an answer, or lingering after a refusal.
-    plain.loop->Every(std::chrono::seconds(1), [&plain] { plain.CheckDeadlines(); });
-  }
-  return std::unique_ptr<HttpEngine>(new PlainEngine(core, std::move(io)));
+void PlainConnection::DetachStream() {
+  if (std::shared_ptr<HttpStream> stream = std::move(stream_)) stream->End(/*finished=*/false);
 }
 
 }  // namespace rampart::net

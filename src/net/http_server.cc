@@ -135,6 +135,12 @@ void Responder::SendWith(UniqueFunction<HttpResponse()> make_response) {
   connection.AnswerWith(std::move(connection_), std::move(make_response));
 }
 
+StreamWriter Responder::StartStream(HttpResponseHead head) {
+  if (!connection_) return StreamWriter();
+  Connection& connection = *connection_;
+  return StreamWriter(connection.StartStream(std::move(connection_), std::move(head)));
+}
+
 Result<Listener> Listener::Open(const std::string& address, uint16_t port) {
   boost::system::error_code error;
   const auto parsed = asio::ip::make_address(address, error);

@@ -6,9 +6,11 @@
 // see event_loop.h; HTTPS: Boost.Asio); a connection lives on one thread for its whole life.
 // Requests are parsed by Beast's parser; pipelined requests are answered in order.
 // The handler is called on that thread and must not block: it answers through the Responder,
-// from any thread, exactly once. Bodies over `max_body_bytes` are answered 413 without being
-// read; unparsable requests get 400. Both close the connection. With `tls` set every connection
-// is HTTPS (TLS 1.2+), optionally requiring a client certificate (mutual TLS).
+// from any thread, exactly once: with a whole HttpResponse, or with a stream of chunks
+// (Responder::StartStream, StreamWriter) written as they come. Bodies over `max_body_bytes` are
+// answered 413 without being read; unparsable requests get 400. Both close the connection. With
+// `tls` set every connection is HTTPS (TLS 1.2+), optionally requiring a client certificate (mutual
+// TLS).
 //
 // Overload and slow clients are bounded by HttpServerOptions: open connections, the time a
 // request's head and body may take, and the bytes of bodies being read at once; each refusal is
@@ -33,6 +35,70 @@
 namespace rampart::net {
 
 class Connection;
+class HttpStream;
+
+// Writes a streamed answer (Responder::StartStream): chunks as they come, then an end.
+//
+// Each chunk goes to the client as soon as its connection's I/O thread can write it, in the
+// order written: as one HTTP/1.1 chunk (Transfer-Encoding: chunked), or as raw bytes to an
+// HTTP/1.0 client (the body then ends when the connection closes). Nothing is re-chunked or held
+// back beyond what one socket write gathers.
+//
+// Backpressure: bytes written and not yet on the wire are queued_bytes(). Write answers kFull
+// once they reach the head's max_queued_bytes; the producer then stops (stops reading its
+// upstream) until OnDrained calls back. A Write made while twice max_queued_bytes are queued
+// aborts the stream instead, so a producer that ignores kFull cannot hold unbounded memory.
+//
+// The stream ends with Finish (the client sees a whole answer; a keep-alive connection then
+// reads its next request) or Abort (the connection is reset or cut without the chunked end, so
+// the client sees a broken answer). A writer dropped before either aborts. It also ends when the
+// client goes away, the connection fails, the client stops reading for the server's idle timeout,
+// or the server shuts down: OnClosed calls back, closed() turns true (and so does the request's
+// HttpRequest::client_gone), and later writes are dropped (kClosed), not errors. The server
+// counts the request in flight (HttpServer::Shutdown waits for it) until the stream has ended.
+//
+// Thread safety: every method may be called from any thread, also at once from several (Write
+// takes a short lock and wakes the I/O thread once per batch of writes); moving or destroying a
+// writer needs its owner's synchronization. Callbacks run on the connection's I/O thread (or at
+// once on the caller's, see each) and must be cheap and not block; they may call the writer.
+// Calls made after the server was destroyed are dropped safely.
+class StreamWriter {
+ public:
+  enum WriteResult {
+    kQueued,  // queued; write on
+    kFull,    // queued, and max_queued_bytes or more now wait: stop until OnDrained
+    kClosed,  // dropped: the stream has ended (Finish, Abort, the client gone, ...)
+  };
+
+  StreamWriter() = default;  // a writer of no stream: every Write is kClosed
+  explicit StreamWriter(std::shared_ptr<HttpStream> stream);
+  StreamWriter(StreamWriter&&) noexcept = default;
+  StreamWriter& operator=(StreamWriter&& other) noexcept;
+  ~StreamWriter();  // Abort unless finished
+
+  // Queues `chunk` (an empty one is ignored: it would end a chunked body).
+  WriteResult Write(std::string chunk);
+  // Ends the answer cleanly once the chunks queued before it are written.
+  void Finish();
+  // Ends the answer broken: chunks not yet written are dropped. Nothing after Finish.
+  void Abort();
+
+  // Bytes written and not yet on the wire (chunk bytes, not counting the framing).
+  uint64_t queued_bytes() const;
+  // Calls `callback` once, when fewer than max_queued_bytes / 2 bytes are queued or the stream
+  // has ended: at once on this thread if that holds now, else on the I/O thread. Replaces a
+  // callback not yet called.
+  void OnDrained(UniqueFunction<void()> callback);
+  // Calls `callback` once if the stream ends other than by Finish or Abort (the client went
+  // away, the connection failed or timed out, the server shut down): at once on this thread if
+  // it has, else on the I/O thread, promptly. Replaces a callback not yet called.
+  void OnClosed(UniqueFunction<void()> callback);
+  // True once writes are no longer taken: after Finish or Abort, or once the stream has ended.
+  bool closed() const;
+
+ private:
+  std::shared_ptr<HttpStream> stream_;
+};
 
 // Answers one request. Move-only; Send may be called from any thread. A Responder dropped
 // without Send answers 500, so a forgotten path never hangs a client.
@@ -47,6 +113,9 @@ class Responder {
   // Builds the response on the connection's own I/O thread, so serialization never runs on (and
   // slows) the thread that completed the work.
   void SendWith(UniqueFunction<HttpResponse()> make_response);
+  // Answers with a stream instead (StreamWriter): the head goes at once, the body as the writer
+  // writes it. A HEAD request gets the head alone; its stream is closed from the start.
+  StreamWriter StartStream(HttpResponseHead head);
 
  private:
   std::shared_ptr<Connection> connection_;
@@ -153,8 +222,9 @@ class HttpServer {
   // Applies every connection's deadline now, on its I/O thread, and returns once all have. The
   // I/O threads do this by themselves every second; a test that moves a fake clock calls it.
   void CheckDeadlines();
-  // Waits (up to `timeout`) until every request read has been answered and written, then stops
-  // the I/O threads and closes all connections.
+  // Waits (up to `timeout`) until every request read has been answered and written (a stream:
+  // finished or aborted), then stops the I/O threads and closes all connections; streams still
+  // open end as if their clients went away (StreamWriter::OnClosed).
   void Shutdown(std::chrono::milliseconds timeout);
 
   struct Stats {

@@ -1,114 +1,27 @@
-// HTTPS connections: TLS 1.2+ through Boost.Asio's SSL stream, requests parsed by RequestParser.
+// HTTPS connections (see http_tls.h).
+
+#include "net/http_tls.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
-#include <future>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>  // before Boost.Asio 1.74, whose awaitable.hpp needs std::exchange
 #include <vector>
 
-#include <boost/asio.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
 #include "core/exceptions.h"
 #include "core/logging.h"
-#include "net/http_connection.h"
 
 namespace rampart::net {
-namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
 namespace http = beast::http;
-namespace ssl = asio::ssl;
-using tcp = asio::ip::tcp;
-// Sockets and timers bound to their io_context's concrete executor: the type-erased
-// any_io_executor (beast::tcp_stream's) costs a copy and a virtual call per operation.
-using Executor = asio::io_context::executor_type;
-using Socket = asio::basic_stream_socket<tcp, Executor>;
-using Stream = ssl::stream<Socket>;
-using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
-                                         asio::wait_traits<std::chrono::steady_clock>, Executor>;
-
-// The server side of TLS 1.2+ with `options`' files. Errors: InvalidArgument naming the file.
-Result<std::unique_ptr<ssl::context>> MakeTlsContext(const HttpTlsOptions& options) {
-  if (options.cert.empty() || options.key.empty()) {
-    return InvalidArgument("HTTPS needs a certificate and a private key");
-  }
-  if (options.mutual && options.root_cert.empty()) {
-    return InvalidArgument("mutual TLS needs the CA certificate that signs client certificates");
-  }
-  auto context = std::make_unique<ssl::context>(ssl::context::tls_server);
-  beast::error_code error;
-  context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                           ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                           ssl::context::no_tlsv1_1 | ssl::context::single_dh_use,
-                       error);
-  if (!error) context->use_certificate_chain_file(options.cert, error);
-  if (error) return InvalidArgument("HTTPS certificate '{}': {}", options.cert, error.message());
-  context->use_private_key_file(options.key, ssl::context::pem, error);
-  if (error) return InvalidArgument("HTTPS private key '{}': {}", options.key, error.message());
-  if (!options.root_cert.empty()) {
-    context->load_verify_file(options.root_cert, error);
-    if (error) {
-      return InvalidArgument("HTTPS root certificate '{}': {}", options.root_cert, error.message());
-    }
-  }
-  if (options.mutual) {
-    context->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert, error);
-    if (error) return InvalidArgument("mutual TLS: {}", error.message());
-  }
-  return context;
-}
-
-class TlsConnection;
-
-// Hang-up watches for requests still unanswered a while after they were dispatched. A watch is a
-// wait for the socket to become readable (the client's end of stream, or its next pipelined
-// request); arming one costs an epoll_ctl, and most answers come before it could matter. So
-// watches are armed in sweeps: every tick arms those for the requests added before the previous
-// tick, that is unanswered for one to two periods. One per I/O thread, used only on it.
-class HangUpWatches {
- public:
-  static constexpr std::chrono::milliseconds kPeriod{10};
-
-  explicit HangUpWatches(asio::io_context& context) : timer_(context.get_executor()) {}
-
-  // The connection's request number `request` was dispatched and is not answered yet.
-  void Add(std::weak_ptr<TlsConnection> connection, uint64_t request) {
-    young_.push_back({std::move(connection), request});
-    if (!armed_) Arm();
-  }
-
- private:
-  struct Entry {
-    std::weak_ptr<TlsConnection> connection;
-    uint64_t request;
-  };
-
-  void Arm() {
-    armed_ = true;
-    timer_.expires_after(kPeriod);
-    timer_.async_wait([this](beast::error_code error) {
-      armed_ = false;
-      if (!error) Tick();
-    });
-  }
-
-  void Tick();
-
-  Timer timer_;
-  std::vector<Entry> young_;  // added since the last tick
-  std::vector<Entry> old_;    // added before it: armed at the next tick
-  bool armed_ = false;
-};
 
 // One HTTPS connection, kept alive by its pending operation's shared_ptr (and a Responder's).
 //
@@ -116,13 +29,19 @@ class HangUpWatches {
 // the TLS goodbye) are one deadline per connection, which its I/O thread's sweep checks every
 // second (IoThread): a keep-alive request costs no timer operation (a per-operation timer, as
 // beast::tcp_stream arms, cost a timer queue update per request).
+//
+// A streamed answer is written as its producer writes it: what it wrote meanwhile goes in one
+// write (one copy, so that small chunks share TLS records), the next once that one is done; the
+// client must take each within the idle timeout. Meanwhile a read watches for the client's
+// hang-up (or close_notify), which ends the stream; bytes it reads (a pipelined request) are kept
+// for after the stream.
 class TlsConnection final : public Connection {
  public:
-  TlsConnection(Socket socket, ssl::context& tls, HttpCore& core, HangUpWatches& watches,
-                ConnectionSlot slot)
+  TlsConnection(Socket socket, ssl::context& tls, HttpCore& core, TlsIo& io, ConnectionSlot slot)
       : stream_(std::move(socket), tls),
         core_(core),
-        watches_(watches),
+        watches_(io.watches),
+        gate_(io.gate),
         slot_(std::move(slot)),
         request_deadline_(core.options()) {
     buffer_.reserve(kReadBufferBytes);
@@ -173,6 +92,38 @@ class TlsConnection final : public Connection {
                                             make_response = std::move(make_response)]() mutable {
       Deliver([&] { return make_response(); });
     });
+  }
+
+  std::shared_ptr<HttpStream> StartStream(std::shared_ptr<Connection> self,
+                                          HttpResponseHead head) override {
+    auto stream = std::make_shared<HttpStream>(gate_, self, head.max_queued_bytes);
+    asio::dispatch(stream_.get_executor(), [self = std::move(self), this, head = std::move(head),
+                                            start = PendingStream(stream)]() mutable {
+      std::shared_ptr<HttpStream> started = start.Take();
+      if (RunLoggingExceptions("starting a streamed answer",
+                               [&] { BeginStream(std::move(head), started); })) {
+        return;
+      }
+      started->End(/*finished=*/false);
+      LoseStream();
+      CloseSocket();
+    });
+    return stream;
+  }
+
+  void PumpStream() override {
+    if (stream_phase_ != StreamPhase::kStreaming) return;  // not begun yet (it pumps then)
+    if (!RunLoggingExceptions("writing a streamed answer", [&] {
+          TakeStreamInput();
+          WriteStream();
+        })) {
+      LoseStream();
+    }
+  }
+
+  // Ends a stream still open when the engine goes (TlsIo's destructor).
+  void DetachStream() {
+    if (std::shared_ptr<HttpStream> stream = std::move(http_stream_)) stream->End(false);
   }
 
   // While the answer is being worked on nothing reads the socket; wait for it to become readable
@@ -378,6 +329,23 @@ class TlsConnection final : public Connection {
                             });
   }
 
+  enum class StreamPhase {
+    kNone,       // no stream
+    kStreaming,  // writing one
+    kEnding,     // written to its end; waiting for the hang-up watch's read to stop
+  };
+
+  void BeginStream(HttpResponseHead head, std::shared_ptr<HttpStream> stream);
+  void TakeStreamInput();
+  void WriteStream();
+  void WatchStream();
+  void OnStreamRead(beast::error_code error, size_t read);
+  void StreamWritten();
+  void AfterStream();
+  // Ends the stream unwritten (the client gone, a failure, the producer's Abort): the producer is
+  // told, and the connection closes without close_notify, so the client sees a broken answer.
+  void LoseStream();
+
   // Writes the answer `make` builds. If building or writing it throws (out of memory), the
   // connection ends and its request stops counting as in flight.
   template <typename Make>
@@ -424,6 +392,7 @@ class TlsConnection final : public Connection {
   std::optional<SteadyTime> deadline_;  // HttpCore::Now()'s; none while working
   HttpCore& core_;
   HangUpWatches& watches_;
+  std::shared_ptr<IoGate> gate_;
   ConnectionSlot slot_;
   RequestDeadline request_deadline_;  // while reading a request
   bool timed_out_ = false;            // the timer ended a request's read: answer 408
@@ -446,7 +415,144 @@ class TlsConnection final : public Connection {
   bool counted_ = false;    // the current request was dispatched and counts as in flight
   bool responded_ = false;  // Write() has been called for the current request
   bool watching_ = false;   // a hang-up watch is pending
+
+  // A streamed answer: what its producer writes (null once ended), framed on its way out.
+  std::shared_ptr<HttpStream> http_stream_;
+  HttpStream::Input stream_input_;
+  StreamOutput stream_output_;
+  std::string stream_write_;  // the bytes being written
+  StreamPhase stream_phase_ = StreamPhase::kNone;
+  bool chunked_ = false;           // HTTP/1.1 framing; else the body ends with the connection
+  bool stream_finishing_ = false;  // the end is queued in stream_output_
+  bool stream_writing_ = false;    // a write is pending
+  bool stream_reading_ = false;    // the hang-up watch's read is pending
 };
+
+void TlsConnection::BeginStream(HttpResponseHead head, std::shared_ptr<HttpStream> stream) {
+  responded_ = true;
+  if (watching_) {
+    beast::error_code ignored;
+    Lowest().cancel(ignored);  // only the hang-up watch is pending now
+  }
+  stream_phase_ = StreamPhase::kStreaming;
+  http_stream_ = std::move(stream);
+  if (client_gone_ && client_gone_->load()) {  // the client hung up while it was worked on
+    LoseStream();
+    return;
+  }
+  chunked_ = version_ != 10;
+  if (!chunked_) keep_alive_ = false;  // the body ends when the connection closes
+  std::string formatted;
+  FormatStreamHead(head, version_, keep_alive_, chunked_, formatted);
+  stream_output_ = StreamOutput();
+  stream_output_.Head(std::move(formatted));
+  stream_finishing_ = false;
+  if (head_only_) {  // the head is the whole answer: the producer is told to stop
+    http_stream_->End(/*finished=*/false);
+    http_stream_.reset();
+    stream_finishing_ = true;
+  } else {
+    WatchStream();
+  }
+  PumpStream();
+}
+
+void TlsConnection::TakeStreamInput() {
+  if (!http_stream_) return;
+  if (!stream_output_.TakeFrom(*http_stream_, stream_input_, chunked_, stream_finishing_)) {
+    LoseStream();
+  }
+}
+
+void TlsConnection::WriteStream() {
+  // A TLS record carries 16 KiB; a few per write keep the idle deadline per write meaningful.
+  static constexpr size_t kWriteBytes = 64 * 1024;
+  if (stream_phase_ != StreamPhase::kStreaming || stream_writing_) return;
+  if (stream_output_.empty()) {
+    deadline_.reset();  // waits for its producer, however long that takes
+    if (stream_finishing_) StreamWritten();
+    return;
+  }
+  stream_write_.clear();
+  stream_output_.Copy(stream_write_, kWriteBytes);
+  stream_writing_ = true;
+  SetDeadline(core_.options().idle_timeout);
+  asio::async_write(stream_, asio::buffer(stream_write_),
+                    [self = Self()](beast::error_code error, size_t written) {
+                      self->stream_writing_ = false;
+                      if (error) {
+                        self->LoseStream();
+                        return;
+                      }
+                      const uint64_t chunk_bytes = self->stream_output_.Consume(written);
+                      if (chunk_bytes > 0 && self->http_stream_) {
+                        self->http_stream_->Sent(chunk_bytes);
+                      }
+                      self->PumpStream();
+                    });
+}
+
+void TlsConnection::WatchStream() {
+  stream_reading_ = true;
+  stream_.async_read_some(
+      buffer_.prepare(kReadBufferBytes),
+      [self = Self()](beast::error_code error, size_t read) { self->OnStreamRead(error, read); });
+}
+
+void TlsConnection::OnStreamRead(beast::error_code error, size_t read) {
+  stream_reading_ = false;
+  if (!error) {
+    buffer_.commit(read);  // a pipelined request, read once the stream is over
+    if (stream_phase_ == StreamPhase::kEnding) AfterStream();
+    return;
+  }
+  if (stream_phase_ == StreamPhase::kEnding) {
+    if (error == asio::error::operation_aborted) {
+      AfterStream();  // cancelled by StreamWritten
+    } else {
+      CloseSocket();
+    }
+    return;
+  }
+  LoseStream();  // the client ended the connection (or it failed)
+}
+
+void TlsConnection::StreamWritten() {
+  stream_phase_ = StreamPhase::kEnding;
+  if (std::shared_ptr<HttpStream> stream = std::move(http_stream_)) stream->End(/*finished=*/true);
+  if (counted_) {
+    counted_ = false;
+    core_.Finished(received_);
+  }
+  if (stream_reading_) {
+    beast::error_code ignored;
+    Lowest().cancel(ignored);  // AfterStream once the read has stopped
+    return;
+  }
+  AfterStream();
+}
+
+void TlsConnection::AfterStream() {
+  stream_phase_ = StreamPhase::kNone;
+  if (!keep_alive_) {
+    Close();  // with close_notify: the clean end of a body that ends with the connection
+    return;
+  }
+  ReadNext();
+}
+
+void TlsConnection::LoseStream() {
+  if (stream_phase_ != StreamPhase::kStreaming) return;
+  stream_phase_ = StreamPhase::kNone;
+  if (client_gone_) client_gone_->store(true);
+  if (counted_) {
+    counted_ = false;
+    core_.Abandoned();
+  }
+  CloseSocket();
+  // Last: the producer's OnClosed callback runs here, and may call its writer.
+  if (std::shared_ptr<HttpStream> stream = std::move(http_stream_)) stream->End(/*finished=*/false);
+}
 
 void HangUpWatches::Tick() {
   for (Entry& entry : old_) {
@@ -457,142 +563,46 @@ void HangUpWatches::Tick() {
   if (!old_.empty()) Arm();
 }
 
-// One I/O thread's loop and what belongs to it (destroyed before the loop).
-struct IoThread {
-  static constexpr std::chrono::seconds kSweepPeriod{1};
+TlsIo::TlsIo(HttpCore& http)
+    : core(http),
+      sweep_timer(context.get_executor()),
+      gate(std::make_shared<IoGate>(
+          [this](UniqueFunction<void()> task) { asio::post(context, std::move(task)); })) {}
 
-  explicit IoThread(HttpCore& http) : core(http), sweep_timer(context.get_executor()) {}
-
-  // Applies the deadlines of the connections started on this thread, dropping those gone.
-  void CheckDeadlines() {
-    const SteadyTime now = core.Now();
-    std::erase_if(open, [now](const std::weak_ptr<TlsConnection>& each) {
-      std::shared_ptr<TlsConnection> connection = each.lock();
-      if (!connection) return true;
-      connection->CheckDeadline(now);
-      return false;
-    });
+TlsIo::~TlsIo() {
+  gate->Close();
+  for (const std::weak_ptr<TlsConnection>& each : open) {
+    if (std::shared_ptr<TlsConnection> connection = each.lock()) connection->DetachStream();
   }
-  void ArmSweep() {
-    sweep_timer.expires_after(kSweepPeriod);
-    sweep_timer.async_wait([this](beast::error_code error) {
-      if (error) return;
-      CheckDeadlines();
-      ArmSweep();
-    });
-  }
+}
 
-  HttpCore& core;
-  asio::io_context context{1};
-  HangUpWatches watches{context};
-  Timer sweep_timer;
-  // The connections started here (weak: a connection ends when its last operation or responder
-  // does, on whichever thread that is).
-  std::vector<std::weak_ptr<TlsConnection>> open;
-};
+void TlsIo::CheckDeadlines() {
+  const SteadyTime now = core.Now();
+  std::erase_if(open, [now](const std::weak_ptr<TlsConnection>& each) {
+    std::shared_ptr<TlsConnection> connection = each.lock();
+    if (!connection) return true;
+    connection->CheckDeadline(now);
+    return false;
+  });
+}
 
-class TlsEngine final : public HttpEngine {
- public:
-  TlsEngine(HttpCore& core, size_t threads, std::unique_ptr<ssl::context> tls)
-      : core_(core), tls_(std::move(tls)) {
-    for (size_t i = 0; i < threads; ++i) {
-      io_.push_back(std::make_unique<IoThread>(core));
-      guards_.emplace_back(asio::make_work_guard(io_.back()->context));
-      io_.back()->ArmSweep();
-    }
-    acceptor_.emplace(io_[0]->context);
-  }
+void TlsIo::ArmSweep() {
+  sweep_timer.expires_after(kSweepPeriod);
+  sweep_timer.async_wait([this](beast::error_code error) {
+    if (error) return;
+    CheckDeadlines();
+    ArmSweep();
+  });
+}
 
-  Status Listen(int listener) override {
-    sockaddr_storage address{};
-    socklen_t length = sizeof(address);
-    getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
-    beast::error_code error;
-    acceptor_->assign(address.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), listener, error);
-    if (error) {
-      ::close(listener);
-      return Internal("HTTPS listener: {}", error.message());
-    }
-    Accept();
-    return Status::Ok();
-  }
-
-  // An exception from a handler leaves run(), whose io_context serves on when run again (the
-  // connection whose handler threw is dropped, and closed, as the exception unwinds).
-  void Run(size_t index) override {
-    while (!RunLoggingExceptions("an HTTPS I/O thread", [&] { io_[index]->context.run(); })) {
-    }
-  }
-
-  void StopAccepting() override {
-    std::promise<void> closed;
-    asio::post(io_[0]->context, [this, &closed] {
-      beast::error_code ignored;
-      acceptor_->close(ignored);
-      closed.set_value();
-    });
-    closed.get_future().wait();
-  }
-
-  void Stop() override {
-    guards_.clear();
-    for (auto& io : io_) io->context.stop();
-  }
-
-  void CheckDeadlines() override {
-    std::vector<std::future<void>> done;
-    for (auto& io : io_) {
-      auto checked = std::make_shared<std::promise<void>>();
-      done.push_back(checked->get_future());
-      asio::post(io->context, [&thread = *io, checked] {
-        thread.CheckDeadlines();
-        checked->set_value();
-      });
-    }
-    for (auto& each : done) each.wait();
-  }
-
- private:
-  void Accept() {
-    IoThread& target = *io_[next_io_];
-    next_io_ = (next_io_ + 1) % io_.size();
-    acceptor_->async_accept(
-        target.context, [this, &target](beast::error_code error, Socket socket) {
-          if (error == asio::error::operation_aborted || !acceptor_->is_open()) return;
-          if (!error) {
-            // Over max_connections the socket just closes: no handshake is spent on it.
-            if (std::optional<ConnectionSlot> slot = core_.OpenConnection()) {
-              beast::error_code ignored;
-              socket.set_option(tcp::no_delay(true), ignored);
-              auto connection = std::make_shared<TlsConnection>(std::move(socket), *tls_, core_,
-                                                                target.watches, std::move(*slot));
-              // Start on the connection's own thread.
-              asio::post(target.context, [connection, &target] {
-                target.open.push_back(connection);
-                connection->Start();
-              });
-            }
-          } else {
-            LOG_WARN("accept failed: {}", error.message());
-          }
-          Accept();
-        });
-  }
-
-  HttpCore& core_;
-  std::unique_ptr<ssl::context> tls_;  // shared by every connection
-  std::vector<std::unique_ptr<IoThread>> io_;
-  std::vector<asio::executor_work_guard<Executor>> guards_;
-  std::optional<tcp::acceptor> acceptor_;
-  size_t next_io_ = 0;  // only touched by the accept handler on io_[0]
-};
-
-}  // namespace
-
-Result<std::unique_ptr<HttpEngine>> MakeTlsEngine(HttpCore& core, size_t threads,
-                                                  const HttpTlsOptions& tls) {
-  ASSIGN_OR_RETURN(std::unique_ptr<ssl::context> context, MakeTlsContext(tls));
-  return std::unique_ptr<HttpEngine>(new TlsEngine(core, threads, std::move(context)));
+void ServeTls(Socket socket, ssl::context& tls, HttpCore& core, TlsIo& io, ConnectionSlot slot) {
+  auto connection =
+      std::make_shared<TlsConnection>(std::move(socket), tls, core, io, std::move(slot));
+  // Start on the connection's own thread.
+  asio::post(io.context, [connection, &io] {
+    io.open.push_back(connection);
+    connection->Start();
+  });
 }
 
 }  // namespace rampart::net

@@ -48,9 +48,14 @@ const char* CanaryStateName(CanaryState state) {
 
 CanaryController::CanaryController(std::string model, CanaryPolicy policy)
     : model_(std::move(model)), policy_(std::move(policy)) {
-  last_decision_ =
-      fmt::format("started: {}% to version {}", policy_.stages_percent[0], policy_.candidate);
+  last_decision_ = fmt::format("started: {}% to {}", policy_.stages_percent[0], Label(true));
   LOG_INFO("canary '{}': {}", model_, last_decision_);
+}
+
+std::string CanaryController::Label(bool candidate) const {
+  const std::string& label = candidate ? policy_.candidate_label : policy_.baseline_label;
+  if (!label.empty()) return label;
+  return fmt::format("version {}", candidate ? policy_.candidate : policy_.baseline);
 }
 
 int CanaryController::Weight() const {
@@ -108,12 +113,12 @@ void CanaryController::Decide() {
   }
   if (stage_ + 1 == policy_.stages_percent.size()) {
     state_ = CanaryState::kPromoted;
-    last_decision_ = fmt::format("promoted version {} after stage {}% passed", policy_.candidate,
+    last_decision_ = fmt::format("promoted {} after stage {}% passed", Label(true),
                                  policy_.stages_percent[stage_]);
   } else {
     ++stage_;
-    last_decision_ = fmt::format("stage passed; now {}% to version {}",
-                                 policy_.stages_percent[stage_], policy_.candidate);
+    last_decision_ =
+        fmt::format("stage passed; now {}% to {}", policy_.stages_percent[stage_], Label(true));
   }
   LOG_INFO("canary '{}': {}", model_, last_decision_);
   candidate_ = Arm();
@@ -123,7 +128,7 @@ void CanaryController::Decide() {
 void CanaryController::RollBack(std::string reason) {
   state_ = CanaryState::kRolledBack;
   last_decision_ = "rolled back: " + std::move(reason);
-  LOG_WARN("canary '{}': {}; all traffic to version {}", model_, last_decision_, policy_.baseline);
+  LOG_WARN("canary '{}': {}; all traffic to {}", model_, last_decision_, Label(false));
 }
 
 CanaryStatus CanaryController::Status() const {

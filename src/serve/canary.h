@@ -31,6 +31,9 @@ struct CanaryPolicy {
   double max_error_rate = 0.005;
   double max_p99_ratio = 2.0;
   uint64_t min_baseline_samples = 20;  // below this, latency is not compared
+  // How decisions name the two arms in logs and status ("model 'x'"); empty = "version <n>".
+  std::string baseline_label;
+  std::string candidate_label;
 
   Status Validate() const;
 };
@@ -72,6 +75,7 @@ class CanaryController {
   void Decide();  // REQUIRES: mutex_ held
   void RollBack(std::string reason);
   int Weight() const;
+  std::string Label(bool candidate) const;
 
   const std::string model_;
   const CanaryPolicy policy_;

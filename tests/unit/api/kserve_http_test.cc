@@ -46,6 +46,12 @@ class RecordingConnection final : public net::Connection {
                   UniqueFunction<net::HttpResponse()> make_response) override {
     answered_.set_value(make_response());
   }
+  std::shared_ptr<net::HttpStream> StartStream(std::shared_ptr<Connection>,
+                                               net::HttpResponseHead) override {
+    ADD_FAILURE() << "the KServe API does not stream";
+    return nullptr;
+  }
+  void PumpStream() override {}
   std::future<net::HttpResponse> answer() { return answered_.get_future(); }
 
  private:

@@ -1,0 +1,132 @@
+#include "api/openai_http.h"
+
+#include "core/trace.h"
+#include "gateway/openai_response.h"
+#include "json/writer.h"
+
+namespace rampart::api {
+namespace {
+
+std::string RequestIdOf(const net::HttpRequest& request) {
+  if (auto given = request.Header("x-request-id");
+      given && !given->empty() && given->size() <= 128) {
+    return std::string(*given);
+  }
+  return "req_" + TraceContext::Start().TraceId();
+}
+
+net::HttpResponse Answer(const net::HttpRequest& request, int status, std::string body,
+                         std::string_view content_type = "application/json") {
+  net::HttpResponse response;
+  response.status = status;
+  response.content_type = content_type;
+  response.headers.emplace_back("x-request-id", RequestIdOf(request));
+  response.body = std::move(body);
+  return response;
+}
+
+net::HttpResponse Error(const net::HttpRequest& request, int status, std::string_view message,
+                        std::string_view param = {}, std::string_view code = {}) {
+  return Answer(request, status,
+                gateway::ErrorJson(message, gateway::ErrorType(status), param, code));
+}
+
+void WriteModel(json::Writer& writer, const gateway::ModelEntry& model) {
+  writer.StartObject();
+  writer.Key("id");
+  writer.String(model.id);
+  writer.Key("object");
+  writer.String("model");
+  writer.Key("created");
+  writer.Int64(model.created);
+  writer.Key("owned_by");
+  writer.String(model.owned_by);
+  writer.EndObject();
+}
+
+}  // namespace
+
+OpenAiHttp::OpenAiHttp(gateway::Gateway& gateway, std::function<Status()> reload)
+    : gateway_(gateway), reload_(std::move(reload)) {}
+
+bool OpenAiHttp::Owns(std::string_view path) {
+  return path == "/v1" || path.substr(0, 4) == "/v1/";
+}
+
+void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
+  const std::string_view path = request.path();
+  const auto operation = [path]() -> std::optional<gateway::Operation> {
+    if (path == "/v1/chat/completions") return gateway::Operation::kChatCompletions;
+    if (path == "/v1/completions") return gateway::Operation::kCompletions;
+    if (path == "/v1/embeddings") return gateway::Operation::kEmbeddings;
+    return std::nullopt;
+  }();
+  if (operation) {
+    if (request.method != "POST") {
+      responder.Send(Error(request, 405, fmt::format("use POST {}", path)));
+      return;
+    }
+    gateway_.Handle(*operation, std::move(request), std::move(responder));
+    return;
+  }
+  if (path == "/v1/models" || path.substr(0, 11) == "/v1/models/") {
+    if (request.method != "GET") {
+      responder.Send(Error(request, 405, "use GET /v1/models"));
+      return;
+    }
+    Models(request, std::move(responder), path.size() > 11 ? path.substr(11) : "");
+    return;
+  }
+  if (path == "/v1/admin/reload") {
+    if (request.method != "POST") {
+      responder.Send(Error(request, 405, "use POST /v1/admin/reload"));
+      return;
+    }
+    auto held = std::make_shared<net::Responder>(std::move(responder));
+    auto id = std::make_shared<net::HttpRequest>();
+    id->headers = request.headers;
+    const Status queued = reloads_.Post([this, held, id] {
+      const Status reloaded = reload_();
+      if (reloaded.ok()) {
+        held->Send(Answer(*id, 200, gateway_.Describe(), "text/plain; charset=utf-8"));
+      } else {
+        held->Send(Error(*id, 400, reloaded.message()));
+      }
+    });
+    if (!queued.ok()) held->Send(Error(request, 429, "a reload is under way; retry later"));
+    return;
+  }
+  if (path == "/v1/admin/routes") {
+    responder.Send(Answer(request, 200, gateway_.Describe(), "text/plain; charset=utf-8"));
+    return;
+  }
+  responder.Send(Error(request, 404, fmt::format("no route for {} {}", request.method, path)));
+}
+
+void OpenAiHttp::Models(const net::HttpRequest& request, net::Responder responder,
+                        std::string_view id) {
+  const std::vector<gateway::ModelEntry> models = gateway_.Models();
+  json::Writer writer;
+  if (!id.empty()) {
+    for (const gateway::ModelEntry& model : models) {
+      if (model.id != id) continue;
+      WriteModel(writer, model);
+      responder.Send(Answer(request, 200, writer.Take()));
+      return;
+    }
+    responder.Send(Error(request, 404, fmt::format("the model '{}' does not exist", id), "model",
+                         "model_not_found"));
+    return;
+  }
+  writer.StartObject();
+  writer.Key("object");
+  writer.String("list");
+  writer.Key("data");
+  writer.StartArray();
+  for (const gateway::ModelEntry& model : models) WriteModel(writer, model);
+  writer.EndArray();
+  writer.EndObject();
+  responder.Send(Answer(request, 200, writer.Take()));
+}
+
+}  // namespace rampart::api

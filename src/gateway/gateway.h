@@ -1,0 +1,135 @@
+#pragma once
+
+// Gateway: the OpenAI-compatible front door. It runs each call through the stage pipeline
+// (stage.h), calls the chosen targets (upstream pools with retries, failover by priority and
+// fallbacks along the route; or a local Rampart model), and answers whole or streamed.
+//
+// Routing state (the config, the Router, the pools) is one immutable Runtime, replaced whole by
+// Reload; a call keeps the Runtime it started with. Upstream health (UpstreamState) carries over
+// a reload for every upstream whose settings all stay the same (and the health_check and
+// ejection sections too).
+//
+// Threads: Handle runs on an HTTP I/O thread and never blocks. Upstream answers arrive on the
+// HTTP client's threads; retries, keep-alives and health checks run on the gateway's timer
+// thread; local models answer on their instance threads. Every method is thread-safe.
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "gateway/config.h"
+#include "gateway/metrics.h"
+#include "gateway/pool.h"
+#include "gateway/router.h"
+#include "gateway/stage.h"
+#include "gateway/timer.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "serve/server.h"
+
+namespace rampart::gateway {
+
+struct GatewayOptions {
+  bool access_log = false;
+  int client_threads = 1;  // the HTTP client's I/O threads
+  // Serves targets with `local_model`; null when the gateway runs without a model repository.
+  serve::InferenceServer* local = nullptr;
+};
+
+// One upstream as calls use it.
+struct UpstreamRuntime {
+  std::shared_ptr<UpstreamState> state;
+  net::Endpoint endpoint;
+  net::HttpClient* client = nullptr;
+  net::HttpHeaders headers;  // Authorization and the configured extra headers
+};
+
+struct TargetRuntime {
+  const TargetConfig* config = nullptr;
+  std::unique_ptr<Pool> pool;                   // upstream targets
+  std::vector<const UpstreamRuntime*> members;  // pool->members()[i]'s upstream
+};
+
+// Everything a call reads of the configuration, built once per config.
+struct Runtime {
+  GatewayConfig config;
+  std::unique_ptr<Router> router;
+  std::map<std::string, UpstreamRuntime> upstreams;
+  std::map<std::string, TargetRuntime> targets;
+
+  const TargetRuntime* FindTarget(const std::string& name) const {
+    auto found = targets.find(name);
+    return found == targets.end() ? nullptr : &found->second;
+  }
+};
+
+// Things every call shares with the gateway (owned by it).
+struct CallEnvironment {
+  const Pipeline* pipeline = nullptr;
+  GatewayMetrics* metrics = nullptr;
+  Timers* timers = nullptr;
+  serve::InferenceServer* local = nullptr;
+  const Clock* clock = nullptr;
+  const std::atomic<bool>* stopping = nullptr;  // set once the gateway is being destroyed
+};
+
+struct ModelEntry {
+  std::string id;
+  std::string owned_by;
+  int64_t created = 0;  // unix seconds
+};
+
+class Gateway {
+ public:
+  // Errors: InvalidArgument when the config is invalid (Validate) or a TLS file cannot be used.
+  static Result<std::unique_ptr<Gateway>> Create(GatewayConfig config, GatewayOptions options,
+                                                 metrics::Registry& registry);
+  ~Gateway();  // stops health checks and the client; calls in flight end Unavailable
+
+  // POST /v1/chat/completions, /v1/completions, /v1/embeddings.
+  void Handle(Operation operation, net::HttpRequest&& request, net::Responder responder);
+
+  // The models callers may name (GET /v1/models).
+  std::vector<ModelEntry> Models() const;
+
+  // Replaces the routing table; the old one stays when `config` is invalid (the error says why).
+  Status Reload(GatewayConfig config);
+  // The routing table in force, as text (DescribeRoutes), with each canary's state and the
+  // upstreams that take no calls now.
+  std::string Describe() const;
+  // Canary states of routes with a canary.
+  std::vector<std::pair<std::string, serve::CanaryStatus>> Canaries() const;
+  // Upstream name -> available now.
+  std::vector<std::pair<std::string, bool>> UpstreamHealth() const;
+
+ private:
+  Gateway(GatewayOptions options, metrics::Registry& registry);
+
+  Result<std::shared_ptr<const Runtime>> Build(GatewayConfig config);
+  Result<net::HttpClient*> ClientFor(const UpstreamConfig& upstream);
+  std::shared_ptr<const Runtime> runtime() const;
+  void ScheduleHealthChecks();
+  void CheckHealth();
+
+  const GatewayOptions options_;
+  const int64_t created_;
+  GatewayMetrics metrics_;
+  Pipeline pipeline_;
+  Timers timers_;
+  CallEnvironment environment_;
+
+  mutable std::mutex mutex_;
+  std::shared_ptr<const Runtime> runtime_;  // guarded by mutex_
+  // HTTP clients by TLS settings (CA, certificate, key) and connection limit; kept for the
+  // gateway's life.
+  std::map<std::string, std::unique_ptr<net::HttpClient>> clients_;  // guarded by mutex_
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace rampart::gateway

@@ -1,0 +1,66 @@
+#pragma once
+
+// Router: picks a request's targets from the routing rules. Rules are tried in order; the first
+// whose every condition holds names a target and its fallbacks (and may split traffic with a
+// canary). A request no rule takes goes to the logical model its `model` names, without
+// fallbacks. Immutable after construction apart from the canary controllers, so Resolve may be
+// called from any thread.
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <re2/re2.h>
+
+#include "gateway/config.h"
+#include "gateway/openai_request.h"
+#include "net/http.h"
+#include "serve/canary.h"
+
+namespace rampart::gateway {
+
+struct RoutePlan {
+  std::string route;  // the rule's name, or "direct" when none matched
+  // Logical model names, in the order to try them: the target (or the canary's pick), then the
+  // fallbacks.
+  std::vector<std::string> chain;
+  // When a canary split decided chain[0]: its controller (which wants the outcome) and the arm
+  // picked (0 baseline, 1 candidate).
+  serve::CanaryController* canary = nullptr;
+  int64_t canary_arm = 0;
+};
+
+class Router {
+ public:
+  // REQUIRES: Validate(config).ok().
+  explicit Router(const GatewayConfig& config);
+
+  // Errors: NotFound "the model '<m>' does not exist" when no rule matches and no logical model
+  // has the requested name.
+  Result<RoutePlan> Resolve(const OpenAiRequest& request, const net::HttpRequest& http) const;
+
+  // The names a caller may use as `model`: every logical model, then every model alias a rule
+  // matches on, without repeats.
+  std::vector<std::string> ModelNames() const;
+
+  // Canary states, by route name.
+  std::vector<std::pair<std::string, serve::CanaryStatus>> CanaryStates() const;
+
+ private:
+  struct Rule {
+    const RouteConfig* config;
+    std::vector<std::string> lower_keywords;
+    std::unique_ptr<RE2> pattern;
+    std::unique_ptr<serve::CanaryController> canary;
+  };
+
+  bool Matches(const Rule& rule, const OpenAiRequest& request, const net::HttpRequest& http,
+               std::string_view lower_text) const;
+
+  GatewayConfig config_;
+  std::vector<Rule> rules_;
+  bool any_keywords_ = false;
+};
+
+}  // namespace rampart::gateway
