@@ -147,8 +147,8 @@ void GatewayCall::NextTarget(std::unique_lock<std::mutex>& lock) {
     }
     return;
   }
-  const Failure failure =
-      last_failure_.value_or(Failure{.http_status = 503, .message = "no model could answer"});
+  const Failure failure = last_failure_.value_or(
+      Failure{.http_status = 503, .message = "no model could answer", .outcome = "no_target"});
   context_.outcome = failure.outcome;
   std::string retry_after;
   if (failure.http_status == 429 && failure.retry_after.count() >= 0) {
