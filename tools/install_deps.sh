@@ -22,6 +22,12 @@ packages=(
   clang libclang-rt-14-dev
 )
 
+# The openai Node SDK compatibility test (tests/compat/openai-node): Debian's Node.js and npm,
+# unless a node is already on the PATH (a newer one installed some other way is kept).
+if ! command -v node >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

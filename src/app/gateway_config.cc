@@ -102,6 +102,7 @@ Status ReadUpstream(const YAML::Node& node, std::string_view where,
   RETURN_IF_ERROR(ReadMillis(node, "connect_timeout_ms", where, upstream.connect_timeout));
   RETURN_IF_ERROR(ReadMillis(node, "first_byte_timeout_ms", where, upstream.first_byte_timeout));
   RETURN_IF_ERROR(ReadMillis(node, "idle_timeout_ms", where, upstream.idle_timeout));
+  RETURN_IF_ERROR(Read(node, "ask_stream_usage", where, upstream.ask_stream_usage));
   return Read(node, "max_connections", where, upstream.max_connections);
 }
 

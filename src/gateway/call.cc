@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <limits>
 #include <random>
 
 #include "core/logging.h"
@@ -13,9 +14,6 @@ namespace {
 
 // How often a call waiting on an upstream looks for a caller gone away and keeps a stream alive.
 constexpr auto kTickInterval = std::chrono::milliseconds(200);
-// Events held back before the first token (a role-only first chunk is one); past this many the
-// stream is committed anyway.
-constexpr size_t kMaxHeldEvents = 16;
 // An upstream's error body is read up to this much for its message.
 constexpr size_t kMaxErrorBody = 64 * 1024;
 // The longest cool-down a Retry-After sets on an upstream.
@@ -67,6 +65,25 @@ std::chrono::milliseconds Backoff(const RetryConfig& retry, int attempt) {
       std::uniform_int_distribution<int64_t>(ceiling / 2, ceiling)(random));
 }
 
+// What a transport failure was, for the caller's error message.
+std::string_view TransportFault(net::HttpClientError error) {
+  switch (error) {
+    case net::HttpClientError::kConnectFailed: return "refused the connection";
+    case net::HttpClientError::kConnectTimeout: return "did not accept a connection in time";
+    case net::HttpClientError::kTlsFailed: return "failed the TLS handshake";
+    case net::HttpClientError::kSendFailed: return "did not take the request";
+    case net::HttpClientError::kFirstByteTimeout: return "did not start answering in time";
+    case net::HttpClientError::kIdleTimeout: return "stalled in the middle of its answer";
+    case net::HttpClientError::kDeadlineExceeded: return "took too long";
+    case net::HttpClientError::kResponseTooLarge: return "answered more than the gateway takes";
+    case net::HttpClientError::kMalformedResponse: return "answered something that is not HTTP";
+    case net::HttpClientError::kConnectionClosed:
+      return "closed the connection before its answer ended";
+    case net::HttpClientError::kShutdown: return "was not reached: the gateway is stopping";
+    default: return "failed";
+  }
+}
+
 bool StartsWith(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() &&
          std::equal(prefix.begin(), prefix.end(), text.begin(), [](char a, char b) {
@@ -91,6 +108,7 @@ void GatewayCall::Start() {
   const SteadyTime start = clock_.Now();
   std::unique_lock lock(mutex_);
   context_.router = runtime_->router.get();
+  context_.limits.max_n = runtime_->config.max_n;
   last_write_ = context_.received;
   const Status admitted = environment_.pipeline->Request(context_);
   if (!admitted.ok()) {
@@ -129,8 +147,8 @@ void GatewayCall::NextTarget(std::unique_lock<std::mutex>& lock) {
     }
     return;
   }
-  const Failure failure =
-      last_failure_.value_or(Failure{.http_status = 503, .message = "no model could answer"});
+  const Failure failure = last_failure_.value_or(
+      Failure{.http_status = 503, .message = "no model could answer", .outcome = "no_target"});
   context_.outcome = failure.outcome;
   std::string retry_after;
   if (failure.http_status == 429 && failure.retry_after.count() >= 0) {
@@ -138,83 +156,6 @@ void GatewayCall::NextTarget(std::unique_lock<std::mutex>& lock) {
   }
   AnswerError(failure.http_status, failure.message, "", "", std::move(retry_after));
   Finish(lock);
-}
-
-void GatewayCall::CallLocal(std::unique_lock<std::mutex>& lock, const TargetRuntime& target) {
-  const OpenAiRequest& request = context_.request;
-  context_.upstream = "local";
-  ++context_.attempts;
-  if (request.operation != Operation::kEmbeddings) {
-    AnswerError(400,
-                fmt::format("the model '{}' is a local embedding model; call /v1/embeddings",
-                            request.model),
-                "model");
-    context_.outcome = "refused";
-    Finish(lock);
-    return;
-  }
-  for (const std::string& field : request.fields) {
-    if (field != "model" && field != "input" && field != "encoding_format" &&
-        field != "dimensions" && field != "user") {
-      AnswerError(
-          400, fmt::format("'{}' is not supported by the local model '{}'", field, request.model),
-          field);
-      context_.outcome = "refused";
-      Finish(lock);
-      return;
-    }
-  }
-  if (environment_.local == nullptr) {
-    last_failure_ = Failure{.http_status = 503,
-                            .message = "local models are not served (no model repository)",
-                            .outcome = "local_unavailable"};
-    ++chain_index_;
-    NextTarget(lock);
-    return;
-  }
-  attempt_sent_ = clock_.Now();
-  auto self = shared_from_this();
-  const uint64_t attempt = ++attempt_;
-  lock.unlock();
-  LocalEmbeddings(
-      *environment_.local, target.config->local_model, request, request.model,
-      [self, attempt](Result<LocalAnswer> answer) { self->LocalDone(attempt, std::move(answer)); });
-  lock.lock();
-}
-
-void GatewayCall::LocalDone(uint64_t attempt, Result<LocalAnswer> answer) {
-  const SteadyTime start = clock_.Now();
-  std::unique_lock lock(mutex_);
-  if (attempt != attempt_ || phase_ == Phase::kDone) return;
-  context_.upstream_ns += NanosBetween(attempt_sent_, start);
-  if (answer.ok()) {
-    context_.usage = answer->usage;
-    std::string body = std::move(answer->body);
-    const Status passed = environment_.pipeline->Answer(context_, body);
-    if (passed.ok()) {
-      AnswerWhole(200, std::move(body));
-    } else {
-      AnswerError(HttpStatusOf(passed), passed.message());
-    }
-    AddGatewayTime(start);
-    Finish(lock);
-    return;
-  }
-  const Status& status = answer.status();
-  if (status.code() == StatusCode::kInvalidArgument ||
-      status.code() == StatusCode::kFailedPrecondition) {
-    AnswerError(400, status.message());
-    context_.outcome = "refused";
-    AddGatewayTime(start);
-    Finish(lock);
-    return;
-  }
-  last_failure_ = Failure{.http_status = HttpStatusOf(status) == 404 ? 503 : HttpStatusOf(status),
-                          .message = status.message(),
-                          .outcome = "local_error"};
-  ++chain_index_;
-  NextTarget(lock);
-  AddGatewayTime(start);
 }
 
 void GatewayCall::Attempt(std::unique_lock<std::mutex>& lock) {
@@ -240,6 +181,7 @@ void GatewayCall::Attempt(std::unique_lock<std::mutex>& lock) {
   upstream_ok_ = false;
   upstream_retry_after_ = std::chrono::milliseconds(-1);
   body_.clear();
+  unparsed_bytes_ = 0;
   sse_ = SseReader(runtime_->config.max_response_bytes);
   held_.clear();
   done_seen_ = finish_seen_ = usage_seen_ = false;
@@ -249,7 +191,8 @@ void GatewayCall::Attempt(std::unique_lock<std::mutex>& lock) {
 
   const OpenAiRequest& request = context_.request;
   const std::string& upstream_model = member.model.empty() ? target_->config->name : member.model;
-  Result<std::string> body = UpstreamBody(request, upstream_model, request.stream);
+  Result<std::string> body = UpstreamBody(
+      request, upstream_model, request.stream && upstream.state->config().ask_stream_usage);
   if (!body.ok()) {
     AnswerError(500, body.status().message());
     context_.outcome = "internal";
@@ -268,7 +211,10 @@ void GatewayCall::Attempt(std::unique_lock<std::mutex>& lock) {
   call.timeouts.connect = config.connect_timeout;
   call.timeouts.first_byte = config.first_byte_timeout;
   call.timeouts.idle = config.idle_timeout;
-  call.max_response_bytes = runtime_->config.max_response_bytes;
+  // A stream is bounded event by event (the SseReader), however long it runs; a whole answer,
+  // or a stream's error body (OnBody), as a whole.
+  call.max_response_bytes =
+      request.stream ? std::numeric_limits<uint64_t>::max() : runtime_->config.max_response_bytes;
 
   const uint64_t attempt = ++attempt_;
   attempt_sent_ = now;
@@ -309,20 +255,30 @@ bool GatewayCall::OnBody(uint64_t attempt, std::string_view piece) {
     if (upstream_ok_ || body_.size() < kMaxErrorBody) {
       body_.append(piece.substr(0, upstream_ok_ ? piece.size() : kMaxErrorBody - body_.size()));
     }
+    unparsed_bytes_ += piece.size();
+    if (context_.request.stream && unparsed_bytes_ > runtime_->config.max_response_bytes &&
+        !stream_error_) {
+      stream_error_ = fmt::format("the upstream's answer is over {} bytes",
+                                  runtime_->config.max_response_bytes);
+    }
   } else {
     const Status fed = sse_.Feed(
         piece, [this, &keep_reading](std::string_view data) { OnEvent(data, keep_reading); });
     if (!fed.ok() && !stream_error_) stream_error_ = fed.message();
   }
   AddGatewayTime(start);
-  if (stream_error_ && upstream_ok_) {
-    // A garbled or failed stream: end the attempt now rather than read on.
+  // A garbled or failed answer (or an error body read as far as its message needs) ends the
+  // attempt now rather than being read on.
+  const bool error_read = !upstream_ok_ && !stream_error_ && body_.size() >= kMaxErrorBody;
+  if (stream_error_ || error_read) {
     net::HttpCall abandoned = upstream_call_;
     ++attempt_;
     context_.upstream_ns += NanosBetween(attempt_sent_, start);
-    AttemptFailed(lock, Failure{.http_status = 502,
-                                .message = *stream_error_,
-                                .outcome = token_sent_ ? "stream_error" : "malformed"});
+    AttemptFailed(lock, error_read
+                            ? HttpFailure()
+                            : Failure{.http_status = 502,
+                                      .message = *stream_error_,
+                                      .outcome = token_sent_ ? "stream_error" : "malformed"});
     lock.unlock();
     abandoned.Cancel();
     return false;
@@ -341,115 +297,6 @@ bool GatewayCall::OnBody(uint64_t attempt, std::string_view piece) {
     return false;
   }
   return true;
-}
-
-void GatewayCall::Resume(uint64_t attempt) {
-  std::unique_lock lock(mutex_);
-  if (attempt != attempt_ || !paused_ || phase_ == Phase::kDone) return;
-  paused_ = false;
-  net::HttpCall call = upstream_call_;
-  lock.unlock();
-  call.Resume();
-}
-
-void GatewayCall::OnEvent(std::string_view data, bool& keep_reading) {
-  if (stream_error_ || phase_ == Phase::kDone) return;
-  Result<StreamEvent> event = InspectStreamEvent(data, context_.operation);
-  if (!event.ok()) {
-    stream_error_ =
-        fmt::format("the upstream sent a malformed event: {}", event.status().message());
-    return;
-  }
-  if (event->error) {
-    stream_error_ = *event->error;
-    return;
-  }
-  const SteadyTime now = clock_.Now();
-  if (event->done) {
-    done_seen_ = true;
-    token_sent_ = true;  // a stream with no tokens at all is still a whole answer
-    for (std::string& held : held_) keep_reading = Forward(std::move(held)) && keep_reading;
-    held_.clear();
-    keep_reading = Forward(std::string(data)) && keep_reading;
-    return;
-  }
-  if (event->usage) {
-    context_.usage = *event->usage;
-    usage_seen_ = true;
-  }
-  finish_seen_ = finish_seen_ || event->finished;
-  completion_chars_ += event->content_chars;
-  if (event->usage_only && !context_.request.include_usage) return;  // asked for by the gateway
-  if (!token_sent_) {
-    if (!event->token && held_.size() < kMaxHeldEvents) {
-      held_.emplace_back(data);
-      return;
-    }
-    token_sent_ = true;
-    context_.first_token_ns = NanosBetween(context_.received, now);
-    last_token_ = now;
-    for (std::string& held : held_) keep_reading = Forward(std::move(held)) && keep_reading;
-    held_.clear();
-  } else if (event->token) {
-    environment_.metrics->inter_token_latency.WithLabels({context_.target})
-        .Observe(static_cast<double>(NanosBetween(last_token_, now)) / 1e9);
-    last_token_ = now;
-  }
-  keep_reading = Forward(std::string(data)) && keep_reading;
-}
-
-bool GatewayCall::Forward(std::string data) {
-  if (phase_ == Phase::kCalling) BeginStream();
-  if (phase_ != Phase::kStreaming) return true;
-  const Status passed = environment_.pipeline->Answer(context_, data);
-  if (!passed.ok()) {
-    stream_error_ = passed.message();
-    return false;
-  }
-  std::string event;
-  event.reserve(data.size() + 8);
-  event.append("data: ").append(data).append("\n\n");
-  last_write_ = clock_.Now();
-  return writer_.Write(std::move(event)) != net::StreamWriter::kFull;
-}
-
-void GatewayCall::BeginStream() {
-  net::HttpResponseHead head;
-  head.status = 200;
-  head.content_type = "text/event-stream";
-  head.headers = CommonHeaders();
-  head.headers.emplace_back("cache-control", "no-cache");
-  head.headers.emplace_back(
-      "server-timing",
-      fmt::format("gateway;dur={:.3f}", static_cast<double>(context_.gateway_ns) / 1e6));
-  head.max_queued_bytes = runtime_->config.max_stream_queue_bytes;
-  writer_ = responder_->StartStream(std::move(head));
-  responder_.reset();
-  phase_ = Phase::kStreaming;
-  context_.status = 200;
-  // A caller gone mid-stream ends the call at once (on the timer thread: never under the lock).
-  std::weak_ptr<GatewayCall> weak = weak_from_this();
-  Timers* timers = environment_.timers;
-  writer_.OnClosed([weak, timers] {
-    timers->Schedule(std::chrono::nanoseconds(0), [weak] {
-      if (auto self = weak.lock()) self->CallerGone();
-    });
-  });
-}
-
-void GatewayCall::EndBrokenStream(const std::string& message) {
-  if (phase_ != Phase::kStreaming) return;
-  writer_.Write("data: " + ErrorJson(message, "server_error", "", "upstream_error") + "\n\n");
-  writer_.Finish();
-  context_.broken_stream = token_sent_;
-}
-
-void GatewayCall::FinishStream() {
-  for (std::string& held : held_) Forward(std::move(held));
-  held_.clear();
-  if (phase_ == Phase::kCalling) BeginStream();
-  if (!done_seen_) writer_.Write("data: [DONE]\n\n");
-  writer_.Finish();
 }
 
 void GatewayCall::OnComplete(uint64_t attempt, const Status& status, net::HttpClientError error) {
@@ -489,13 +336,7 @@ void GatewayCall::OnComplete(uint64_t attempt, const Status& status, net::HttpCl
       if (stream) {
         FinishStream();
       } else {
-        std::string body = std::move(body_);
-        const Status passed = environment_.pipeline->Answer(context_, body);
-        if (passed.ok()) {
-          AnswerWhole(200, std::move(body));
-        } else {
-          AnswerError(HttpStatusOf(passed), passed.message());
-        }
+        AnswerOk(std::move(body_));
       }
       AddGatewayTime(start);
       Finish(lock);
@@ -510,34 +351,17 @@ void GatewayCall::OnComplete(uint64_t attempt, const Status& status, net::HttpCl
 
   Failure failure;
   if (status.ok() && upstream_status_ >= 300) {
-    const int code = upstream_status_;
-    failure.outcome = fmt::format("http_{}", code);
-    const std::string reported = UpstreamErrorMessage(body_).value_or("");
-    failure.message = reported.empty()
-                          ? fmt::format("the upstream '{}' answered {}", context_.upstream, code)
-                          : reported;
-    if (code == 429) {
-      failure.http_status = 429;
-      failure.endpoint_fault = false;
-      failure.retry_after = upstream_retry_after_;
-    } else if (code == 408 || code >= 500) {
-      failure.http_status = code == 503 || code == 504 ? code : 502;
-    } else if (code == 401 || code == 403 || code == 404) {
-      // The gateway's own credentials or routing are wrong for that endpoint, not the caller's.
-      failure.http_status = 502;
-      failure.message = fmt::format("the upstream '{}' answered {}: {}", context_.upstream, code,
-                                    failure.message);
-    } else {
-      failure.http_status = code >= 400 && code < 500 ? code : 502;
-      failure.retryable = false;
-      failure.endpoint_fault = false;
-    }
+    failure = HttpFailure();
   } else if (status.ok() || stream_error_) {
     failure.message = stream_error_.value_or("the upstream's answer is malformed");
     failure.outcome = "malformed";
   } else {
     failure.outcome = std::string(net::HttpClientErrorName(error));
-    failure.message = fmt::format("upstream '{}': {}", context_.upstream, status.message());
+    // The caller learns what went wrong, not where: the client's own message names the
+    // upstream's address, which stays in the log.
+    failure.message = fmt::format("the upstream '{}' {}", context_.upstream, TransportFault(error));
+    LOG_DEBUG("gateway: {} (request {}): upstream '{}': {}", failure.outcome, context_.request_id,
+              context_.upstream, status.message());
     switch (error) {
       case net::HttpClientError::kConnectTimeout:
       case net::HttpClientError::kFirstByteTimeout:
@@ -560,6 +384,33 @@ void GatewayCall::OnComplete(uint64_t attempt, const Status& status, net::HttpCl
   }
   AttemptFailed(lock, std::move(failure));
   AddGatewayTime(start);
+}
+
+GatewayCall::Failure GatewayCall::HttpFailure() const {
+  Failure failure;
+  const int code = upstream_status_;
+  failure.outcome = fmt::format("http_{}", code);
+  const std::string reported = UpstreamErrorMessage(body_).value_or("");
+  failure.message = reported.empty()
+                        ? fmt::format("the upstream '{}' answered {}", context_.upstream, code)
+                        : reported;
+  if (code == 429) {
+    failure.http_status = 429;
+    failure.endpoint_fault = false;
+    failure.retry_after = upstream_retry_after_;
+  } else if (code == 408 || code >= 500) {
+    failure.http_status = code == 503 || code == 504 ? code : 502;
+  } else if (code == 401 || code == 403 || code == 404) {
+    // The gateway's own credentials or routing are wrong for that endpoint, not the caller's.
+    failure.http_status = 502;
+    failure.message =
+        fmt::format("the upstream '{}' answered {}: {}", context_.upstream, code, failure.message);
+  } else {
+    failure.http_status = code >= 400 && code < 500 ? code : 502;
+    failure.retryable = false;
+    failure.endpoint_fault = false;
+  }
+  return failure;
 }
 
 void GatewayCall::AttemptFailed(std::unique_lock<std::mutex>& lock, Failure failure) {
@@ -639,15 +490,14 @@ void GatewayCall::CallerGone() {
 }
 
 void GatewayCall::ScheduleTick() {
-  if (tick_scheduled_) return;
-  tick_scheduled_ = true;
+  if (tick_ != 0) return;
   auto self = shared_from_this();
   tick_ = environment_.timers->Schedule(kTickInterval, [self] { self->Tick(); });
 }
 
 void GatewayCall::Tick() {
   std::unique_lock lock(mutex_);
-  tick_scheduled_ = false;
+  tick_ = 0;
   if (phase_ == Phase::kDone) return;
   const auto& gone = context_.http.client_gone;
   if (gone && gone->load(std::memory_order_relaxed)) {
@@ -685,6 +535,15 @@ void GatewayCall::AnswerWhole(int status, std::string body,
   context_.status = status;
 }
 
+void GatewayCall::AnswerOk(std::string body) {
+  const Status passed = environment_.pipeline->Answer(context_, body);
+  if (passed.ok()) {
+    AnswerWhole(200, std::move(body));
+  } else {
+    AnswerError(HttpStatusOf(passed), passed.message());
+  }
+}
+
 void GatewayCall::AnswerError(int status, std::string_view message, std::string_view param,
                               std::string_view code, std::string retry_after) {
   if (phase_ == Phase::kStreaming) {
@@ -701,13 +560,8 @@ void GatewayCall::Finish(std::unique_lock<std::mutex>& lock) {
   if (phase_ == Phase::kDone) return;
   const bool streaming = phase_ == Phase::kStreaming;
   phase_ = Phase::kDone;
-  // The tick holds this call: dropped now, the call ends with its last caller rather than up to a
-  // tick interval later, and the timer thread has nothing to run for it. (Not the last holder:
-  // whoever called in here holds the call too.)
-  if (tick_scheduled_) {
-    tick_scheduled_ = false;
-    environment_.timers->Cancel(tick_);
-  }
+  // The tick holds this call: let it go now rather than when it would have fired.
+  if (tick_ != 0) environment_.timers->Cancel(std::exchange(tick_, 0));
   if (streaming && !writer_.closed()) writer_.Finish();
   if (context_.status == 0) context_.status = 500;
   if (context_.plan.canary != nullptr) {

@@ -65,6 +65,8 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
   void Attempt(std::unique_lock<std::mutex>& lock);
   void CallLocal(std::unique_lock<std::mutex>& lock, const TargetRuntime& target);
   void AttemptFailed(std::unique_lock<std::mutex>& lock, Failure failure);
+  // The failure an upstream's error status (>= 300) and its body make.
+  Failure HttpFailure() const;
   void OnEvent(std::string_view data, bool& keep_reading);
   void LocalDone(uint64_t attempt, Result<LocalAnswer> answer);
   void Resume(uint64_t attempt);  // after the caller's queue drained
@@ -75,6 +77,8 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
   void FinishStream();
   void AnswerWhole(int status, std::string body,
                    std::vector<std::pair<std::string, std::string>> extra_headers = {});
+  // A 200 with `body`, once the stages after `call` passed it (their error otherwise).
+  void AnswerOk(std::string body);
   void AnswerError(int status, std::string_view message, std::string_view param = {},
                    std::string_view code = {}, std::string retry_after = {});
   void Finish(std::unique_lock<std::mutex>& lock);
@@ -105,7 +109,8 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
   int upstream_status_ = 0;
   bool upstream_ok_ = false;  // 2xx with the expected content type
   std::chrono::milliseconds upstream_retry_after_{-1};
-  std::string body_;  // a whole answer, or an error body (bounded)
+  std::string body_;             // a whole answer, or an error body (bounded)
+  uint64_t unparsed_bytes_ = 0;  // of a whole answer or an error body, read so far
   SseReader sse_;
   std::vector<std::string> held_;  // events before the first token
   bool token_sent_ = false;        // an event with a token went to the caller
@@ -119,8 +124,7 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
   SteadyTime attempt_sent_{};
   SteadyTime last_write_{};
   SteadyTime last_token_{};
-  bool tick_scheduled_ = false;
-  Timers::Id tick_ = 0;
+  Timers::Id tick_ = 0;  // the scheduled Tick, 0 when none
 };
 
 }  // namespace rampart::gateway

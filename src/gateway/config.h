@@ -40,6 +40,11 @@ struct UpstreamConfig {
   std::chrono::milliseconds first_byte_timeout{60000};  // includes time to the first token
   std::chrono::milliseconds idle_timeout{30000};        // between chunks of an answer
   size_t max_connections = 256;
+  // Ask for usage on every stream (stream_options.include_usage), so tokens are counted, not
+  // estimated; off for an upstream that refuses fields it does not know.
+  bool ask_stream_usage = true;
+
+  bool operator==(const UpstreamConfig&) const = default;
 };
 
 // One upstream serving a logical model, in a priority group with a weight.
@@ -88,6 +93,8 @@ struct HealthCheckConfig {
   std::chrono::milliseconds timeout{2000};
   int unhealthy_threshold = 2;  // consecutive failed checks
   int healthy_threshold = 1;    // consecutive passed checks to come back
+
+  bool operator==(const HealthCheckConfig&) const = default;
 };
 
 // Passive outlier ejection: an endpoint failing `consecutive_failures` calls in a row (5xx,
@@ -97,6 +104,8 @@ struct EjectionConfig {
   int consecutive_failures = 5;
   std::chrono::milliseconds base_ejection{30000};
   std::chrono::milliseconds max_ejection{300000};
+
+  bool operator==(const EjectionConfig&) const = default;
 };
 
 struct RetryConfig {

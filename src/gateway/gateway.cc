@@ -33,7 +33,7 @@ Gateway::Gateway(GatewayOptions options, metrics::Registry& registry)
     : options_(options),
       created_(UnixSecondsNow()),
       metrics_(registry),
-      pipeline_(StandardPipeline(ParseLimits{}, metrics_, options.access_log)) {
+      pipeline_(StandardPipeline(metrics_, options.access_log)) {
   environment_ = CallEnvironment{.pipeline = &pipeline_,
                                  .metrics = &metrics_,
                                  .timers = &timers_,
@@ -70,19 +70,21 @@ Gateway::~Gateway() {
 }
 
 Result<net::HttpClient*> Gateway::ClientFor(const UpstreamConfig& upstream) {
-  const std::string key =
-      fmt::format("{}\n{}\n{}", upstream.ca_file, upstream.cert_file, upstream.key_file);
+  // Clients differ by what is set per client: TLS files and the connection limit.
+  const std::string key = fmt::format("{}\n{}\n{}\n{}", upstream.ca_file, upstream.cert_file,
+                                      upstream.key_file, upstream.max_connections);
   std::lock_guard lock(mutex_);
   auto found = clients_.find(key);
   if (found != clients_.end()) return found->second.get();
   net::HttpClientOptions options;
   options.threads = std::max(1, options_.client_threads);
+  options.tls = net::HttpClientTlsOptions{
+      .ca_file = upstream.ca_file, .cert_file = upstream.cert_file, .key_file = upstream.key_file};
+  options.max_connections_per_endpoint = upstream.max_connections;
   // Every connection opened stays for reuse (until the idle timeout): the calls in flight to an
   // upstream are as many as the callers', and with fewer kept idle each call past that many
   // opened and closed a connection of its own.
   options.max_idle_per_endpoint = options.max_connections_per_endpoint;
-  options.tls = net::HttpClientTlsOptions{
-      .ca_file = upstream.ca_file, .cert_file = upstream.cert_file, .key_file = upstream.key_file};
   options.name = "gateway-client";
   ASSIGN_OR_RETURN(std::unique_ptr<net::HttpClient> client, net::HttpClient::Create(options));
   net::HttpClient* raw = client.get();
@@ -103,10 +105,13 @@ Result<std::shared_ptr<const Runtime>> Gateway::Build(GatewayConfig config) {
     ASSIGN_OR_RETURN(built.client, ClientFor(upstream));
     if (!upstream.api_key.empty()) built.headers.Add("authorization", "Bearer " + upstream.api_key);
     for (const auto& [name, value] : upstream.headers) built.headers.Add(name, value);
-    // Health carries over a reload when the upstream is the same server.
-    if (previous) {
+    // Health carries over a reload when the upstream and the health and ejection settings are
+    // unchanged. The state holds its config (timeouts, engine, health path) and those settings:
+    // any change gets a new one, so that the new values apply.
+    if (previous && previous->config.ejection == cfg.ejection &&
+        previous->config.health_check == cfg.health_check) {
       auto old = previous->upstreams.find(upstream.name);
-      if (old != previous->upstreams.end() && old->second.state->config().url == upstream.url) {
+      if (old != previous->upstreams.end() && old->second.state->config() == upstream) {
         built.state = old->second.state;
       }
     }
@@ -180,7 +185,24 @@ Status Gateway::Reload(GatewayConfig config) {
   return Status::Ok();
 }
 
-std::string Gateway::Describe() const { return DescribeRoutes(runtime()->config); }
+std::string Gateway::Describe() const {
+  const std::shared_ptr<const Runtime> current = runtime();
+  std::string text = DescribeRoutes(current->config);
+  for (const auto& [route, canary] : current->router->CanaryStates()) {
+    text += fmt::format("canary of route {}: {}, {}% to the candidate; {}\n", route,
+                        serve::CanaryStateName(canary.state), canary.weight_percent,
+                        canary.last_decision);
+  }
+  const SteadyTime now = Clock::Real().Now();
+  for (const auto& [name, upstream] : current->upstreams) {
+    if (!upstream.state->Available(now)) {
+      text += fmt::format(
+          "upstream {} takes no calls now ({})\n", name,
+          upstream.state->Healthy() ? "ejected or cooling down" : "failing its health checks");
+    }
+  }
+  return text;
+}
 
 std::vector<std::pair<std::string, serve::CanaryStatus>> Gateway::Canaries() const {
   return runtime()->router->CanaryStates();

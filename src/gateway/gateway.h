@@ -6,7 +6,8 @@
 //
 // Routing state (the config, the Router, the pools) is one immutable Runtime, replaced whole by
 // Reload; a call keeps the Runtime it started with. Upstream health (UpstreamState) carries over
-// a reload for every upstream whose name and URL stay the same.
+// a reload for every upstream whose settings all stay the same (and the health_check and
+// ejection sections too).
 //
 // Threads: Handle runs on an HTTP I/O thread and never blocks. Upstream answers arrive on the
 // HTTP client's threads; retries, keep-alives and health checks run on the gateway's timer
@@ -99,7 +100,8 @@ class Gateway {
 
   // Replaces the routing table; the old one stays when `config` is invalid (the error says why).
   Status Reload(GatewayConfig config);
-  // The routing table in force, as text (DescribeRoutes).
+  // The routing table in force, as text (DescribeRoutes), with each canary's state and the
+  // upstreams that take no calls now.
   std::string Describe() const;
   // Canary states of routes with a canary.
   std::vector<std::pair<std::string, serve::CanaryStatus>> Canaries() const;
@@ -124,7 +126,8 @@ class Gateway {
 
   mutable std::mutex mutex_;
   std::shared_ptr<const Runtime> runtime_;  // guarded by mutex_
-  // HTTP clients by TLS settings (CA, certificate, key); kept for the gateway's life.
+  // HTTP clients by TLS settings (CA, certificate, key) and connection limit; kept for the
+  // gateway's life.
   std::map<std::string, std::unique_ptr<net::HttpClient>> clients_;  // guarded by mutex_
   std::atomic<bool> stopping_{false};
 };

@@ -46,6 +46,7 @@ struct CallContext {
   std::string trace_id;
   SteadyTime received{};
   const Router* router = nullptr;  // the routing table in force when the call began
+  ParseLimits limits;              // the config's limits (max_n) in force when the call began
   OpenAiRequest request;           // parse
   std::string error_param;         // parse: the field at fault, when it failed
   RoutePlan plan;                  // route

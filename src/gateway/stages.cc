@@ -9,14 +9,15 @@
 namespace rampart::gateway {
 namespace {
 
+// Parses under the limits of the configuration the call started with (CallContext::limits), so
+// that a reload changes them too.
 class ParseStage final : public Stage {
  public:
-  explicit ParseStage(ParseLimits limits) : limits_(limits) {}
   std::string_view name() const override { return "parse"; }
   Status OnRequest(CallContext& call) override {
     RequestError error;
     Result<OpenAiRequest> request =
-        ParseOpenAiRequest(call.operation, std::move(call.http.body), limits_, error);
+        ParseOpenAiRequest(call.operation, std::move(call.http.body), call.limits, error);
     if (!request.ok()) {
       call.error_param = error.param;
       return request.status();
@@ -24,9 +25,6 @@ class ParseStage final : public Stage {
     call.request = std::move(request).value();
     return Status::Ok();
   }
-
- private:
-  const ParseLimits limits_;
 };
 
 class RouteStage final : public Stage {
@@ -128,17 +126,15 @@ class AccountStage final : public Stage {
 
 }  // namespace
 
-std::unique_ptr<Stage> MakeParseStage(ParseLimits limits) {
-  return std::make_unique<ParseStage>(limits);
-}
+std::unique_ptr<Stage> MakeParseStage() { return std::make_unique<ParseStage>(); }
 std::unique_ptr<Stage> MakeRouteStage() { return std::make_unique<RouteStage>(); }
 std::unique_ptr<Stage> MakeAccountStage(GatewayMetrics& metrics, bool access_log) {
   return std::make_unique<AccountStage>(metrics, access_log);
 }
 
-Pipeline StandardPipeline(ParseLimits limits, GatewayMetrics& metrics, bool access_log) {
+Pipeline StandardPipeline(GatewayMetrics& metrics, bool access_log) {
   std::vector<std::unique_ptr<Stage>> stages;
-  stages.push_back(MakeParseStage(limits));
+  stages.push_back(MakeParseStage());
   for (std::string_view name : {"authenticate", "authorise", "quota", "guard_input"}) {
     stages.push_back(std::make_unique<PassThroughStage>(name));
   }

@@ -10,12 +10,13 @@
 
 namespace rampart::gateway {
 
-std::unique_ptr<Stage> MakeParseStage(ParseLimits limits);
+// Parses the body under CallContext::limits.
+std::unique_ptr<Stage> MakeParseStage();
 std::unique_ptr<Stage> MakeRouteStage();
 // Counts every call in `metrics` and, with `access_log`, logs one JSON line per call.
 std::unique_ptr<Stage> MakeAccountStage(GatewayMetrics& metrics, bool access_log);
 
 // The standard pipeline: the stages above, pass-through for the rest.
-Pipeline StandardPipeline(ParseLimits limits, GatewayMetrics& metrics, bool access_log);
+Pipeline StandardPipeline(GatewayMetrics& metrics, bool access_log);
 
 }  // namespace rampart::gateway

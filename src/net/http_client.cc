@@ -2,10 +2,14 @@
 
 #include "net/http_client.h"
 
+#include <functional>
 #include <future>
+#include <iterator>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+
+#include <fmt/format.h>
 
 #include "core/exceptions.h"
 #include "core/logging.h"
@@ -214,7 +218,7 @@ Status FormatRequest(const Endpoint& endpoint, const client::Pool& pool,
   }
   const std::string_view method = request.method;
   if (!request.body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
-    head.append(fmt::format("Content-Length: {}\r\n", request.body.size()));
+    fmt::format_to(std::back_inserter(head), "Content-Length: {}\r\n", request.body.size());
   }
   head.append("\r\n");
   return Status::Ok();
@@ -337,14 +341,19 @@ class HttpClient::Impl {
   }
 
   client::Pool& PoolFor(const Endpoint& endpoint) {
-    std::string key = endpoint.Key();
+    // The key is formatted on the stack: a call costs no allocation for it.
+    fmt::memory_buffer key_text;
+    const bool ipv6 = endpoint.host.find(':') != std::string::npos;
+    fmt::format_to(std::back_inserter(key_text), "{}://{}{}{}:{}", endpoint.tls ? "https" : "http",
+                   ipv6 ? "[" : "", endpoint.host, ipv6 ? "]" : "", endpoint.port);
+    const std::string_view key(key_text.data(), key_text.size());
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = pools_.find(key);
     if (found != pools_.end()) return *found->second;
     io_context& context = *contexts_[next_thread_];
     next_thread_ = (next_thread_ + 1) % contexts_.size();
     auto pool = std::make_unique<client::Pool>(endpoint, context, options_, tls_.get(), stats_);
-    return *pools_.emplace(std::move(key), std::move(pool)).first->second;
+    return *pools_.emplace(std::string(key), std::move(pool)).first->second;
   }
 
   client::ClientShared& stats() { return stats_; }
@@ -357,7 +366,11 @@ class HttpClient::Impl {
   std::vector<client::asio::executor_work_guard<io_context::executor_type>> guards_;
   std::vector<std::thread> threads_;
   std::mutex mutex_;  // guards pools_ and next_thread_
-  std::unordered_map<std::string, std::unique_ptr<client::Pool>> pools_;
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view key) const { return std::hash<std::string_view>()(key); }
+  };
+  std::unordered_map<std::string, std::unique_ptr<client::Pool>, KeyHash, std::equal_to<>> pools_;
   size_t next_thread_ = 0;
 };
 

@@ -22,8 +22,9 @@
 // within their connect timeout. An idle connection found closed by the server when taken (the
 // socket reads as ended or reset) is dropped for another; a reused connection that fails while
 // the request is being written (so the server cannot have acted on it) is retried once on a
-// fresh connection. A call that ends early (cancelled, timed out, or failed) closes its
-// connection rather than pooling it.
+// fresh connection; one that fails after the request was written is not retried (the server may
+// have acted on it), the caller decides. A call that ends early (cancelled, timed out, or
+// failed) closes its connection rather than pooling it.
 //
 // Errors. OnComplete gets a Status and an HttpClientError naming the failure, so callers can
 // tell failures where nothing was sent (so any request may be retried) from the rest: see
@@ -33,7 +34,7 @@
 // Thread safety: HttpClient's methods and HttpCall's may be called from any thread. The client
 // must outlive nothing: destroying it completes the calls still in flight (Cancelled,
 // kShutdown), closes every connection and joins its threads; it must not be destroyed from one
-// of its own sinks.
+// of its own sinks, nor race HttpCall methods still being called.
 
 #include <atomic>
 #include <chrono>
@@ -191,7 +192,9 @@ struct HttpClientTlsOptions {
 
 struct HttpClientOptions {
   int threads = 1;
-  size_t max_idle_per_endpoint = 32;
+  // Idle connections kept per endpoint: at least the calls usually in flight to it, or
+  // connections are closed as calls end in a burst and opened again for the next ones.
+  size_t max_idle_per_endpoint = 128;
   size_t max_connections_per_endpoint = 1024;
   std::chrono::milliseconds idle_connection_timeout{60'000};
   HttpClientTlsOptions tls;

@@ -228,7 +228,7 @@ void HttpCall::State::OnWritten(const boost::system::error_code& error) {
     return;
   }
   phase_ = Phase::kWaitingFirstByte;
-  headers_.Clear();
+  connection_->response_headers.Clear();
   parser_.emplace(*this);
   parser_->body_limit(max_response_bytes_);
   if (head_request_) parser_->skip(true);
@@ -280,7 +280,7 @@ void HttpCall::State::Parse() {
       if (status_ >= 100 && status_ < 200 && status_ != 101) {  // interim: the answer follows
         parser_.emplace(*this);
         parser_->body_limit(max_response_bytes_);
-        headers_.Clear();
+        connection_->response_headers.Clear();
         continue;
       }
       Finish();
@@ -337,7 +337,8 @@ void HttpCall::State::OnStatusLine(int status, std::string_view reason, int vers
 void HttpCall::State::OnHeadParsed() {
   if (status_ >= 100 && status_ < 200 && status_ != 101) return;
   try {
-    sink_->OnHead(HttpClientResponseHead{status_, reason_, version_, headers_});
+    sink_->OnHead(
+        HttpClientResponseHead{status_, reason_, version_, connection_->response_headers});
   } catch (...) {
     sink_failure_ = StatusFromException("the response's head sink", std::current_exception());
   }

@@ -88,6 +88,8 @@ class ClientConnection {
 
   std::optional<Resolver> resolver;  // while resolving the host
   boost::beast::flat_buffer buffer;  // bytes read and not yet parsed
+  // The head of the response being read: kept here so kept-alive calls reuse its memory.
+  HttpHeaders response_headers;
   SteadyTime idle_since{};
 
  private:
@@ -191,7 +193,9 @@ class HttpCall::State : public std::enable_shared_from_this<HttpCall::State> {
 
   // For ResponseParser.
   void OnStatusLine(int status, std::string_view reason, int version);
-  void OnField(std::string_view name, std::string_view value) { headers_.Add(name, value); }
+  void OnField(std::string_view name, std::string_view value) {
+    connection_->response_headers.Add(name, value);
+  }
   void OnHeadParsed();
   // Returns false to stop the parser (the call failed or the sink threw).
   bool OnBodyPiece(std::string_view piece);
@@ -233,7 +237,6 @@ class HttpCall::State : public std::enable_shared_from_this<HttpCall::State> {
   const bool head_request_;
   std::shared_ptr<client::ClientConnection> connection_;
   std::optional<client::ResponseParser> parser_;
-  HttpHeaders headers_;  // the response's
   std::string reason_;
   int status_ = 0;
   int version_ = 11;

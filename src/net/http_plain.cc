@@ -372,19 +372,8 @@ void PlainConnection::PumpStream() {
 
 void PlainConnection::TakeStreamInput() {
   if (!stream_) return;
-  stream_->Take(stream_input_);
-  if (stream_input_.abort) {
-    stream_input_.chunks.clear();
+  if (!stream_output_.TakeFrom(*stream_, stream_input_, chunked_, stream_finishing_)) {
     AbortStream();
-    return;
-  }
-  for (std::string& chunk : stream_input_.chunks) {
-    stream_output_.Chunk(std::move(chunk), chunked_);
-  }
-  stream_input_.chunks.clear();
-  if (stream_input_.finish && !stream_finishing_) {
-    stream_finishing_ = true;
-    if (chunked_) stream_output_.Last();
   }
 }
 

@@ -201,6 +201,22 @@ void StreamOutput::Chunk(std::string data, bool chunked) {
 
 void StreamOutput::Last() { pieces_.push_back({"0\r\n\r\n", {}, false}); }
 
+bool StreamOutput::TakeFrom(HttpStream& stream, HttpStream::Input& input, bool chunked,
+                            bool& finishing) {
+  stream.Take(input);
+  if (input.abort) {
+    input.chunks.clear();
+    return false;
+  }
+  for (std::string& chunk : input.chunks) Chunk(std::move(chunk), chunked);
+  input.chunks.clear();
+  if (input.finish && !finishing) {
+    finishing = true;
+    if (chunked) Last();
+  }
+  return true;
+}
+
 size_t StreamOutput::Gather(iovec* parts, size_t max) const {
   static constexpr char kCrlf[] = "\r\n";
   size_t count = 0;

@@ -122,6 +122,10 @@ class StreamOutput {
   void Head(std::string head);
   void Chunk(std::string data, bool chunked);
   void Last();  // "0\r\n\r\n"
+  // Moves what `stream`'s producer wrote (through `input`, reused) into this output: its chunks,
+  // then the chunked end once it finished (`finishing` turns true then, once). Returns false
+  // when the producer aborted: the caller ends the stream broken.
+  bool TakeFrom(HttpStream& stream, HttpStream::Input& input, bool chunked, bool& finishing);
 
   bool empty() const { return pieces_.empty(); }
   // Points up to `max` iovecs at the next bytes; returns how many.

@@ -459,19 +459,8 @@ void TlsConnection::BeginStream(HttpResponseHead head, std::shared_ptr<HttpStrea
 
 void TlsConnection::TakeStreamInput() {
   if (!http_stream_) return;
-  http_stream_->Take(stream_input_);
-  if (stream_input_.abort) {
-    stream_input_.chunks.clear();
+  if (!stream_output_.TakeFrom(*http_stream_, stream_input_, chunked_, stream_finishing_)) {
     LoseStream();
-    return;
-  }
-  for (std::string& chunk : stream_input_.chunks) {
-    stream_output_.Chunk(std::move(chunk), chunked_);
-  }
-  stream_input_.chunks.clear();
-  if (stream_input_.finish && !stream_finishing_) {
-    stream_finishing_ = true;
-    if (chunked_) stream_output_.Last();
   }
 }
 

@@ -212,9 +212,11 @@ TEST_F(GatewayCallTest, GarbageIsA502AndNeverAHang) {
   GatewayConfig config = Config();
   config.targets[0].endpoints.pop_back();
   config.retry.max_attempts = 1;
+  config.max_response_bytes = 1 << 20;
   Start(std::move(config));
   for (UpstreamBehaviour fault :
        {UpstreamBehaviour{.fault = UpstreamFault::kInvalidJson},
+        UpstreamBehaviour{.fault = UpstreamFault::kHugeBody, .huge_bytes = 8 << 20},
         UpstreamBehaviour{.fault = UpstreamFault::kCloseMidResponse},
         UpstreamBehaviour{.fault = UpstreamFault::kRaw, .raw = "NOT HTTP\r\n\r\n"},
         UpstreamBehaviour{.fault = UpstreamFault::kHang}}) {
@@ -280,11 +282,13 @@ TEST_F(GatewayCallTest, ACallerGoneCancelsTheUpstreamCall) {
 }
 
 TEST_F(GatewayCallTest, KeepsEveryUpstreamConnectionForReuse) {
-  // More calls at once than the HTTP client keeps idle by default (32): every connection the
-  // first wave opened serves the second, none is closed and opened again.
-  constexpr int kCalls = 40;
+  // More calls at once than the HTTP client keeps idle by default (128), fewer than the
+  // upstream's max_connections: every connection the first wave opened serves the second, none
+  // is closed and opened again.
+  constexpr int kCalls = 140;
   Start(Config());
-  a_.SetBehaviour({.fault = UpstreamFault::kDelayFirstByte, .delay = milliseconds(800)});
+  a_.SetBehaviour({.fault = UpstreamFault::kDelayFirstByte,
+                   .delay = milliseconds(1000)});  // under first_byte_timeout
   const auto wave = [this] {
     std::atomic<int> answered = 0;
     std::vector<std::thread> callers;
@@ -328,6 +332,23 @@ TEST_F(GatewayCallTest, BadRequestsGetOpenAiErrors) {
     EXPECT_FALSE(answer.raw["x-request-id"].empty());
   }
   EXPECT_EQ(a_.total_requests(), 0);
+}
+
+TEST_F(GatewayCallTest, HealthChecksTakeAnUpstreamOutAndBringItBack) {
+  GatewayConfig config = Config();
+  config.upstreams[0].engine = Engine::kVllm;  // checked on /health
+  config.health_check.interval = milliseconds(100);
+  config.health_check.unhealthy_threshold = 1;
+  Start(std::move(config));
+  a_.SetBehaviour({.fault = UpstreamFault::kStatus, .status = 503});
+  EXPECT_TRUE(MetricsShow(R"(rampart_gateway_upstream_healthy{upstream="a"} 0)"));
+  const int calls_before = a_.requests("/v1/chat/completions");
+  EXPECT_EQ(Post("/v1/chat/completions", kChat).status, 200);
+  EXPECT_EQ(a_.requests("/v1/chat/completions"), calls_before);  // b answered, a was not asked
+  a_.SetBehaviour({});
+  EXPECT_TRUE(MetricsShow(R"(rampart_gateway_upstream_healthy{upstream="a"} 1)"));
+  EXPECT_EQ(Post("/v1/chat/completions", kChat).status, 200);
+  EXPECT_EQ(a_.requests("/v1/chat/completions"), calls_before + 1);
 }
 
 TEST_F(GatewayCallTest, ReloadKeepsTheOldTableWhenTheNewOneIsInvalid) {
