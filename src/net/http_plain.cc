@@ -341,12 +341,7 @@ void PlainConnection::BeginStream(HttpResponseHead head, std::shared_ptr<HttpStr
     Close();
     return;
   }
-  chunked_ = version_ != 10;
-  if (!chunked_) keep_alive_ = false;  // the body ends when the connection closes
-  std::string formatted;
-  FormatStreamHead(head, version_, keep_alive_, chunked_, formatted);
-  stream_output_ = StreamOutput();
-  stream_output_.Head(std::move(formatted));
+  chunked_ = stream_output_.Begin(head, version_, keep_alive_);
   stream_finishing_ = false;
   stream_half_closed_ = peer_closed_;
   state_ = State::kStreaming;

@@ -201,6 +201,17 @@ void StreamOutput::Chunk(std::string data, bool chunked) {
 
 void StreamOutput::Last() { pieces_.push_back({"0\r\n\r\n", {}, false}); }
 
+bool StreamOutput::Begin(const HttpResponseHead& head, unsigned version, bool& keep_alive) {
+  const bool chunked = version != 10;
+  if (!chunked) keep_alive = false;  // the body ends when the connection closes
+  std::string formatted;
+  FormatStreamHead(head, version, keep_alive, chunked, formatted);
+  pieces_.clear();
+  offset_ = 0;
+  Head(std::move(formatted));
+  return chunked;
+}
+
 bool StreamOutput::TakeFrom(HttpStream& stream, HttpStream::Input& input, bool chunked,
                             bool& finishing) {
   stream.Take(input);

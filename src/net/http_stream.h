@@ -122,6 +122,10 @@ class StreamOutput {
   void Head(std::string head);
   void Chunk(std::string data, bool chunked);
   void Last();  // "0\r\n\r\n"
+  // Starts afresh with `head` for a client speaking HTTP/1.`version`'s minor (10 or 11):
+  // chunked for HTTP/1.1; for HTTP/1.0 the body ends with the connection, so keep_alive turns
+  // false. Returns whether the body is chunked.
+  bool Begin(const HttpResponseHead& head, unsigned version, bool& keep_alive);
   // Moves what `stream`'s producer wrote (through `input`, reused) into this output: its chunks,
   // then the chunked end once it finished (`finishing` turns true then, once). Returns false
   // when the producer aborted: the caller ends the stream broken.

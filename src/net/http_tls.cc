@@ -440,12 +440,7 @@ void TlsConnection::BeginStream(HttpResponseHead head, std::shared_ptr<HttpStrea
     LoseStream();
     return;
   }
-  chunked_ = version_ != 10;
-  if (!chunked_) keep_alive_ = false;  // the body ends when the connection closes
-  std::string formatted;
-  FormatStreamHead(head, version_, keep_alive_, chunked_, formatted);
-  stream_output_ = StreamOutput();
-  stream_output_.Head(std::move(formatted));
+  chunked_ = stream_output_.Begin(head, version_, keep_alive_);
   stream_finishing_ = false;
   if (head_only_) {  // the head is the whole answer: the producer is told to stop
     http_stream_->End(/*finished=*/false);
