@@ -69,6 +69,7 @@ bench: build
 	bench/efficiency_bench.sh --binary $(BUILD_DIR)/rampart --offline $(BUILD_DIR)/bench/torch_offline --repository examples/models
 	bench/grpc_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models
 	$(BUILD_DIR)/bench/codec_bench --benchmark_min_time=0.5
+	$(BUILD_DIR)/bench/guard_bench
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

@@ -91,6 +91,7 @@ bool Accept(Candidate* c, std::string_view type, size_t start, size_t end, doubl
 
 bool ResidentId(std::string_view text, size_t s, size_t e, Candidate* c) {
   if (!DigitRunIsWhole(text, s, e, '\0')) return false;
+  if (e - s == 15 && IsAlnum(At(text, e))) return false;
   std::string_view id = text.substr(s, e - s);
   bool valid = id.size() == 18 ? IsValidResidentId18(id) : IsValidResidentId15(id);
   return valid && Accept(c, kCnResidentId, s, e, 0.9);
@@ -129,6 +130,23 @@ bool Mobile(std::string_view text, size_t s, size_t e, Candidate* c) {
   return Accept(c, kCnMobile, start, e, 0.8);
 }
 
+// Whether the space-grouped run at `start` continues groups of 4 upper-case letters and digits
+// that begin with an IBAN's "CCdd" (country and check digits): part of an IBAN, not a card.
+bool AfterIbanGroups(std::string_view text, size_t start) {
+  size_t p = start;
+  for (int groups = 0; groups < 8 && p >= 5 && text[p - 1] == ' '; ++groups) {
+    std::string_view group = text.substr(p - 5, 4);
+    bool upper_or_digit = true;
+    for (char ch : group) upper_or_digit &= IsUpper(ch) || IsDigit(ch);
+    if (!upper_or_digit) return false;
+    if (IsUpper(group[0]) && IsUpper(group[1]) && IsDigit(group[2]) && IsDigit(group[3])) {
+      return true;
+    }
+    p -= 5;
+  }
+  return false;
+}
+
 bool PaymentCard(std::string_view text, size_t s, size_t e, Candidate* c) {
   std::string digits;
   std::vector<int> groups;
@@ -144,6 +162,8 @@ bool PaymentCard(std::string_view text, size_t s, size_t e, Candidate* c) {
     bool grouped_well = true;
     for (size_t g = 0; g + 1 < groups.size(); ++g) grouped_well &= groups[g] >= 3;
     if (!grouped_well || !DigitRunIsWhole(text, start, e, separator)) continue;
+    if (separator == ' ' && AfterIbanGroups(text, start)) continue;
+    if (IsAlnum(At(text, e))) continue;  // "...579X": an ID's digits, not a card
     if (LuhnValid(digits) && IsKnownCardRange(digits)) {
       return Accept(c, kPaymentCard, start, e, 0.85);
     }

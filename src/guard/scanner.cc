@@ -74,7 +74,8 @@ class HyperscanScanner final : public Scanner {
 
 class Re2Scanner final : public Scanner {
  public:
-  explicit Re2Scanner(std::vector<std::unique_ptr<RE2>> regexes) : regexes_(std::move(regexes)) {}
+  Re2Scanner(std::vector<std::unique_ptr<RE2>> regexes, std::vector<bool> unbounded)
+      : regexes_(std::move(regexes)), unbounded_(std::move(unbounded)) {}
 
   Status Scan(std::string_view text, MatchCallback callback, void* context) const override {
     for (uint32_t id = 0; id < regexes_.size(); ++id) {
@@ -88,7 +89,12 @@ class Re2Scanner final : public Scanner {
         callback(context, id, start, end);
         // Next: the first token boundary after the start (where a character and the one before
         // it are not both letters or digits), so overlapping candidates are still proposed but
-        // a long token is not rescanned from every position (linear time).
+        // a long token is not rescanned from every position. An unbounded pattern goes on
+        // after its match instead: restarting inside it could rescan it for every boundary.
+        if (unbounded_[id] && end > start) {
+          position = end;
+          continue;
+        }
         size_t next = start + 1;
         while (next < text.size() && IsAlnum(text[next]) && IsAlnum(text[next - 1])) ++next;
         position = next;
@@ -101,6 +107,7 @@ class Re2Scanner final : public Scanner {
 
  private:
   std::vector<std::unique_ptr<RE2>> regexes_;
+  std::vector<bool> unbounded_;
 };
 
 }  // namespace
@@ -138,7 +145,9 @@ Result<std::unique_ptr<Scanner>> CreateHyperscanScanner(const std::vector<Patter
 
 Result<std::unique_ptr<Scanner>> CreateRe2Scanner(const std::vector<Pattern>& patterns) {
   std::vector<std::unique_ptr<RE2>> regexes;
+  std::vector<bool> unbounded;
   for (const Pattern& pattern : patterns) {
+    unbounded.push_back(pattern.unbounded);
     RE2::Options options;
     options.set_longest_match(true);
     options.set_case_sensitive(!pattern.caseless);
@@ -151,7 +160,7 @@ Result<std::unique_ptr<Scanner>> CreateRe2Scanner(const std::vector<Pattern>& pa
     }
     regexes.push_back(std::move(regex));
   }
-  return std::unique_ptr<Scanner>(new Re2Scanner(std::move(regexes)));
+  return std::unique_ptr<Scanner>(new Re2Scanner(std::move(regexes), std::move(unbounded)));
 }
 
 }  // namespace rampart::guard

@@ -81,9 +81,10 @@ std::string CardDigits(Rng& rng) {
   const Range& range = Pick(rng, ranges);
   std::string number = range.prefix + Digits(rng, range.length - 1 - range.prefix.size());
   for (char check = '0'; check <= '9'; ++check) {
-    if (LuhnValid(number + check)) return number + check;
+    // A 15-digit number that is also a legacy resident ID is reported as the ID (docs/guard.md).
+    if (LuhnValid(number + check) && !IsValidResidentId15(number + check)) return number + check;
   }
-  return number;
+  return CardDigits(rng);
 }
 
 std::string FormatCard(Rng& rng, const std::string& digits) {
@@ -108,11 +109,10 @@ std::string Iban(Rng& rng, bool valid) {
     int letters;
   };
   static const std::vector<Country> countries = {{"DE", 18, 0}, {"GB", 14, 4}, {"NL", 10, 4},
-                                                 {"FR", 23, 0}, {"ES", 20, 0}, {"IT", 22, 0}};
+                                                 {"FR", 23, 0}, {"ES", 20, 0}, {"IT", 22, 1}};
   const Country& country = Pick(rng, countries);
   std::string bban = FromAlphabet(rng, "ABCDEFGHIJKLMNOPQRSTUVWXYZ", country.letters) +
                      Digits(rng, country.digits);
-  if (country.code == "IT") bban = "X" + bban.substr(1);
   int check = 0;
   for (int candidate = 2; candidate <= 98; ++candidate) {
     char buffer[3];
@@ -229,7 +229,7 @@ bool ValidAnywhere(std::string_view digits) {
 std::string LookAlike(Rng& rng) {
   while (true) {
     std::string value;
-    switch (Uniform(rng, 0, 9)) {
+    switch (Uniform(rng, 0, 11)) {
       case 0: {  // an ID with a wrong check character
         std::string id = ResidentId(rng);
         id.back() = id.back() == '0' ? '1' : '0';
