@@ -29,10 +29,19 @@ const char* kPlain[] = {
     "def handle(request):\n    return render(request, \"index.html\")\n",
 };
 const char* kEntities[] = {
-    "身份证号11010519491231002X", "手机 138 0013 8000", "card 4111 1111 1111 1111",
-    "邮箱 zhang.san@example.com", "IBAN GB82 WEST 1234 5698 7654 32", "from 203.0.113.7",
-    "mac 00:1A:2B:3C:4D:5E", "SSN 123-45-6789", "护照 E12345678", "+44 20 7946 0958",
-    "api_key=Zx9Qm2Lp8Rt4Vw7Y", "http://10.1.2.3:8080/x", "USCC 91350100M000100Y43",
+    "身份证号11010519491231002X",
+    "手机 138 0013 8000",
+    "card 4111 1111 1111 1111",
+    "邮箱 zhang.san@example.com",
+    "IBAN GB82 WEST 1234 5698 7654 32",
+    "from 203.0.113.7",
+    "mac 00:1A:2B:3C:4D:5E",
+    "SSN 123-45-6789",
+    "护照 E12345678",
+    "+44 20 7946 0958",
+    "api_key=Zx9Qm2Lp8Rt4Vw7Y",
+    "http://10.1.2.3:8080/x",
+    "USCC 91350100M000100Y43",
 };
 
 std::string MakeText(size_t bytes, bool dense) {
@@ -128,7 +137,8 @@ int main(int argc, char** argv) {
   // The cost per streamed chunk: a 64-byte chunk with the stream redactor's hold-back in front.
   std::string chunk = MakeText(64 + (*hyperscan)->max_entity_bytes(), true);
   chunk.resize(64 + (*hyperscan)->max_entity_bytes());
-  while (!chunk.empty() && (static_cast<unsigned char>(chunk.back()) & 0xC0) == 0x80) chunk.pop_back();
+  while (!chunk.empty() && (static_cast<unsigned char>(chunk.back()) & 0xC0) == 0x80)
+    chunk.pop_back();
   if (!chunk.empty() && static_cast<unsigned char>(chunk.back()) >= 0xC0) chunk.pop_back();
   auto begin = std::chrono::steady_clock::now();
   int calls = 0;

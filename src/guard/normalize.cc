@@ -1,5 +1,6 @@
 #include "guard/normalize.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace rampart::guard {
@@ -21,52 +22,67 @@ char FullWidthToAscii(const unsigned char* p) {
   return static_cast<char>(code_point - 0xFEE0);
 }
 
-// The first position of a full-width form, or text.size(). Linear: each lead byte's next
-// position is searched for only once it has been passed.
-size_t FindFullWidth(std::string_view text) {
-  const auto* data = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t size = text.size();
-  auto next = [&](unsigned char lead, size_t from) -> size_t {
-    if (from >= size) return size;
-    const void* hit = std::memchr(data + from, lead, size - from);
-    return hit == nullptr ? size : static_cast<const unsigned char*>(hit) - data;
-  };
-  size_t next_ef = next(0xEF, 0);
-  size_t next_e3 = next(0xE3, 0);
-  while (true) {
-    size_t at = next_ef < next_e3 ? next_ef : next_e3;
-    if (at + 2 >= size) return size;
-    if (FullWidthToAscii(data + at) != 0) return at;
-    if (at == next_ef) next_ef = next(0xEF, at + 1);
-    if (at == next_e3) next_e3 = next(0xE3, at + 1);
+// Finds full-width forms left to right. Linear: each lead byte's next position is searched for
+// only once the previous one has been passed.
+class FullWidthFinder {
+ public:
+  explicit FullWidthFinder(std::string_view text)
+      : data_(reinterpret_cast<const unsigned char*>(text.data())),
+        size_(text.size()),
+        next_ef_(Next(0xEF, 0)),
+        next_e3_(Next(0xE3, 0)) {}
+
+  // The first full-width form at or after `from`, or the text's size.
+  size_t Find(size_t from) {
+    while (true) {
+      if (next_ef_ < from) next_ef_ = Next(0xEF, from);
+      if (next_e3_ < from) next_e3_ = Next(0xE3, from);
+      size_t at = std::min(next_ef_, next_e3_);
+      if (at + 2 >= size_) return size_;
+      if (FullWidthToAscii(data_ + at) != 0) return at;
+      from = at + 1;
+    }
   }
-}
+
+ private:
+  size_t Next(unsigned char lead, size_t from) const {
+    if (from >= size_) return size_;
+    const void* hit = std::memchr(data_ + from, lead, size_ - from);
+    return hit == nullptr ? size_ : static_cast<const unsigned char*>(hit) - data_;
+  }
+
+  const unsigned char* data_;
+  size_t size_;
+  size_t next_ef_;
+  size_t next_e3_;
+};
 
 }  // namespace
 
 NormalizedText::NormalizedText(std::string_view original) : text_(original) {
-  size_t first = FindFullWidth(original);
-  if (first >= original.size()) return;
+  FullWidthFinder finder(original);
+  size_t next = finder.Find(0);
+  if (next >= original.size()) return;
   const auto* data = reinterpret_cast<const unsigned char*>(original.data());
   storage_.reserve(original.size());
-  original_offsets_.reserve(original.size() + 1);
-  storage_.append(original.data(), first);
-  for (size_t i = 0; i < first; ++i) original_offsets_.push_back(i);
-  size_t i = first;
-  while (i < original.size()) {
-    char ascii = i + 2 < original.size() ? FullWidthToAscii(data + i) : 0;
-    if (ascii != 0) {
-      storage_.push_back(ascii);
-      original_offsets_.push_back(i);
-      i += 3;
-    } else {
-      storage_.push_back(original[i]);
-      original_offsets_.push_back(i);
-      ++i;
-    }
+  size_t copied = 0;  // original bytes consumed
+  while (next < original.size()) {
+    storage_.append(original.data() + copied, next - copied);
+    storage_.push_back(FullWidthToAscii(data + next));
+    copied = next + 3;
+    shifts_.push_back({storage_.size(), copied - storage_.size()});
+    next = finder.Find(copied);
   }
-  original_offsets_.push_back(original.size());
+  storage_.append(original.data() + copied, original.size() - copied);
   text_ = storage_;
+}
+
+size_t NormalizedText::ToOriginal(size_t offset) const {
+  // The last shift at or before `offset`.
+  auto it =
+      std::upper_bound(shifts_.begin(), shifts_.end(), offset,
+                       [](size_t value, const Shift& shift) { return value < shift.normalized; });
+  return it == shifts_.begin() ? offset : offset + std::prev(it)->added;
 }
 
 }  // namespace rampart::guard

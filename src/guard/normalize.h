@@ -23,15 +23,17 @@ class NormalizedText {
   // What the patterns scan.
   std::string_view text() const { return text_; }
   // The byte offset in the original of normalised offset `offset` (0..text().size()).
-  size_t ToOriginal(size_t offset) const {
-    return original_offsets_.empty() ? offset : original_offsets_[offset];
-  }
-  bool changed() const { return !original_offsets_.empty(); }
+  size_t ToOriginal(size_t offset) const;
+  bool changed() const { return !shifts_.empty(); }
 
  private:
+  struct Shift {
+    size_t normalized;  // offsets after this normalised offset ...
+    size_t added;       // ... are this much further on in the original
+  };
   std::string_view text_;
   std::string storage_;
-  std::vector<size_t> original_offsets_;  // size text_.size() + 1 when changed
+  std::vector<Shift> shifts_;  // one per full-width character, ascending
 };
 
 }  // namespace rampart::guard
