@@ -229,7 +229,7 @@ bool ValidAnywhere(std::string_view digits) {
 std::string LookAlike(Rng& rng) {
   while (true) {
     std::string value;
-    switch (Uniform(rng, 0, 11)) {
+    switch (Uniform(rng, 0, 9)) {
       case 0: {  // an ID with a wrong check character
         std::string id = ResidentId(rng);
         id.back() = id.back() == '0' ? '1' : '0';
@@ -269,6 +269,24 @@ std::string LookAlike(Rng& rng) {
     }
     if (!ValidAnywhere(digits)) return value;
   }
+}
+
+// Near-misses, each a sample of its own (a context word in a neighbouring sentence would
+// rightly count): a passport-shaped part number without a context word, placeholder secrets.
+Sample NearMiss(Rng& rng) {
+  Sample sample;
+  std::string value;
+  if (Uniform(rng, 0, 1) == 0) {
+    sample.text = "SKU ";
+    value = "E" + Digits(rng, 8);
+  } else {
+    sample.text = "config: api_key=";
+    value = Pick(rng, std::vector<std::string>{"YOUR_API_KEY", "changeme", "********",
+                                               "xxxxxxxxxxxx", "abcdefgh"});
+  }
+  sample.labels.push_back({"", sample.text.size(), sample.text.size() + value.size()});
+  sample.text += value + " # in stock / placeholder";
+  return sample;
 }
 
 std::string Value(Rng& rng, std::string_view type) {
@@ -328,6 +346,10 @@ std::vector<Sample> MakeCorpus(uint32_t seed, size_t count) {
   Rng rng(seed);
   std::vector<Sample> samples;
   for (size_t n = 0; n < count; ++n) {
+    if (n % 10 == 9) {
+      samples.push_back(NearMiss(rng));
+      continue;
+    }
     Sample sample;
     int sentences = Uniform(rng, 1, 3);
     for (int s = 0; s < sentences; ++s) {
