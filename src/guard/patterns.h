@@ -4,8 +4,10 @@
 // RE2 and the benchmark's naive std::regex baseline. A pattern only proposes candidates; the
 // validators in candidates.cc decide (check digits, ranges, context, where a candidate ends).
 //
-// Every pattern is bounded except the token shapes (Bearer, JWT, key assignments) whose
-// validators cap the length; none uses look-around or back-references (Hyperscan has neither).
+// Every pattern is bounded except those marked `unbounded` (e-mail, Bearer, JWT, key
+// assignments, internal hosts and paths: Hyperscan's leftmost-start tracking cannot compile
+// their bounded forms), whose validators cap the length; none uses look-around or
+// back-references (Hyperscan has neither).
 
 #include <cstdint>
 #include <string>
