@@ -70,6 +70,7 @@ bench: build
 	bench/grpc_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models
 	bench/gateway_bench.sh --binary $(BUILD_DIR)/rampart --probe $(BUILD_DIR)/bench/first_event_probe
 	$(BUILD_DIR)/bench/codec_bench --benchmark_min_time=0.5
+	$(BUILD_DIR)/bench/guard_bench
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

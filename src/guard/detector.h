@@ -40,6 +40,11 @@ inline constexpr std::string_view kInternalEndpoint = "INTERNAL_ENDPOINT";
 // Every type above, in this order.
 const std::vector<std::string_view>& AllEntityTypes();
 
+// The longest entity (in bytes) of one type; 0 for an unknown name. Detector::max_entity_bytes
+// is the largest of these (the per-type table and its reasons are in src/guard/candidates.h), so
+// a stream redactor that redacts only some types may hold back less.
+size_t MaxEntityBytes(std::string_view type);
+
 struct Entity {
   std::string_view type;  // one of the names above (static storage)
   size_t start = 0;       // byte offsets into the text: [start, end)
@@ -66,8 +71,8 @@ class Detector {
   // The entities of `text` (valid UTF-8) whose type is in `types` (empty = every type), sorted
   // by start, not overlapping. Errors: InvalidArgument for invalid UTF-8 or a text over
   // max_text_bytes. Time is linear in the text's length.
-  virtual Result<std::vector<Entity>> Detect(std::string_view text,
-                                             const std::vector<std::string_view>& types = {}) const = 0;
+  virtual Result<std::vector<Entity>> Detect(
+      std::string_view text, const std::vector<std::string_view>& types = {}) const = 0;
 
   // The longest entity (in bytes) any type can have: a stream redactor holds back at most this
   // much of a text's tail, waiting for the rest of a possible match.
