@@ -66,8 +66,8 @@ class Detector {
   // The entities of `text` (valid UTF-8) whose type is in `types` (empty = every type), sorted
   // by start, not overlapping. Errors: InvalidArgument for invalid UTF-8 or a text over
   // max_text_bytes. Time is linear in the text's length.
-  virtual Result<std::vector<Entity>> Detect(std::string_view text,
-                                             const std::vector<std::string_view>& types = {}) const = 0;
+  virtual Result<std::vector<Entity>> Detect(
+      std::string_view text, const std::vector<std::string_view>& types = {}) const = 0;
 
   // The longest entity (in bytes) any type can have: a stream redactor holds back at most this
   // much of a text's tail, waiting for the rest of a possible match.
