@@ -192,6 +192,69 @@ TEST_F(GatewayGuardTest, ABlockedAnswerIsRefusedWithoutBlamingTheUpstream) {
   EXPECT_TRUE(MetricsShow(R"(rampart_guard_blocked_requests_total{route="direct"} 2)"));
 }
 
+TEST_F(GatewayGuardTest, TheApiDetectsRedactsAndRestores) {
+  GatewayConfig config = Config();
+  config.guard.max_text_bytes = 4096;
+  Start(std::move(config));
+  const std::string text = "手机13800138000 mail zs@example.com";
+  auto [status, body] = Post("/v1/guard/pii/detect", fmt::format(R"({{"text":"{}"}})", text));
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_EQ(
+      body,
+      R"({"entities":[{"type":"CN_MOBILE","text":"13800138000","start":6,"end":17,"score":0.9},)"
+      R"({"type":"EMAIL_ADDRESS","text":"zs@example.com","start":23,"end":37,"score":0.5}]})");
+  std::tie(status, body) = Post("/v1/guard/pii/detect",
+                                fmt::format(R"({{"text":"{}","types":["EMAIL_ADDRESS"]}})", text));
+  EXPECT_EQ(body.find("CN_MOBILE"), std::string::npos) << body;
+
+  std::tie(status, body) = Post(
+      "/v1/guard/pii/redact",
+      fmt::format(
+          R"({{"text":"{}","operators":{{"CN_MOBILE":"tokenize","EMAIL_ADDRESS":"replace"}}}})",
+          text));
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_NE(body.find(R"("operator":"tokenize")"), std::string::npos) << body;
+  EXPECT_NE(body.find(R"("start":6,"end":17)"), std::string::npos) << body;
+  const size_t open = body.find("<<PII:CN_MOBILE:");
+  ASSERT_NE(open, std::string::npos) << body;
+  const std::string token = body.substr(open, body.find(">>", open) + 2 - open);
+  EXPECT_NE(body.find(R"("text":"手机)" + token + R"( mail [EMAIL_ADDRESS]")"), std::string::npos)
+      << body;
+
+  std::tie(status, body) =
+      Post("/v1/guard/pii/restore", fmt::format(R"({{"text":"call {} now"}})", token));
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_EQ(body, R"({"text":"call 13800138000 now"})");
+  EXPECT_TRUE(MetricsShow(
+      R"(rampart_guard_entities_total{type="CN_MOBILE",direction="api",action="detected"} 1)"));
+
+  const struct {
+    std::string_view path;
+    std::string body;
+    int status;
+    std::string_view expected;
+  } bad[] = {
+      {"/v1/guard/pii/detect", "{nope", 400, "not valid JSON"},
+      {"/v1/guard/pii/detect", R"({"types":[]})", 400, "'text' is required"},
+      {"/v1/guard/pii/detect", R"({"text":"x","types":["NAME"]})", 400, "unknown entity type"},
+      {"/v1/guard/pii/redact", R"({"text":"x","operators":{"CN_MOBILE":"erase"}})", 400,
+       "unknown operator"},
+      {"/v1/guard/pii/redact",
+       R"({"text":"sk-abcdefghijklmnopqrst","operators":{"SECRET":"block"}})", 400,
+       "blocks: SECRET"},
+      {"/v1/guard/pii/detect", "{\"text\":\"\xff\xfe\"}", 400, "UTF-8"},
+      {"/v1/guard/pii/detect", fmt::format(R"({{"text":"{}"}})", std::string(5000, '1')), 413,
+       "at most 4096"},
+      {"/v1/guard/pii/erase", R"({"text":"x"})", 404, "no route"},
+  };
+  for (const auto& test : bad) {
+    std::tie(status, body) = Post(test.path, test.body);
+    EXPECT_EQ(status, test.status) << test.body << " -> " << body;
+    EXPECT_NE(body.find(test.expected), std::string::npos) << body;
+    EXPECT_NE(body.find(R"({"error":{"message":)"), std::string::npos) << body;
+  }
+}
+
 TEST_F(GatewayGuardTest, AConfigThatNeedsADetectorNeedsOne) {
   auto gateway = Gateway::Create(Config(), GatewayOptions{}, registry_);
   ASSERT_FALSE(gateway.ok());
