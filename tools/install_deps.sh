@@ -12,6 +12,8 @@ packages=(
   zlib1g-dev
   # gateway: RE2 for routing patterns (linear time on untrusted text)
   libre2-dev
+  # PII guard: Hyperscan's multi-pattern scan (RE2 is its fallback)
+  libhyperscan-dev
   # LibTorch with a fast BLAS; python3-torch scripts the example/test TorchScript models
   libtorch-dev libopenblas0-pthread python3-torch python3-numpy
   # tcmalloc for the server (see CMakeLists.txt)

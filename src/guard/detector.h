@@ -40,6 +40,11 @@ inline constexpr std::string_view kInternalEndpoint = "INTERNAL_ENDPOINT";
 // Every type above, in this order.
 const std::vector<std::string_view>& AllEntityTypes();
 
+// The longest entity (in bytes) of one type; 0 for an unknown name. Detector::max_entity_bytes
+// is the largest of these (the per-type table and its reasons are in src/guard/candidates.h), so
+// a stream redactor that redacts only some types may hold back less.
+size_t MaxEntityBytes(std::string_view type);
+
 struct Entity {
   std::string_view type;  // one of the names above (static storage)
   size_t start = 0;       // byte offsets into the text: [start, end)

@@ -1,0 +1,163 @@
+#include "guard/detector.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <map>
+
+#include "guard/candidates.h"
+#include "guard/context.h"
+#include "guard/normalize.h"
+#include "guard/patterns.h"
+#include "guard/scanner.h"
+
+namespace rampart::guard {
+namespace {
+
+struct TypeBound {
+  std::string_view type;
+  size_t max_bytes;  // the table and its reasons: candidates.h
+};
+constexpr TypeBound kBounds[] = {
+    {kCnResidentId, 54},       {kCnMobile, 54},      {kPaymentCard, 111}, {kCnUscc, 54},
+    {kCnPassport, 27},         {kEmailAddress, 762}, {kPhoneNumber, 120}, {kIpAddress, 135},
+    {kMacAddress, 51},         {kIbanCode, 126},     {kUsSsn, 33},        {kSecret, 8192},
+    {kInternalEndpoint, 1024},
+};
+
+// What the scan's callback fills: validated candidates, in normalised offsets.
+struct ScanState {
+  const std::vector<Pattern>* patterns;
+  std::string_view text;
+  bool all_ends;
+  std::vector<Candidate> candidates;
+};
+
+void OnMatch(void* context, uint32_t pattern, size_t start, size_t end) {
+  auto* state = static_cast<ScanState*>(context);
+  Candidate candidate;
+  if (!ValidateMatch((*state->patterns)[pattern].shape, state->text, start, end, state->all_ends,
+                     &candidate)) {
+    return;
+  }
+  // Hyperscan proposes the same span again for every pattern shape that covers it.
+  if (!state->candidates.empty()) {
+    const Candidate& last = state->candidates.back();
+    if (last.type == candidate.type && last.start == candidate.start && last.end == candidate.end) {
+      return;
+    }
+  }
+  state->candidates.push_back(candidate);
+}
+
+class DetectorImpl final : public Detector {
+ public:
+  DetectorImpl(DetectorOptions options, std::vector<Pattern> patterns,
+               std::unique_ptr<Scanner> scanner)
+      : options_(std::move(options)),
+        patterns_(std::move(patterns)),
+        scanner_(std::move(scanner)) {}
+
+  Result<std::vector<Entity>> Detect(std::string_view text,
+                                     const std::vector<std::string_view>& types) const override {
+    if (text.size() > options_.max_text_bytes) {
+      return InvalidArgument("text of {} bytes is over the limit of {}", text.size(),
+                             options_.max_text_bytes);
+    }
+    if (!simdjson::validate_utf8(text.data(), text.size())) {
+      return InvalidArgument("text is not valid UTF-8");
+    }
+    NormalizedText normalized(text);
+    ScanState state{&patterns_, normalized.text(), scanner_->reports_all_ends(), {}};
+    RETURN_IF_ERROR(scanner_->Scan(normalized.text(), &OnMatch, &state));
+
+    // Back to original offsets; context words; the length bound.
+    std::vector<Entity> found;
+    found.reserve(state.candidates.size());
+    for (const Candidate& c : state.candidates) {
+      Entity entity{c.type, normalized.ToOriginal(c.start), normalized.ToOriginal(c.end), c.score};
+      if (entity.end - entity.start > MaxEntityBytes(entity.type)) continue;
+      bool context = HasContextWord(c.type, text, entity.start, entity.end);
+      if (c.requires_context && !context) continue;
+      if (context) entity.score = std::min(1.0, entity.score + (c.score < 0.8 ? 0.25 : 0.1));
+      found.push_back(entity);
+    }
+    std::vector<Entity> chosen = ResolveOverlaps(std::move(found));
+    if (!types.empty()) {
+      std::erase_if(chosen, [&types](const Entity& e) {
+        return std::find(types.begin(), types.end(), e.type) == types.end();
+      });
+    }
+    return chosen;
+  }
+
+  size_t max_entity_bytes() const override {
+    size_t bound = 0;
+    for (const auto& entry : kBounds) bound = std::max(bound, entry.max_bytes);
+    return bound;
+  }
+  std::string_view engine() const override { return scanner_->engine(); }
+
+ private:
+  // Each span once: the most specific type first, then the longest, then the earliest; a
+  // candidate overlapping one already chosen is dropped. Sorted by start.
+  static std::vector<Entity> ResolveOverlaps(std::vector<Entity> found) {
+    std::sort(found.begin(), found.end(), [](const Entity& a, const Entity& b) {
+      int sa = Specificity(a.type), sb = Specificity(b.type);
+      if (sa != sb) return sa < sb;
+      if (a.end - a.start != b.end - b.start) return a.end - a.start > b.end - b.start;
+      return a.start < b.start;
+    });
+    std::map<size_t, size_t> taken;  // start -> end, not overlapping
+    std::vector<Entity> chosen;
+    for (const Entity& e : found) {
+      auto next = taken.lower_bound(e.start);
+      if (next != taken.end() && next->first < e.end) continue;
+      if (next != taken.begin() && std::prev(next)->second > e.start) continue;
+      taken.emplace(e.start, e.end);
+      chosen.push_back(e);
+    }
+    std::sort(chosen.begin(), chosen.end(),
+              [](const Entity& a, const Entity& b) { return a.start < b.start; });
+    return chosen;
+  }
+
+  DetectorOptions options_;
+  std::vector<Pattern> patterns_;
+  std::unique_ptr<Scanner> scanner_;
+};
+
+}  // namespace
+
+const std::vector<std::string_view>& AllEntityTypes() {
+  static const std::vector<std::string_view> types = {
+      kCnResidentId, kCnMobile,    kPaymentCard,     kCnUscc,     kCnPassport,
+      kEmailAddress, kPhoneNumber, kIpAddress,       kMacAddress, kIbanCode,
+      kUsSsn,        kSecret,      kInternalEndpoint};
+  return types;
+}
+
+size_t MaxEntityBytes(std::string_view type) {
+  for (const auto& entry : kBounds) {
+    if (entry.type == type) return entry.max_bytes;
+  }
+  return 0;
+}
+
+Result<std::unique_ptr<Detector>> Detector::Create(DetectorOptions options) {
+  if (options.max_text_bytes == 0) return InvalidArgument("max_text_bytes must be positive");
+  if (options.max_text_bytes > (1u << 31)) {
+    return InvalidArgument("max_text_bytes {} is over 2 GiB", options.max_text_bytes);
+  }
+  ASSIGN_OR_RETURN(std::vector<Pattern> patterns, BuildPatterns(options));
+  std::unique_ptr<Scanner> scanner;
+  if (!options.force_re2 && HyperscanSupported()) {
+    ASSIGN_OR_RETURN(scanner, CreateHyperscanScanner(patterns));
+  } else {
+    ASSIGN_OR_RETURN(scanner, CreateRe2Scanner(patterns));
+  }
+  return std::unique_ptr<Detector>(
+      new DetectorImpl(std::move(options), std::move(patterns), std::move(scanner)));
+}
+
+}  // namespace rampart::guard
