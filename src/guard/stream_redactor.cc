@@ -68,6 +68,23 @@ bool SecretWordBefore(std::string_view text, size_t from, size_t end) {
   return std::find(kSecretWords.begin(), kSecretWords.end(), lower) != kSecretWords.end();
 }
 
+// Whether the word ending at `end` is a group of one to four upper-case letters or digits (an
+// IBAN's or a code's group: "GB80 VFLL 6130").
+bool UpperGroupBefore(std::string_view text, size_t from, size_t end) {
+  size_t start = end;
+  while (start > from && end - start <= 4) {
+    const char c = text[start - 1];
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) break;
+    --start;
+  }
+  const size_t length = end - start;
+  if (length == 0 || length > 4) return false;
+  if (start == from) return true;
+  const char before = text[start - 1];
+  return !((before >= 'a' && before <= 'z') || (before >= 'A' && before <= 'Z') ||
+           (before >= '0' && before <= '9'));
+}
+
 // The first character boundary at or after `pos`.
 size_t BoundaryAtOrAfter(std::string_view text, size_t pos) {
   while (pos < text.size() && text::IsContinuation(text[pos])) ++pos;
@@ -104,7 +121,7 @@ size_t HeldTailStart(std::string_view text, size_t from, size_t end) {
       size_t before_length = 0;
       const char32_t before = text::Decode(text, before_start, before_length);
       if (text::IsDigit(before) || before == U'=' || before == U':' ||
-          SecretWordBefore(text, from, start)) {
+          UpperGroupBefore(text, from, start) || SecretWordBefore(text, from, start)) {
         pos = start;
         continue;
       }

@@ -13,8 +13,9 @@
 //   - characters entities are made of: ASCII letters and digits, . _ % + - @ : / \ = ~ # ? & [ ]
 //     $ ! * ^ and every full-width ASCII form (U+FF01..U+FF5E);
 //   - a single space, tab, no-break or ideographic space joins the tail only after a digit
-//     (digit groups of cards, phones, IBANs), after '=' or ':' (api_key= / password: values), or
-//     after a word that introduces a secret (Bearer, Basic, token, password, api_key, ...);
+//     (digit groups of cards, phones, IBANs), after a word of one to four upper-case letters or
+//     digits (an IBAN's letter groups: "GB80 VFLL"), after '=' or ':' (api_key= / password:
+//     values), or after a word that introduces a secret (Bearer, Basic, token, password, ...);
 //   - anything else (other whitespace, line breaks, CJK and other letters, other punctuation)
 //     ends the tail, so a piece ending in one holds nothing;
 //   - an entity the detector found that reaches into the tail is held whole, and an unclosed PEM
