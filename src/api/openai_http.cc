@@ -96,6 +96,12 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     if (!queued.ok()) held->Send(Error(request, 429, "a reload is under way; retry later"));
     return;
   }
+  if (GuardHttp::Owns(path)) {
+    net::HttpResponse response = guard_.Answer(request);
+    response.headers.emplace_back("x-request-id", RequestIdOf(request));
+    responder.Send(std::move(response));
+    return;
+  }
   if (path == "/v1/admin/routes") {
     responder.Send(Answer(request, 200, gateway_.Describe(), "text/plain; charset=utf-8"));
     return;

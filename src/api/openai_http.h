@@ -6,6 +6,7 @@
 //   GET  /v1/models, /v1/models/{id}                              the routable model names
 //   POST /v1/admin/reload                                         reload the gateway's config
 //   GET  /v1/admin/routes                                         the routing table in force
+//   POST /v1/guard/pii/detect, /redact, /restore                  the PII guard (guard_http.h)
 //
 // Errors use OpenAI's body, {"error":{"message","type","param","code"}}; every answer carries
 // x-request-id (the caller's, or a new one). Handle runs on an HTTP I/O thread and never blocks:
@@ -14,6 +15,7 @@
 #include <functional>
 #include <string_view>
 
+#include "api/guard_http.h"
 #include "core/serial_worker.h"
 #include "gateway/gateway.h"
 #include "net/http_server.h"
@@ -36,6 +38,7 @@ class OpenAiHttp {
   void Models(const net::HttpRequest& request, net::Responder responder, std::string_view id);
 
   gateway::Gateway& gateway_;
+  GuardHttp guard_{gateway_};
   std::function<Status()> reload_;
   SerialWorker reloads_{"gateway-reload", 4};
 };

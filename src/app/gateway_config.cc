@@ -124,8 +124,54 @@ Status ReadTarget(const YAML::Node& node, std::string_view where, gateway::Targe
                                            ReadEndpoint);
 }
 
-Status ReadRoute(const YAML::Node& node, std::string_view where, gateway::RouteConfig& route) {
-  RETURN_IF_ERROR(CheckKeys(node, where, {"name", "match", "target", "fallbacks", "canary"}));
+// A guard policy's keys over `policy` (which holds the defaults a route's guard starts from).
+Status ReadGuardPolicy(const YAML::Node& node, std::string_view where,
+                       gateway::GuardPolicy& policy) {
+  RETURN_IF_ERROR(CheckKeys(node, where, {"input", "output", "block", "operators", "types"}));
+  for (auto [key, mode] :
+       {std::pair{"input", &policy.input}, std::pair{"output", &policy.output}}) {
+    std::string name(gateway::GuardModeName(*mode));
+    RETURN_IF_ERROR(Read(node, key, where, name));
+    Result<gateway::GuardMode> parsed = gateway::ParseGuardMode(name);
+    if (!parsed.ok()) return parsed.status().WithContext(fmt::format("{}.{}", where, key));
+    *mode = *parsed;
+  }
+  RETURN_IF_ERROR(Read(node, "block", where, policy.block));
+  RETURN_IF_ERROR(Read(node, "types", where, policy.types));
+  std::map<std::string, std::string> operators;
+  RETURN_IF_ERROR(Read(node, "operators", where, operators));
+  for (const auto& [type, text] : operators) {
+    Result<guard::Operator> op = guard::ParseOperator(text);
+    if (!op.ok()) return op.status().WithContext(fmt::format("{}.operators.{}", where, type));
+    policy.operators[type] = *op;
+  }
+  return Status::Ok();
+}
+
+Status ReadGuard(const YAML::Node& node, gateway::GuardConfig& guard) {
+  constexpr std::string_view where = "gateway.guard";
+  RETURN_IF_ERROR(CheckKeys(
+      node, where,
+      {"key_file", "internal_domains", "internal_path_roots", "defaults", "max_text_bytes"}));
+  RETURN_IF_ERROR(Read(node, "key_file", where, guard.key_file));
+  RETURN_IF_ERROR(Read(node, "internal_domains", where, guard.internal_domains));
+  RETURN_IF_ERROR(Read(node, "internal_path_roots", where, guard.internal_path_roots));
+  RETURN_IF_ERROR(Read(node, "max_text_bytes", where, guard.max_text_bytes));
+  if (const YAML::Node defaults = node["defaults"]) {
+    RETURN_IF_ERROR(ReadGuardPolicy(defaults, "gateway.guard.defaults", guard.defaults));
+  }
+  return Status::Ok();
+}
+
+Status ReadRoute(const YAML::Node& node, std::string_view where, gateway::RouteConfig& route,
+                 const gateway::GuardPolicy& guard_defaults) {
+  RETURN_IF_ERROR(
+      CheckKeys(node, where, {"name", "match", "target", "fallbacks", "canary", "guard"}));
+  if (const YAML::Node guard = node["guard"]) {
+    gateway::GuardPolicy policy = guard_defaults;  // keys not given keep the defaults
+    RETURN_IF_ERROR(ReadGuardPolicy(guard, fmt::format("{}.guard", where), policy));
+    route.guard = std::move(policy);
+  }
   RETURN_IF_ERROR(Read(node, "name", where, route.name));
   RETURN_IF_ERROR(Read(node, "target", where, route.target));
   RETURN_IF_ERROR(Read(node, "fallbacks", where, route.fallbacks));
@@ -160,15 +206,20 @@ Status ReadRoute(const YAML::Node& node, std::string_view where, gateway::RouteC
 
 Status ReadGateway(const YAML::Node& node, GatewayConfig& config) {
   constexpr std::string_view where = "gateway";
-  RETURN_IF_ERROR(
-      CheckKeys(node, where,
-                {"upstreams", "models", "routes", "health_check", "ejection", "retry",
-                 "keep_alive_ms", "max_n", "max_response_bytes", "max_stream_queue_bytes"}));
+  RETURN_IF_ERROR(CheckKeys(
+      node, where,
+      {"upstreams", "models", "routes", "health_check", "ejection", "retry", "keep_alive_ms",
+       "max_n", "max_response_bytes", "max_stream_queue_bytes", "guard"}));
+  if (const YAML::Node guard = node["guard"]) RETURN_IF_ERROR(ReadGuard(guard, config.guard));
   RETURN_IF_ERROR(
       ReadList<gateway::UpstreamConfig>(node, "upstreams", where, config.upstreams, ReadUpstream));
   RETURN_IF_ERROR(
       ReadList<gateway::TargetConfig>(node, "models", where, config.targets, ReadTarget));
-  RETURN_IF_ERROR(ReadList<gateway::RouteConfig>(node, "routes", where, config.routes, ReadRoute));
+  RETURN_IF_ERROR(ReadList<gateway::RouteConfig>(
+      node, "routes", where, config.routes,
+      [&config](const YAML::Node& route_node, std::string_view at, gateway::RouteConfig& route) {
+        return ReadRoute(route_node, at, route, config.guard.defaults);
+      }));
   if (const YAML::Node health = node["health_check"]) {
     RETURN_IF_ERROR(
         CheckKeys(health, "gateway.health_check",

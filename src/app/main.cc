@@ -28,6 +28,7 @@
 #include "core/logging.h"
 #include "core/serial_worker.h"
 #include "gateway/gateway.h"
+#include "guard/detector.h"
 #include "metrics/process_collector.h"
 #include "metrics/reason_counter.h"
 #include "metrics/serve_metrics.h"
@@ -279,9 +280,12 @@ int Serve(const ServeSettings& settings) {
     LOG_ERROR("gateway: {}", initial_gateway.status().message());
     return 1;
   }
-  auto gateway = gateway::Gateway::Create(
-      std::move(initial_gateway).value(),
-      gateway::GatewayOptions{.access_log = settings.access_log, .local = server.get()}, registry);
+  auto gateway =
+      gateway::Gateway::Create(std::move(initial_gateway).value(),
+                               gateway::GatewayOptions{.access_log = settings.access_log,
+                                                       .local = server.get(),
+                                                       .detector_factory = guard::Detector::Create},
+                               registry);
   if (!gateway.ok()) {
     LOG_ERROR("gateway: {}", gateway.status().message());
     return 1;

@@ -108,6 +108,7 @@ void GatewayCall::Start() {
   const SteadyTime start = clock_.Now();
   std::unique_lock lock(mutex_);
   context_.router = runtime_->router.get();
+  context_.guard = &runtime_->guard;
   context_.limits.max_n = runtime_->config.max_n;
   last_write_ = context_.received;
   const Status admitted = environment_.pipeline->Request(context_);
@@ -267,6 +268,11 @@ bool GatewayCall::OnBody(uint64_t attempt, std::string_view piece) {
     if (!fed.ok() && !stream_error_) stream_error_ = fed.message();
   }
   AddGatewayTime(start);
+  if (refused_) {
+    context_.upstream_ns += NanosBetween(attempt_sent_, start);
+    RefuseAnswer(lock);
+    return false;
+  }
   // A garbled or failed answer (or an error body read as far as its message needs) ends the
   // attempt now rather than being read on.
   const bool error_read = !upstream_ok_ && !stream_error_ && body_.size() >= kMaxErrorBody;
@@ -540,7 +546,8 @@ void GatewayCall::AnswerOk(std::string body) {
   if (passed.ok()) {
     AnswerWhole(200, std::move(body));
   } else {
-    AnswerError(HttpStatusOf(passed), passed.message());
+    context_.outcome = "refused";
+    AnswerError(HttpStatusOf(passed), passed.message(), "", "guard_blocked");
   }
 }
 

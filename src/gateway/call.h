@@ -71,7 +71,15 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
   void LocalDone(uint64_t attempt, Result<LocalAnswer> answer);
   void Resume(uint64_t attempt);  // after the caller's queue drained
   void CallerGone();
+  // Passes one event through the stages after `call` and writes it; false when the caller's
+  // queue is full or a stage refused the answer (refused_).
   bool Forward(std::string data);
+  // The events the stages add at the end of a stream (Pipeline::AnswerEnd), written.
+  bool ForwardEnd();
+  bool WriteEvent(std::string data);
+  // Ends the call because a stage after `call` refused the answer (a blocked entity type): an
+  // error answer, or an error event when streaming. Not the upstream's fault: no retry.
+  void RefuseAnswer(std::unique_lock<std::mutex>& lock);
   void BeginStream();
   void EndBrokenStream(const std::string& message);
   void FinishStream();
@@ -119,6 +127,7 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
   bool usage_seen_ = false;
   size_t completion_chars_ = 0;
   std::optional<std::string> stream_error_;  // an event said the upstream failed, or was garbage
+  std::optional<Status> refused_;            // a stage after `call` refused the answer
   bool paused_ = false;
 
   SteadyTime attempt_sent_{};

@@ -21,7 +21,7 @@ void GatewayCall::Resume(uint64_t attempt) {
 }
 
 void GatewayCall::OnEvent(std::string_view data, bool& keep_reading) {
-  if (stream_error_ || done_seen_ || phase_ == Phase::kDone) return;
+  if (stream_error_ || refused_ || done_seen_ || phase_ == Phase::kDone) return;
   Result<StreamEvent> event = InspectStreamEvent(data, context_.operation);
   if (!event.ok()) {
     stream_error_ =
@@ -38,6 +38,8 @@ void GatewayCall::OnEvent(std::string_view data, bool& keep_reading) {
     token_sent_ = true;  // a stream with no tokens at all is still a whole answer
     for (std::string& held : held_) keep_reading = Forward(std::move(held)) && keep_reading;
     held_.clear();
+    keep_reading = ForwardEnd() && keep_reading;
+    if (refused_) return;
     keep_reading = Forward(std::string(data)) && keep_reading;
     return;
   }
@@ -67,13 +69,50 @@ void GatewayCall::OnEvent(std::string_view data, bool& keep_reading) {
 }
 
 bool GatewayCall::Forward(std::string data) {
+  if (refused_) return false;
   if (phase_ == Phase::kCalling) BeginStream();
   if (phase_ != Phase::kStreaming) return true;
   const Status passed = environment_.pipeline->Answer(context_, data);
   if (!passed.ok()) {
-    stream_error_ = passed.message();
+    refused_ = passed;
     return false;
   }
+  return WriteEvent(std::move(data));
+}
+
+bool GatewayCall::ForwardEnd() {
+  if (refused_) return false;
+  if (phase_ == Phase::kCalling) BeginStream();
+  if (phase_ != Phase::kStreaming) return true;
+  Result<std::vector<std::string>> events = environment_.pipeline->AnswerEnd(context_);
+  if (!events.ok()) {
+    refused_ = events.status();
+    return false;
+  }
+  bool keep_reading = true;
+  for (std::string& event : *events) keep_reading = WriteEvent(std::move(event)) && keep_reading;
+  return keep_reading;
+}
+
+void GatewayCall::RefuseAnswer(std::unique_lock<std::mutex>& lock) {
+  net::HttpCall abandoned = upstream_call_;
+  ++attempt_;
+  context_.outcome = "refused";
+  if (phase_ == Phase::kStreaming) {
+    writer_.Write(
+        "data: " +
+        ErrorJson(refused_->message(), ErrorType(HttpStatusOf(*refused_)), "", "guard_blocked") +
+        "\n\n");
+    writer_.Finish();
+  } else {
+    AnswerError(HttpStatusOf(*refused_), refused_->message(), "", "guard_blocked");
+  }
+  Finish(lock);
+  lock.unlock();
+  abandoned.Cancel();
+}
+
+bool GatewayCall::WriteEvent(std::string data) {
   std::string event;
   event.reserve(data.size() + 8);
   event.append("data: ").append(data).append("\n\n");
@@ -115,8 +154,17 @@ void GatewayCall::EndBrokenStream(const std::string& message) {
 void GatewayCall::FinishStream() {
   for (std::string& held : held_) Forward(std::move(held));
   held_.clear();
+  if (!done_seen_) ForwardEnd();
   if (phase_ == Phase::kCalling) BeginStream();
-  if (!done_seen_) writer_.Write("data: [DONE]\n\n");
+  if (refused_) {
+    context_.outcome = "refused";
+    writer_.Write(
+        "data: " +
+        ErrorJson(refused_->message(), ErrorType(HttpStatusOf(*refused_)), "", "guard_blocked") +
+        "\n\n");
+  } else if (!done_seen_) {
+    writer_.Write("data: [DONE]\n\n");
+  }
   writer_.Finish();
 }
 

@@ -1,5 +1,6 @@
 #include "gateway/config.h"
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/ranges.h>
@@ -53,6 +54,40 @@ Status ValidateTarget(const TargetConfig& target, const std::set<std::string>& u
   return Status::Ok();
 }
 
+constexpr std::pair<GuardMode, std::string_view> kGuardModes[] = {
+    {GuardMode::kOff, "off"},           {GuardMode::kDetect, "detect"},
+    {GuardMode::kRedact, "redact"},     {GuardMode::kReplace, "replace"},
+    {GuardMode::kMask, "mask"},         {GuardMode::kHash, "hash"},
+    {GuardMode::kTokenize, "tokenize"}, {GuardMode::kBlock, "block"},
+};
+
+Status ValidateGuardPolicy(const GuardPolicy& policy, std::string_view where) {
+  const auto known = [where](const std::string& type, std::string_view field) -> Status {
+    if (guard::KnownEntityType(type)) return Status::Ok();
+    return InvalidArgument("{}: {}: unknown entity type '{}' (known: {})", where, field, type,
+                           fmt::join(guard::KnownEntityTypes(), ", "));
+  };
+  for (const std::string& type : policy.block) RETURN_IF_ERROR(known(type, "block"));
+  for (const std::string& type : policy.types) RETURN_IF_ERROR(known(type, "types"));
+  for (const auto& [type, op] : policy.operators) RETURN_IF_ERROR(known(type, "operators"));
+  return Status::Ok();
+}
+
+std::string DescribeGuard(const GuardPolicy& policy) {
+  std::string out =
+      fmt::format("input {}, output {}", GuardModeName(policy.input), GuardModeName(policy.output));
+  if (!policy.block.empty()) out += fmt::format(", block [{}]", fmt::join(policy.block, ", "));
+  if (!policy.operators.empty()) {
+    std::vector<std::string> operators;
+    for (const auto& [type, op] : policy.operators) {
+      operators.push_back(fmt::format("{}: {}", type, guard::OperatorText(op)));
+    }
+    out += fmt::format(", operators {{{}}}", fmt::join(operators, ", "));
+  }
+  if (!policy.types.empty()) out += fmt::format(", types [{}]", fmt::join(policy.types, ", "));
+  return out;
+}
+
 Status ValidateRoute(const RouteConfig& route, const std::set<std::string>& targets) {
   const std::string where = fmt::format("route '{}'", route.name);
   if (route.name.empty()) return InvalidArgument("a route needs a name");
@@ -85,10 +120,34 @@ Status ValidateRoute(const RouteConfig& route, const std::set<std::string>& targ
     }
     RETURN_IF_ERROR(CanaryPolicyFor(route).Validate().WithContext(where));
   }
+  if (route.guard) RETURN_IF_ERROR(ValidateGuardPolicy(*route.guard, where + ": guard"));
   return Status::Ok();
 }
 
 }  // namespace
+
+Result<GuardMode> ParseGuardMode(std::string_view name) {
+  for (auto [mode, mode_name] : kGuardModes) {
+    if (mode_name == name) return mode;
+  }
+  return InvalidArgument(
+      "unknown guard mode '{}' (known: off, detect, redact, replace, mask, hash, tokenize, block)",
+      name);
+}
+
+std::string_view GuardModeName(GuardMode mode) {
+  for (auto [known, name] : kGuardModes) {
+    if (known == mode) return name;
+  }
+  return "off";
+}
+
+const GuardPolicy& GuardPolicyFor(const GatewayConfig& config, std::string_view route) {
+  for (const RouteConfig& candidate : config.routes) {
+    if (candidate.name == route && candidate.guard) return *candidate.guard;
+  }
+  return config.guard.defaults;
+}
 
 Result<Engine> ParseEngine(std::string_view name) {
   for (auto [engine, engine_name] : kEngines) {
@@ -164,6 +223,10 @@ Status Validate(const GatewayConfig& config) {
   if (config.max_response_bytes < 1024 || config.max_stream_queue_bytes < 1024) {
     return InvalidArgument("max_response_bytes and max_stream_queue_bytes must be >= 1024");
   }
+  RETURN_IF_ERROR(ValidateGuardPolicy(config.guard.defaults, "guard.defaults"));
+  if (config.guard.max_text_bytes < 1024) {
+    return InvalidArgument("guard.max_text_bytes must be >= 1024");
+  }
   return Status::Ok();
 }
 
@@ -207,6 +270,23 @@ std::string DescribeRoutes(const GatewayConfig& config) {
                          fmt::join(route.canary->stages_percent, "/"));
     }
     out += '\n';
+    if (route.guard)
+      out += fmt::format("route {}: guard {}\n", route.name, DescribeGuard(*route.guard));
+  }
+  const GuardConfig& guard_config = config.guard;
+  const bool any_guard =
+      guard_config.defaults != GuardPolicy{} || !guard_config.key_file.empty() ||
+      std::any_of(config.routes.begin(), config.routes.end(),
+                  [](const RouteConfig& route) { return route.guard.has_value(); });
+  if (any_guard) {
+    out += fmt::format(
+        "guard defaults: {}; key {}\n", DescribeGuard(guard_config.defaults),
+        guard_config.key_file.empty() ? "generated at start" : "from " + guard_config.key_file);
+  }
+  if (!guard_config.internal_domains.empty() || !guard_config.internal_path_roots.empty()) {
+    out += fmt::format("guard internal: domains [{}], path roots [{}]\n",
+                       fmt::join(guard_config.internal_domains, ", "),
+                       fmt::join(guard_config.internal_path_roots, ", "));
   }
   for (const TargetConfig& target : config.targets) {
     if (!target.local_model.empty()) {

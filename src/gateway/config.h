@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "guard/operators.h"
 #include "serve/canary.h"
 
 namespace rampart::gateway {
@@ -80,12 +81,50 @@ struct CanaryConfig {
   double max_p99_ratio = 2.0;
 };
 
+// What the PII guard does to one direction of a call (docs/guard.md, "In the gateway").
+enum class GuardMode {
+  kOff,      // nothing
+  kDetect,   // count what is found (metrics, the access log); change nothing
+  kRedact,   // each type's operator: `operators`, else its default (guard::DefaultOperator)
+  kReplace,  // replace, mask, hash, tokenize: that operator for every type `operators` leaves
+  kMask,     //   out
+  kHash,
+  kTokenize,
+  kBlock,  // refuse the call when anything is found
+};
+Result<GuardMode> ParseGuardMode(std::string_view name);
+std::string_view GuardModeName(GuardMode mode);
+
+// The guard's policy for a route (or the gateway-wide default).
+struct GuardPolicy {
+  GuardMode input = GuardMode::kOff;   // prompts, before any model sees them
+  GuardMode output = GuardMode::kOff;  // answers, before the caller sees them
+  std::vector<std::string> block;      // types that refuse the call in either direction
+  std::map<std::string, guard::Operator> operators;  // per type, over the mode's choice
+  std::vector<std::string> types;                    // detect only these (empty = every type)
+
+  bool operator==(const GuardPolicy&) const = default;
+};
+
+// The gateway-wide guard settings.
+struct GuardConfig {
+  // The master key (64 hex digits or 32 raw bytes); empty = a key generated at start (hashes
+  // and tokens then do not survive a restart).
+  std::string key_file;
+  // INTERNAL_ENDPOINT: host names under these domains, file paths under these roots.
+  std::vector<std::string> internal_domains;
+  std::vector<std::string> internal_path_roots;
+  GuardPolicy defaults;  // routes without a guard of their own, and calls no route matched
+  size_t max_text_bytes = 1u << 20;  // the HTTP API's largest text (413 past it)
+};
+
 struct RouteConfig {
   std::string name;
   MatchConfig match;
   std::string target;
   std::vector<std::string> fallbacks;  // tried in order when the target fails
   std::optional<CanaryConfig> canary;
+  std::optional<GuardPolicy> guard;  // unset = GuardConfig::defaults
 };
 
 struct HealthCheckConfig {
@@ -128,6 +167,7 @@ struct GatewayConfig {
   int64_t max_n = 8;
   size_t max_response_bytes = 64u << 20;     // a whole answer from an upstream
   size_t max_stream_queue_bytes = 1u << 20;  // written to a slow client and not yet sent
+  GuardConfig guard;
 };
 
 // Checks names are unique and every reference resolves (targets, upstreams, fallbacks, canary
@@ -137,6 +177,9 @@ Status Validate(const GatewayConfig& config);
 // The canary policy of a route with a canary (baseline, the route's target = arm 0; candidate =
 // arm 1). REQUIRES: route.canary.
 serve::CanaryPolicy CanaryPolicyFor(const RouteConfig& route);
+
+// The guard's policy for calls of `route` ("direct" and unknown names: the defaults).
+const GuardPolicy& GuardPolicyFor(const GatewayConfig& config, std::string_view route);
 
 // The resolved routing table as text, one rule and one target per line, for `rampart gateway
 // check` and the startup log.

@@ -142,7 +142,66 @@ Result<std::shared_ptr<const Runtime>> Gateway::Build(GatewayConfig config) {
     runtime->targets.emplace(target.name, std::move(built));
   }
   runtime->router = std::make_unique<Router>(cfg);
+  RETURN_IF_ERROR(BuildGuard(*runtime, previous.get()));
   return std::shared_ptr<const Runtime>(std::move(runtime));
+}
+
+Status Gateway::BuildGuard(Runtime& runtime, const Runtime* previous) {
+  const GatewayConfig& config = runtime.config;
+  const GuardConfig& settings = config.guard;
+  GuardRuntime& guard = runtime.guard;
+  guard.config = &config;
+  const GuardConfig* before = previous ? &previous->config.guard : nullptr;
+  if (!options_.detector_factory) {
+    const bool wanted = [&config] {
+      if (config.guard.defaults.input != GuardMode::kOff ||
+          config.guard.defaults.output != GuardMode::kOff) {
+        return true;
+      }
+      for (const RouteConfig& route : config.routes) {
+        if (route.guard &&
+            (route.guard->input != GuardMode::kOff || route.guard->output != GuardMode::kOff)) {
+          return true;
+        }
+      }
+      return false;
+    }();
+    if (wanted) return InvalidArgument("guard: this gateway was built without a PII detector");
+  } else if (before && previous->guard.detector &&
+             before->internal_domains == settings.internal_domains &&
+             before->internal_path_roots == settings.internal_path_roots) {
+    guard.detector = previous->guard.detector;
+  } else {
+    guard::DetectorOptions options;
+    options.internal_domains = settings.internal_domains;
+    options.internal_path_roots = settings.internal_path_roots;
+    Result<std::unique_ptr<guard::Detector>> detector = options_.detector_factory(options);
+    if (!detector.ok()) return detector.status().WithContext("guard");
+    guard.detector = std::move(detector).value();
+  }
+  if (before && previous->guard.keys && before->key_file == settings.key_file) {
+    guard.keys = previous->guard.keys;
+  } else if (!settings.key_file.empty()) {
+    Result<guard::GuardKeys> keys = guard::GuardKeys::FromFile(settings.key_file);
+    if (!keys.ok()) return keys.status().WithContext("guard.key_file");
+    guard.keys = std::make_shared<const guard::GuardKeys>(*keys);
+  } else {
+    std::lock_guard lock(mutex_);
+    if (!generated_keys_) {
+      generated_keys_ = std::make_shared<const guard::GuardKeys>(guard::GuardKeys::Generate());
+      LOG_WARN(
+          "gateway: guard.key_file is not set: the guard's key was generated at start, so hashes "
+          "and tokens made now do not survive a restart");
+    }
+    guard.keys = generated_keys_;
+  }
+  guard.tenant_keys = guard.keys->ForTenant(guard::kDefaultTenant);
+  return Status::Ok();
+}
+
+std::shared_ptr<const GuardRuntime> Gateway::guard() const {
+  std::shared_ptr<const Runtime> current = runtime();
+  return std::shared_ptr<const GuardRuntime>(current, &current->guard);
 }
 
 std::shared_ptr<const Runtime> Gateway::runtime() const {

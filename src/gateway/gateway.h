@@ -24,6 +24,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "gateway/config.h"
+#include "gateway/guard_stages.h"
 #include "gateway/metrics.h"
 #include "gateway/pool.h"
 #include "gateway/router.h"
@@ -40,6 +41,9 @@ struct GatewayOptions {
   int client_threads = 1;  // the HTTP client's I/O threads
   // Serves targets with `local_model`; null when the gateway runs without a model repository.
   serve::InferenceServer* local = nullptr;
+  // Makes the PII guard's Detector (guard::Detector::Create); unset, the gateway has no guard:
+  // a config that turns it on is invalid, and the guard API answers 503.
+  DetectorFactory detector_factory;
 };
 
 // One upstream as calls use it.
@@ -62,6 +66,7 @@ struct Runtime {
   std::unique_ptr<Router> router;
   std::map<std::string, UpstreamRuntime> upstreams;
   std::map<std::string, TargetRuntime> targets;
+  GuardRuntime guard;  // its config points at `config`
 
   const TargetRuntime* FindTarget(const std::string& name) const {
     auto found = targets.find(name);
@@ -108,11 +113,17 @@ class Gateway {
   // Upstream name -> available now.
   std::vector<std::pair<std::string, bool>> UpstreamHealth() const;
 
+  // The guard in force (kept alive by the pointer), for the guard's HTTP API.
+  std::shared_ptr<const GuardRuntime> guard() const;
+  GatewayMetrics& metrics() { return metrics_; }
+
  private:
   Gateway(GatewayOptions options, metrics::Registry& registry);
 
   Result<std::shared_ptr<const Runtime>> Build(GatewayConfig config);
   Result<net::HttpClient*> ClientFor(const UpstreamConfig& upstream);
+  // The guard of a new runtime: the detector and keys of `previous` where their settings stay.
+  Status BuildGuard(Runtime& runtime, const Runtime* previous);
   std::shared_ptr<const Runtime> runtime() const;
   void ScheduleHealthChecks();
   void CheckHealth();
@@ -129,6 +140,8 @@ class Gateway {
   // HTTP clients by TLS settings (CA, certificate, key) and connection limit; kept for the
   // gateway's life.
   std::map<std::string, std::unique_ptr<net::HttpClient>> clients_;  // guarded by mutex_
+  // The master key made at start when no key file is configured; kept across reloads.
+  std::shared_ptr<const guard::GuardKeys> generated_keys_;  // guarded by mutex_
   std::atomic<bool> stopping_{false};
 };
 

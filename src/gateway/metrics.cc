@@ -69,7 +69,15 @@ GatewayMetrics::GatewayMetrics(metrics::Registry& registry)
       upstream_healthy(registry.Gauge("rampart_gateway_upstream_healthy",
                                       "1 while an upstream takes calls (health checks pass, not "
                                       "ejected), else 0",
-                                      {"upstream"})) {}
+                                      {"upstream"})),
+      guard_entities(registry.Counter("rampart_guard_entities_total",
+                                      "PII and data-leak entities the guard found, by type, "
+                                      "direction (input, output, api) and action (redacted, "
+                                      "blocked, detected)",
+                                      {"type", "direction", "action"})),
+      guard_blocked(registry.Counter("rampart_guard_blocked_requests_total",
+                                     "Calls the guard refused (a blocked entity type found)",
+                                     {"route"})) {}
 
 void GatewayMetrics::CollectHealth(
     metrics::Registry& registry, std::function<std::vector<std::pair<std::string, bool>>()> read) {

@@ -12,6 +12,9 @@
 //   rampart_gateway_inter_token_latency_seconds{model}          histogram
 //   rampart_gateway_overhead_seconds{operation}                 the gateway's own time per call
 //   rampart_gateway_upstream_healthy{upstream}                  1 available, 0 not (at scrape)
+//   rampart_guard_entities_total{type,direction,action}          PII entities the guard found;
+//                          direction input | output | api, action redacted | blocked | detected
+//   rampart_guard_blocked_requests_total{route}                  calls the guard refused
 //
 // Thread-safe; children are looked up per call (a mutex and a map lookup each).
 
@@ -39,6 +42,8 @@ class GatewayMetrics {
   metrics::HistogramFamily& inter_token_latency;
   metrics::HistogramFamily& overhead;
   metrics::GaugeFamily& upstream_healthy;
+  metrics::CounterFamily& guard_entities;
+  metrics::CounterFamily& guard_blocked;
 
   // Sets upstream_healthy at every scrape from `read` (upstream name -> available now).
   void CollectHealth(metrics::Registry& registry,

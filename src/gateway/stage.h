@@ -3,20 +3,23 @@
 // The gateway's request pipeline: named stages in one fixed order (Envoy's filter chain is the
 // model).
 //
-//   parse -> authenticate -> authorise -> quota -> guard_input -> route -> call
+//   parse -> authenticate -> authorise -> quota -> route -> guard_input -> call
 //         -> guard_output -> account -> audit
 //
 // A stage sees the call on its way in (OnRequest, in this order) and may change it or end it
 // with an error answer; `call` is the gateway's own step (an upstream or a local model answers);
 // the stages after it see each piece of the answer on its way out (OnAnswer: the whole body
-// once, or every event of a stream as it passes, so a stream is never collected), and every
-// stage is told once when the call has ended, however it ended (OnComplete, in reverse order).
+// once, or every event of a stream as it passes, so a stream is never collected; OnAnswerEnd
+// once a stream has all arrived, to send what they held back), and every stage is told once
+// when the call has ended, however it ended (OnComplete, in reverse order). `route` runs before
+// `guard_input` because the guard's policy is the route's.
 // Stage order is owned here (kStageOrder) and nowhere else; a Pipeline takes one Stage per name.
 //
 // Stages are shared by all calls and run on I/O threads: they must be thread-safe and never
 // block.
 
 #include <array>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -31,9 +34,19 @@
 
 namespace rampart::gateway {
 
+struct GuardRuntime;      // guard_stages.h
+struct GuardStreamState;  // guard_stages.cc: one streamed answer's redactors
+
+// What the guard found in one call, by entity type (static names), for the access log.
+struct GuardFindings {
+  std::map<std::string_view, int> input;
+  std::map<std::string_view, int> output;
+  bool blocked = false;
+};
+
 inline constexpr std::array<std::string_view, 10> kStageOrder = {
-    "parse", "authenticate", "authorise",    "quota",   "guard_input",
-    "route", "call",         "guard_output", "account", "audit"};
+    "parse",       "authenticate", "authorise",    "quota",   "route",
+    "guard_input", "call",         "guard_output", "account", "audit"};
 // Stages before this index run on the way in; after it, on the way out.
 inline constexpr size_t kCallStage = 6;
 
@@ -45,11 +58,14 @@ struct CallContext {
   std::string request_id;
   std::string trace_id;
   SteadyTime received{};
-  const Router* router = nullptr;  // the routing table in force when the call began
-  ParseLimits limits;              // the config's limits (max_n) in force when the call began
-  OpenAiRequest request;           // parse
-  std::string error_param;         // parse: the field at fault, when it failed
-  RoutePlan plan;                  // route
+  const Router* router = nullptr;       // the routing table in force when the call began
+  ParseLimits limits;                   // the config's limits (max_n) in force when the call began
+  OpenAiRequest request;                // parse
+  std::string error_param;              // parse: the field at fault, when it failed
+  RoutePlan plan;                       // route
+  const GuardRuntime* guard = nullptr;  // the guard in force when the call began
+  GuardFindings guard_findings;         // guard_input, guard_output
+  std::shared_ptr<GuardStreamState> guard_stream;  // guard_output, for a streamed answer
 
   // The outcome, filled as the call goes.
   std::string target;          // the logical model that answered (or was tried last)
@@ -85,6 +101,14 @@ class Stage {
     (void)data;
     return Status::Ok();
   }
+  // Once, when a streamed answer has all arrived and before its [DONE] goes out: may append
+  // events' data (without the framing) to send first; each then passes the later stages'
+  // OnAnswer. A non-OK status ends the stream with an error event instead of [DONE].
+  virtual Status OnAnswerEnd(CallContext& call, std::vector<std::string>& events) {
+    (void)call;
+    (void)events;
+    return Status::Ok();
+  }
   // Once, when the call has ended (answered, failed, or the caller went away).
   virtual void OnComplete(const CallContext& call) { (void)call; }
 };
@@ -110,6 +134,9 @@ class Pipeline {
   Status Request(CallContext& call) const;
   // Runs the stages after `call` on one piece of the answer.
   Status Answer(CallContext& call, std::string& data) const;
+  // A streamed answer has all arrived: the events the stages after `call` add before [DONE]
+  // (OnAnswerEnd), each passed through the stages after the one that added it.
+  Result<std::vector<std::string>> AnswerEnd(CallContext& call) const;
   // Tells every stage the call has ended, last stage first.
   void Complete(const CallContext& call) const;
 

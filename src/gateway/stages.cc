@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "core/logging.h"
+#include "gateway/guard_stages.h"
 #include "json/writer.h"
 
 namespace rampart::gateway {
@@ -115,6 +116,25 @@ class AccountStage final : public Stage {
     line.Double(static_cast<double>(call.upstream_ns) / 1e6);
     line.Key("gateway_ms");
     line.Double(static_cast<double>(call.gateway_ns) / 1e6);
+    const GuardFindings& found = call.guard_findings;
+    if (!found.input.empty() || !found.output.empty() || found.blocked) {
+      // Types and counts, never the values.
+      line.Key("guard");
+      line.StartObject();
+      for (const auto& [direction, counts] :
+           {std::pair{"input", &found.input}, std::pair{"output", &found.output}}) {
+        line.Key(direction);
+        line.StartObject();
+        for (const auto& [type, count] : *counts) {
+          line.Key(type);
+          line.Int64(count);
+        }
+        line.EndObject();
+      }
+      line.Key("blocked");
+      line.Bool(found.blocked);
+      line.EndObject();
+    }
     line.EndObject();
     return line.Take();
   }
@@ -135,11 +155,12 @@ std::unique_ptr<Stage> MakeAccountStage(GatewayMetrics& metrics, bool access_log
 Pipeline StandardPipeline(GatewayMetrics& metrics, bool access_log) {
   std::vector<std::unique_ptr<Stage>> stages;
   stages.push_back(MakeParseStage());
-  for (std::string_view name : {"authenticate", "authorise", "quota", "guard_input"}) {
+  for (std::string_view name : {"authenticate", "authorise", "quota"}) {
     stages.push_back(std::make_unique<PassThroughStage>(name));
   }
   stages.push_back(MakeRouteStage());
-  stages.push_back(std::make_unique<PassThroughStage>("guard_output"));
+  stages.push_back(MakeGuardInputStage(metrics));
+  stages.push_back(MakeGuardOutputStage(metrics));
   stages.push_back(MakeAccountStage(metrics, access_log));
   stages.push_back(std::make_unique<PassThroughStage>("audit"));
   return Pipeline(std::move(stages));
@@ -167,6 +188,21 @@ Status Pipeline::Answer(CallContext& call, std::string& data) const {
     RETURN_IF_ERROR(stages_[i]->OnAnswer(call, data));
   }
   return Status::Ok();
+}
+
+Result<std::vector<std::string>> Pipeline::AnswerEnd(CallContext& call) const {
+  std::vector<std::string> all;
+  for (size_t i = kCallStage; i < stages_.size(); ++i) {
+    std::vector<std::string> added;
+    RETURN_IF_ERROR(stages_[i]->OnAnswerEnd(call, added));
+    for (std::string& event : added) {
+      for (size_t later = i + 1; later < stages_.size(); ++later) {
+        RETURN_IF_ERROR(stages_[later]->OnAnswer(call, event));
+      }
+      all.push_back(std::move(event));
+    }
+  }
+  return all;
 }
 
 void Pipeline::Complete(const CallContext& call) const {

@@ -1,7 +1,8 @@
 #pragma once
 
-// The stages this module implements: parse (the OpenAI request), route (the Router's plan) and
-// account (metrics and the access log). The others are PassThroughStage until built.
+// The stages this module implements: parse (the OpenAI request), route (the Router's plan),
+// guard_input and guard_output (the PII guard: guard_stages.h) and account (metrics and the
+// access log). The others are PassThroughStage until built.
 
 #include <memory>
 

@@ -95,3 +95,85 @@ TEST(GatewayConfig, NamesUnknownKeysAndWrongTypes) {
 
 }  // namespace
 }  // namespace rampart::app
+
+namespace rampart::app {
+namespace {
+
+TEST(GatewayConfig, ReadsTheGuardAndEachRoutesOverTheDefaults) {
+  const std::string path = WriteTemp(R"(
+gateway:
+  upstreams: [{name: a, url: "http://10.0.0.5:8000/v1"}]
+  models: [{name: m, endpoints: [{upstream: a}]}]
+  routes:
+    - name: strict
+      match: {models: [strict]}
+      target: m
+      guard: {output: mask, block: [SECRET, CN_RESIDENT_ID], operators: {EMAIL_ADDRESS: hash,
+              CN_MOBILE: "mask:3:2"}, types: [EMAIL_ADDRESS, CN_MOBILE, SECRET, CN_RESIDENT_ID]}
+    - {name: plain, match: {models: [plain]}, target: m}
+  guard:
+    key_file: /etc/rampart/guard.key
+    internal_domains: [corp.example.com]
+    internal_path_roots: [/srv/secret]
+    max_text_bytes: 65536
+    defaults: {input: redact, output: detect}
+)");
+  Result<gateway::GatewayConfig> config = LoadGatewayConfig(path);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  const gateway::GuardConfig& guard = config->guard;
+  EXPECT_EQ(guard.key_file, "/etc/rampart/guard.key");
+  EXPECT_EQ(guard.internal_domains, std::vector<std::string>{"corp.example.com"});
+  EXPECT_EQ(guard.internal_path_roots, std::vector<std::string>{"/srv/secret"});
+  EXPECT_EQ(guard.max_text_bytes, 65536u);
+  EXPECT_EQ(guard.defaults.input, gateway::GuardMode::kRedact);
+  EXPECT_EQ(guard.defaults.output, gateway::GuardMode::kDetect);
+  ASSERT_TRUE(config->routes[0].guard.has_value());
+  const gateway::GuardPolicy& strict = *config->routes[0].guard;
+  EXPECT_EQ(strict.input, gateway::GuardMode::kRedact);  // from the defaults
+  EXPECT_EQ(strict.output, gateway::GuardMode::kMask);
+  EXPECT_EQ(strict.block, (std::vector<std::string>{"SECRET", "CN_RESIDENT_ID"}));
+  EXPECT_EQ(strict.operators.at("EMAIL_ADDRESS").kind, guard::OperatorKind::kHash);
+  EXPECT_EQ(strict.operators.at("CN_MOBILE"),
+            (guard::Operator{.kind = guard::OperatorKind::kMask, .keep_first = 3, .keep_last = 2}));
+  EXPECT_FALSE(config->routes[1].guard.has_value());
+  EXPECT_EQ(&gateway::GuardPolicyFor(*config, "plain"), &guard.defaults);
+  EXPECT_TRUE(gateway::Validate(*config).ok());
+  const std::string described = gateway::DescribeRoutes(*config);
+  EXPECT_NE(described.find("route strict: guard input redact, output mask, block [SECRET, "
+                           "CN_RESIDENT_ID], operators {CN_MOBILE: mask:3:2, EMAIL_ADDRESS: hash}"),
+            std::string::npos)
+      << described;
+  EXPECT_NE(described.find("guard defaults: input redact, output detect; key from "
+                           "/etc/rampart/guard.key"),
+            std::string::npos)
+      << described;
+}
+
+TEST(GatewayConfig, NamesWhatIsWrongInTheGuard) {
+  const struct {
+    std::string_view yaml;
+    std::string_view error;
+  } cases[] = {
+      {"gateway: {guard: {keyfile: x}}", "unknown key 'gateway.guard.keyfile'"},
+      {"gateway: {guard: {defaults: {input: scrub}}}", "unknown guard mode 'scrub'"},
+      {"gateway: {guard: {defaults: {operators: {CN_MOBILE: erase}}}}",
+       "gateway.guard.defaults.operators.CN_MOBILE"},
+      {"gateway: {guard: {defaults: {inputs: redact}}}",
+       "unknown key 'gateway.guard.defaults.inputs'"},
+  };
+  for (const auto& test : cases) {
+    Result<gateway::GatewayConfig> config = LoadGatewayConfig(WriteTemp(std::string(test.yaml)));
+    ASSERT_FALSE(config.ok()) << test.yaml;
+    EXPECT_NE(config.status().message().find(test.error), std::string::npos)
+        << config.status().message();
+  }
+  gateway::GatewayConfig config;
+  config.guard.defaults.block = {"PASSPORT"};
+  const Status invalid = gateway::Validate(config);
+  EXPECT_NE(invalid.message().find("guard.defaults: block: unknown entity type 'PASSPORT'"),
+            std::string::npos)
+      << invalid.message();
+}
+
+}  // namespace
+}  // namespace rampart::app

@@ -49,9 +49,9 @@ TEST(PipelineTest, OwnsTheOrder) {
   ASSERT_TRUE(pipeline.Answer(call, data).ok());
   pipeline.Complete(call);
   EXPECT_EQ(log, (std::vector<std::string>{
-                     "in:parse", "in:authenticate", "in:authorise", "in:quota", "in:guard_input",
-                     "in:route", "out:guard_output", "out:account", "out:audit", "done:audit",
-                     "done:account", "done:guard_output", "done:route", "done:guard_input",
+                     "in:parse", "in:authenticate", "in:authorise", "in:quota", "in:route",
+                     "in:guard_input", "out:guard_output", "out:account", "out:audit", "done:audit",
+                     "done:account", "done:guard_output", "done:guard_input", "done:route",
                      "done:quota", "done:authorise", "done:authenticate", "done:parse"}));
   EXPECT_EQ(data, "x+guard_output+account+audit");
 }

@@ -1,0 +1,39 @@
+#pragma once
+
+// The PII guard's HTTP API, under /v1/guard on the HTTP listener (routed from OpenAiHttp):
+//
+//   POST /v1/guard/pii/detect   {"text", "types"?}      ->
+//   {"entities":[{type,text,start,end,score}]} POST /v1/guard/pii/redact   {"text", "operators"?}
+//   -> {"text","entities":[{type,start,end,
+//                                                           score,operator,replacement}]}
+//   POST /v1/guard/pii/restore  {"text"}                -> {"text"} with every token reversed
+//
+// Offsets are bytes of the UTF-8 text sent. `operators` maps a type to an operator ("mask",
+// "mask:3:4", "hash", ...); types it leaves out get their defaults (guard::DefaultOperator). Keys
+// are the gateway's for tenant "default". There is no authorisation yet: anyone who reaches the
+// listener can restore tokens (docs/guard.md). Errors in OpenAI's shape: 400 for a bad body,
+// invalid UTF-8 or a blocked type, 413 for a text over gateway.guard.max_text_bytes, 503 when
+// the gateway has no detector. Handle runs on an HTTP I/O thread; detection is linear in the
+// text, bounded by max_text_bytes.
+
+#include <string_view>
+
+#include "gateway/gateway.h"
+#include "net/http_server.h"
+
+namespace rampart::api {
+
+class GuardHttp {
+ public:
+  explicit GuardHttp(gateway::Gateway& gateway) : gateway_(gateway) {}
+
+  // Whether `path` is this API's (/v1/guard and below).
+  static bool Owns(std::string_view path);
+  // The answer to a request of this API (without x-request-id, which the caller adds).
+  net::HttpResponse Answer(const net::HttpRequest& request);
+
+ private:
+  gateway::Gateway& gateway_;
+};
+
+}  // namespace rampart::api

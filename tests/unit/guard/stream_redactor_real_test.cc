@@ -1,0 +1,78 @@
+// The stream redactor against the real detector: texts of the labelled corpus (every entity
+// type, look-alikes, near-misses) split at every byte, and in small pieces, redact exactly as
+// the whole text does.
+
+#include <gtest/gtest.h>
+
+#include "guard/corpus.h"
+#include "guard/stream_redactor.h"
+
+namespace rampart::guard {
+namespace {
+
+class StreamRedactorRealTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    DetectorOptions options;
+    options.internal_domains = {"corp.example.com"};
+    options.internal_path_roots = {"/srv/secret"};
+    options.force_re2 = GetParam();
+    Result<std::unique_ptr<Detector>> detector = Detector::Create(options);
+    ASSERT_TRUE(detector.ok()) << detector.status().ToString();
+    detector_ = std::move(detector).value();
+  }
+
+  std::string Whole(std::string_view text) {
+    return Redact(text, detector_->Detect(text).value(), operators_, keys_).text;
+  }
+
+  std::string Stream(std::string_view text, const std::vector<size_t>& cuts) {
+    StreamRedactor redactor(*detector_, operators_, keys_);
+    std::string out;
+    size_t from = 0;
+    for (size_t cut : cuts) {
+      out += redactor.Push(text.substr(from, cut - from)).value();
+      from = cut;
+    }
+    out += redactor.Push(text.substr(from)).value();
+    out += redactor.Finish().value();
+    return out;
+  }
+
+  std::unique_ptr<Detector> detector_;
+  OperatorChoice operators_;
+  TenantKeys keys_ = GuardKeys::FromBytes(std::string(32, 'r')).value().ForTenant("t");
+};
+
+TEST_P(StreamRedactorRealTest, EverySplitOfTheCorpusEqualsTheWholeRedaction) {
+  const std::vector<testing::Sample> corpus = testing::MakeCorpus(7, 200);
+  size_t mismatches = 0;
+  for (const testing::Sample& sample : corpus) {
+    const std::string expected = Whole(sample.text);
+    for (size_t split = 0; split <= sample.text.size(); ++split) {
+      const std::string streamed = Stream(sample.text, {split});
+      if (streamed != expected && ++mismatches <= 5) {
+        ADD_FAILURE() << "split at " << split << " of: " << sample.text
+                      << "\n  whole:    " << expected << "\n  streamed: " << streamed;
+      }
+    }
+    std::vector<size_t> small;
+    for (size_t cut = 3; cut < sample.text.size(); cut += 3) small.push_back(cut);
+    EXPECT_EQ(Stream(sample.text, small), expected) << sample.text;
+  }
+  EXPECT_EQ(mismatches, 0u);
+}
+
+TEST_P(StreamRedactorRealTest, HoldsLittleOfOrdinaryText) {
+  StreamRedactor redactor(*detector_, operators_, keys_);
+  for (std::string_view piece : {"你好，请问", "今天的天气", "怎么样？ ", "It is sunny today. "}) {
+    EXPECT_EQ(redactor.Push(piece).value(), piece);
+    EXPECT_EQ(redactor.held_bytes(), 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, StreamRedactorRealTest, ::testing::Values(false, true),
+                         [](const auto& engine) { return engine.param ? "re2" : "hyperscan"; });
+
+}  // namespace
+}  // namespace rampart::guard
