@@ -76,7 +76,7 @@ Status ReadUpstream(const YAML::Node& node, std::string_view where,
       CheckKeys(node, where,
                 {"name", "url", "engine", "api_key", "api_key_env", "headers", "health_path",
                  "ca_file", "cert_file", "key_file", "connect_timeout_ms", "first_byte_timeout_ms",
-                 "idle_timeout_ms", "max_connections"}));
+                 "idle_timeout_ms", "max_connections", "ask_stream_usage"}));
   RETURN_IF_ERROR(Read(node, "name", where, upstream.name));
   RETURN_IF_ERROR(Read(node, "url", where, upstream.url));
   std::string engine = "openai";

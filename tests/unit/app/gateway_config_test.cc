@@ -24,7 +24,8 @@ server: {model_repository: /models}
 gateway:
   upstreams:
     - {name: a, url: "http://10.0.0.5:8000/v1", engine: vllm, api_key_env: RAMPART_TEST_KEY,
-       headers: {X-Org: fin}, first_byte_timeout_ms: 1500}
+       headers: {X-Org: fin}, first_byte_timeout_ms: 1500, ask_stream_usage: false,
+       max_connections: 64}
     - {name: cloud, url: "https://api.example.com/v1", api_key: k}
   models:
     - name: fin
@@ -54,6 +55,8 @@ gateway:
   EXPECT_EQ(config->upstreams[0].api_key, "secret-from-env");
   EXPECT_EQ(config->upstreams[0].headers.at("X-Org"), "fin");
   EXPECT_EQ(config->upstreams[0].first_byte_timeout.count(), 1500);
+  EXPECT_FALSE(config->upstreams[0].ask_stream_usage);
+  EXPECT_EQ(config->upstreams[0].max_connections, 64u);
   ASSERT_EQ(config->targets.size(), 3u);
   EXPECT_EQ(config->targets[0].endpoints[0].weight, 3);
   EXPECT_EQ(config->targets[2].local_model, "text_embedding");
