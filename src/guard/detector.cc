@@ -10,6 +10,7 @@
 #include "guard/normalize.h"
 #include "guard/patterns.h"
 #include "guard/scanner.h"
+#include "guard/starts.h"
 
 namespace rampart::guard {
 namespace {
@@ -25,19 +26,32 @@ constexpr TypeBound kBounds[] = {
     {kInternalEndpoint, 1024},
 };
 
-// What the scan's callback fills: validated candidates, in normalised offsets.
+// What the scan's callback fills: validated candidates, in normalised offsets, and the ends of
+// the key assignments' keys (their values are read after the scan).
 struct ScanState {
   const std::vector<Pattern>* patterns;
   std::string_view text;
   bool all_ends;
   std::vector<Candidate> candidates;
+  std::vector<size_t> key_ends;
 };
 
-void OnMatch(void* context, uint32_t pattern, size_t start, size_t end) {
+void OnMatch(void* context, uint32_t id, size_t start, size_t end) {
   auto* state = static_cast<ScanState*>(context);
+  const Pattern& pattern = (*state->patterns)[id];
+  if (pattern.shape == Shape::kKeyAssignment) {
+    state->key_ends.push_back(end);
+    return;
+  }
+  if (state->all_ends) {
+    // Hyperscan: every end, no start. Most ends are inside a longer run; the rest get the start
+    // leftmost-start tracking would have given.
+    if (!EndMayClose(pattern.shape, state->text, end)) return;
+    start = LeftmostStart(pattern, state->text, end);
+    if (start == kNoStart) return;
+  }
   Candidate candidate;
-  if (!ValidateMatch((*state->patterns)[pattern].shape, state->text, start, end, state->all_ends,
-                     &candidate)) {
+  if (!ValidateMatch(pattern.shape, state->text, start, end, state->all_ends, &candidate)) {
     return;
   }
   // Hyperscan proposes the same span again for every pattern shape that covers it.
@@ -68,8 +82,9 @@ class DetectorImpl final : public Detector {
       return InvalidArgument("text is not valid UTF-8");
     }
     NormalizedText normalized(text);
-    ScanState state{&patterns_, normalized.text(), scanner_->reports_all_ends(), {}};
+    ScanState state{&patterns_, normalized.text(), scanner_->reports_all_ends(), {}, {}};
     RETURN_IF_ERROR(scanner_->Scan(normalized.text(), &OnMatch, &state));
+    AddKeyAssignments(normalized.text(), &state.key_ends, &state.candidates);
 
     // Back to original offsets; context words; the length bound.
     std::vector<Entity> found;
