@@ -458,6 +458,10 @@ int Specificity(std::string_view type) {
       kSecret,     kCnResidentId, kCnUscc,           kIbanCode, kPaymentCard,
       kCnPassport, kEmailAddress, kInternalEndpoint, kCnMobile, kUsSsn,
       kMacAddress, kIpAddress,    kPhoneNumber};
+  // The detector passes the type constants themselves: compare their addresses first.
+  for (int i = 0; i < static_cast<int>(std::size(kOrder)); ++i) {
+    if (kOrder[i].data() == type.data() && kOrder[i].size() == type.size()) return i;
+  }
   for (int i = 0; i < static_cast<int>(std::size(kOrder)); ++i) {
     if (kOrder[i] == type) return i;
   }
