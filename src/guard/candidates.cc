@@ -1,5 +1,7 @@
 #include "guard/candidates.h"
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "guard/detector.h"
@@ -394,7 +396,8 @@ bool ValidateMatch(Shape shape, std::string_view text, size_t s, size_t e, bool 
     case Shape::kEmail: return Email(text, s, e, c);
     case Shape::kPhone: return Phone(text, s, e, c);
     case Shape::kIpv4: return Ipv4(text, s, e, c);
-    case Shape::kIpv6: return Ipv6(text, s, e, c);
+    case Shape::kIpv6:
+    case Shape::kIpv6WithIpv4: return Ipv6(text, s, e, c);
     case Shape::kMac: return Mac(text, s, e, c);
     case Shape::kIban: return Iban(text, s, e, all_ends, c);
     case Shape::kSsn: return Ssn(text, s, e, c);
@@ -411,23 +414,41 @@ bool ValidateMatch(Shape shape, std::string_view text, size_t s, size_t e, bool 
       return Token(text, value, e, c, /*jwt_ok=*/true);
     }
     case Shape::kJwt: return Jwt(text, s, e, c);
-    case Shape::kKeyAssignment: {
-      // The value: after the ':' or '=', blanks and an opening quote.
-      size_t value = s;
-      while (value < e && text[value] != ':' && text[value] != '=') ++value;
-      ++value;
-      while (value < e && (text[value] == ' ' || text[value] == '\t' || text[value] == '"' ||
-                           text[value] == '\'')) {
-        ++value;
-      }
-      return value < e && Token(text, value, e, c, /*jwt_ok=*/true);
-    }
+    case Shape::kKeyAssignment: return false;  // AddKeyAssignments
     case Shape::kInternalHost: return InternalHost(text, s, e, c);
     case Shape::kInternalUrlIpv4: return InternalUrlIpv4(text, s, e, c);
     case Shape::kInternalUrlIpv6: return InternalUrlIpv6(text, s, e, c);
     case Shape::kInternalPath: return InternalPath(text, s, e, c);
   }
   return false;
+}
+
+void AddKeyAssignments(std::string_view text, std::vector<size_t>* key_ends,
+                       std::vector<Candidate>* candidates) {
+  constexpr size_t kMostValue = 8192;  // MaxEntityBytes(SECRET); normalised bytes are fewer
+  auto is_value = [](char ch) {
+    return IsAlnum(ch) || (ch != '\0' && std::strchr("!#$%&*+-./=?@^_|~", ch) != nullptr);
+  };
+  std::sort(key_ends->begin(), key_ends->end());
+  size_t run_end = 0;  // the end of the value run of the last key read
+  for (size_t key_end : *key_ends) {
+    size_t value = key_end;
+    for (int blanks = 0; blanks < 4 && (At(text, value) == ' ' || At(text, value) == '\t');
+         ++blanks) {
+      ++value;
+    }
+    if (At(text, value) == '"' || At(text, value) == '\'') ++value;
+    if (value < run_end) continue;  // in the value of an earlier key: that key's match
+    size_t end = value;
+    while (end < text.size() && is_value(text[end])) ++end;
+    run_end = end;
+    size_t last = std::min(end, value + kMostValue);
+    Candidate candidate;
+    for (size_t e = value + 8; e <= last; ++e) {
+      if (e < end && IsTokenChar(text[e])) continue;
+      if (Token(text, value, e, &candidate, /*jwt_ok=*/true)) candidates->push_back(candidate);
+    }
+  }
 }
 
 int Specificity(std::string_view type) {
@@ -437,6 +458,10 @@ int Specificity(std::string_view type) {
       kSecret,     kCnResidentId, kCnUscc,           kIbanCode, kPaymentCard,
       kCnPassport, kEmailAddress, kInternalEndpoint, kCnMobile, kUsSsn,
       kMacAddress, kIpAddress,    kPhoneNumber};
+  // The detector passes the type constants themselves: compare their addresses first.
+  for (int i = 0; i < static_cast<int>(std::size(kOrder)); ++i) {
+    if (kOrder[i].data() == type.data() && kOrder[i].size() == type.size()) return i;
+  }
   for (int i = 0; i < static_cast<int>(std::size(kOrder)); ++i) {
     if (kOrder[i] == type) return i;
   }

@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <string_view>
+#include <vector>
 
 #include "guard/patterns.h"
 
@@ -41,9 +42,20 @@ struct Candidate {
 // Validates the match [start, end) of a pattern of `shape` in the normalised `text`.
 // `all_ends`: the scanner reports every end offset (Hyperscan), so a validator that finds the
 // entity's own end accepts only the match that ends there (each entity once). Returns false
-// for a look-alike.
+// for a look-alike, and for Shape::kKeyAssignment (see below).
 bool ValidateMatch(Shape shape, std::string_view text, size_t start, size_t end, bool all_ends,
                    Candidate* candidate);
+
+// Key assignments ("api_key=...", "password: '...'"): `key_ends` are the ends of the key
+// pattern's matches (just after the ':' or '='), in any order, repeats allowed. The value is
+// up to 4 blanks and an optional quote on: a run of at least 8 value characters
+// ([A-Za-z0-9!#$%&*+\-./=?@^_|~]) that looks random (or is a JWT). Within one run only the first
+// key counts (in "token=password=Xy..." the value is "password=Xy..."), and it is proposed at
+// every end where the next character is not a token character, as the whole pattern's matches
+// were. Values over 8192 bytes (the SECRET bound) are not proposed. Appends to `candidates`;
+// time linear in the text.
+void AddKeyAssignments(std::string_view text, std::vector<size_t>* key_ends,
+                       std::vector<Candidate>* candidates);
 
 // The specificity rank of a type: a span claimed by several types goes to the lowest rank.
 int Specificity(std::string_view type);

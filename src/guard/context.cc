@@ -43,7 +43,12 @@ char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + '
 
 const std::vector<std::string_view>& ContextWords(std::string_view type) {
   static const std::vector<std::string_view> kNone;
-  for (const auto& entry : Table()) {
+  const auto& table = Table();
+  // The detector passes the type constants themselves: compare their addresses first.
+  for (const auto& entry : table) {
+    if (entry.type.data() == type.data() && entry.type.size() == type.size()) return entry.words;
+  }
+  for (const auto& entry : table) {
     if (entry.type == type) return entry.words;
   }
   return kNone;
@@ -54,14 +59,15 @@ bool HasContextWord(std::string_view type, std::string_view text, size_t start, 
   if (words.empty()) return false;
   size_t from = start > kBefore ? start - kBefore : 0;
   size_t to = std::min(text.size(), end + kAfter);
-  // The window without the candidate itself, lower-cased.
-  std::string window;
-  window.reserve(to - from + 1);
-  for (size_t i = from; i < start; ++i) window.push_back(Lower(text[i]));
-  window.push_back('\n');
-  for (size_t i = end; i < to; ++i) window.push_back(Lower(text[i]));
+  // The window without the candidate itself, lower-cased (on the stack: this runs per candidate).
+  char buffer[kBefore + 1 + kAfter];
+  size_t size = 0;
+  for (size_t i = from; i < start; ++i) buffer[size++] = Lower(text[i]);
+  buffer[size++] = '\n';
+  for (size_t i = end; i < to; ++i) buffer[size++] = Lower(text[i]);
+  std::string_view window(buffer, size);
   for (std::string_view word : words) {
-    if (window.find(word) != std::string::npos) return true;
+    if (window.find(word) != std::string_view::npos) return true;
   }
   return false;
 }

@@ -10,6 +10,7 @@
 #include "guard/normalize.h"
 #include "guard/patterns.h"
 #include "guard/scanner.h"
+#include "guard/starts.h"
 
 namespace rampart::guard {
 namespace {
@@ -25,19 +26,32 @@ constexpr TypeBound kBounds[] = {
     {kInternalEndpoint, 1024},
 };
 
-// What the scan's callback fills: validated candidates, in normalised offsets.
+// What the scan's callback fills: validated candidates, in normalised offsets, and the ends of
+// the key assignments' keys (their values are read after the scan).
 struct ScanState {
   const std::vector<Pattern>* patterns;
   std::string_view text;
   bool all_ends;
   std::vector<Candidate> candidates;
+  std::vector<size_t> key_ends;
 };
 
-void OnMatch(void* context, uint32_t pattern, size_t start, size_t end) {
+void OnMatch(void* context, uint32_t id, size_t start, size_t end) {
   auto* state = static_cast<ScanState*>(context);
+  const Pattern& pattern = (*state->patterns)[id];
+  if (pattern.shape == Shape::kKeyAssignment) {
+    state->key_ends.push_back(end);
+    return;
+  }
+  if (state->all_ends) {
+    // Hyperscan: every end, no start. Most ends are inside a longer run; the rest get the start
+    // leftmost-start tracking would have given.
+    if (!EndMayClose(pattern.shape, state->text, end)) return;
+    start = LeftmostStart(pattern, state->text, end);
+    if (start == kNoStart) return;
+  }
   Candidate candidate;
-  if (!ValidateMatch((*state->patterns)[pattern].shape, state->text, start, end, state->all_ends,
-                     &candidate)) {
+  if (!ValidateMatch(pattern.shape, state->text, start, end, state->all_ends, &candidate)) {
     return;
   }
   // Hyperscan proposes the same span again for every pattern shape that covers it.
@@ -68,8 +82,9 @@ class DetectorImpl final : public Detector {
       return InvalidArgument("text is not valid UTF-8");
     }
     NormalizedText normalized(text);
-    ScanState state{&patterns_, normalized.text(), scanner_->reports_all_ends(), {}};
+    ScanState state{&patterns_, normalized.text(), scanner_->reports_all_ends(), {}, {}};
     RETURN_IF_ERROR(scanner_->Scan(normalized.text(), &OnMatch, &state));
+    AddKeyAssignments(normalized.text(), &state.key_ends, &state.candidates);
 
     // Back to original offsets; context words; the length bound.
     std::vector<Entity> found;
@@ -100,26 +115,63 @@ class DetectorImpl final : public Detector {
 
  private:
   // Each span once: the most specific type first, then the longest, then the earliest; a
-  // candidate overlapping one already chosen is dropped. Sorted by start.
+  // candidate overlapping one already chosen is dropped. Sorted by start. Candidates that
+  // overlap nothing (most of them) are kept as they are; the rule runs within each cluster of
+  // overlapping candidates, which gives what it gives over all of them at once (a candidate is
+  // only ever dropped for one that overlaps it).
   static std::vector<Entity> ResolveOverlaps(std::vector<Entity> found) {
     std::sort(found.begin(), found.end(), [](const Entity& a, const Entity& b) {
-      int sa = Specificity(a.type), sb = Specificity(b.type);
-      if (sa != sb) return sa < sb;
-      if (a.end - a.start != b.end - b.start) return a.end - a.start > b.end - b.start;
-      return a.start < b.start;
+      return a.start != b.start ? a.start < b.start : a.end < b.end;
+    });
+    std::vector<Entity> chosen;
+    chosen.reserve(found.size());
+    std::vector<Ranked> cluster;
+    for (size_t first = 0; first < found.size();) {
+      size_t last = first + 1;
+      size_t reach = found[first].end;
+      while (last < found.size() && found[last].start < reach) {
+        reach = std::max(reach, found[last].end);
+        ++last;
+      }
+      if (last == first + 1) {
+        chosen.push_back(found[first]);
+      } else {
+        cluster.clear();
+        for (size_t i = first; i < last; ++i) {
+          cluster.push_back({Specificity(found[i].type), &found[i]});
+        }
+        ChooseInCluster(&cluster, &chosen);
+      }
+      first = last;
+    }
+    return chosen;
+  }
+
+  struct Ranked {
+    int specificity;
+    const Entity* entity;
+  };
+
+  // Appends the chosen entities of one cluster, sorted by start.
+  static void ChooseInCluster(std::vector<Ranked>* cluster, std::vector<Entity>* chosen) {
+    std::sort(cluster->begin(), cluster->end(), [](const Ranked& a, const Ranked& b) {
+      if (a.specificity != b.specificity) return a.specificity < b.specificity;
+      size_t la = a.entity->end - a.entity->start, lb = b.entity->end - b.entity->start;
+      if (la != lb) return la > lb;
+      return a.entity->start < b.entity->start;
     });
     std::map<size_t, size_t> taken;  // start -> end, not overlapping
-    std::vector<Entity> chosen;
-    for (const Entity& e : found) {
+    size_t from = chosen->size();
+    for (const Ranked& ranked : *cluster) {
+      const Entity& e = *ranked.entity;
       auto next = taken.lower_bound(e.start);
       if (next != taken.end() && next->first < e.end) continue;
       if (next != taken.begin() && std::prev(next)->second > e.start) continue;
       taken.emplace(e.start, e.end);
-      chosen.push_back(e);
+      chosen->push_back(e);
     }
-    std::sort(chosen.begin(), chosen.end(),
+    std::sort(chosen->begin() + static_cast<std::ptrdiff_t>(from), chosen->end(),
               [](const Entity& a, const Entity& b) { return a.start < b.start; });
-    return chosen;
   }
 
   DetectorOptions options_;
@@ -138,6 +190,12 @@ const std::vector<std::string_view>& AllEntityTypes() {
 }
 
 size_t MaxEntityBytes(std::string_view type) {
+  // The detector passes the type constants themselves: compare their addresses first.
+  for (const auto& entry : kBounds) {
+    if (entry.type.data() == type.data() && entry.type.size() == type.size()) {
+      return entry.max_bytes;
+    }
+  }
   for (const auto& entry : kBounds) {
     if (entry.type == type) return entry.max_bytes;
   }

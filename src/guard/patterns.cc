@@ -54,7 +54,7 @@ Result<std::vector<Pattern>> BuildPatterns(const DetectorOptions& options) {
       {Shape::kPhone, R"(\+[1-9]\d{0,2}(?:[ \-.]?\(\d{1,4}\))?(?:[ \-.]?\d){5,14})"},
       {Shape::kIpv4, R"(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})"},
       {Shape::kIpv6, hex + "{0,4}(?::" + hex + "{0,4}){2,7}"},
-      {Shape::kIpv6,
+      {Shape::kIpv6WithIpv4,
        hex + "{0,4}(?::" + hex + "{0,4}){1,6}:\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}"},
       {Shape::kMac, hex + "{2}(?::" + hex + "{2}){5}|" + hex + "{2}(?:-" + hex + "{2}){5}|" + hex +
                         "{4}\\." + hex + "{4}\\." + hex + "{4}"},
@@ -67,15 +67,15 @@ Result<std::vector<Pattern>> BuildPatterns(const DetectorOptions& options) {
       {Shape::kBearer, R"([Bb]earer[ \t]+[A-Za-z0-9\-._~+/]{8,}=*)", false, true},
       {Shape::kJwt, R"(eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*)", false, true},
       {Shape::kKeyAssignment,
-       R"((?:api[_\-]?key|access[_\-]?token|auth[_\-]?token|client[_\-]?secret|password|passwd|pwd|secret|token)["']?[ \t]{0,4}[:=][ \t]{0,4}["']?[A-Za-z0-9!#$%&*+\-./=?@^_|~]{8,})",
-       true, true},
+       R"((?:api[_\-]?key|access[_\-]?token|auth[_\-]?token|client[_\-]?secret|password|passwd|pwd|secret|token)["']?[ \t]{0,4}[:=])",
+       true},
   };
   for (const std::string& domain : options.internal_domains) {
     if (!IsHostName(domain)) {
       return InvalidArgument("internal domain '{}' is not a host name", domain);
     }
     patterns.push_back(
-        {Shape::kInternalHost, "(?:[A-Za-z0-9\\-]+\\.)*" + Escape(domain), true, true});
+        {Shape::kInternalHost, "(?:[A-Za-z0-9\\-]+\\.)*" + Escape(domain), true, true, domain});
   }
   // Private, loopback and link-local addresses inside URLs (with an optional user part).
   patterns.push_back(
@@ -88,8 +88,8 @@ Result<std::vector<Pattern>> BuildPatterns(const DetectorOptions& options) {
     }
     std::string trimmed = root;
     while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
-    patterns.push_back(
-        {Shape::kInternalPath, Escape(trimmed) + "(?:/[A-Za-z0-9._~%+@=\\-/]*)?", false, true});
+    patterns.push_back({Shape::kInternalPath, Escape(trimmed) + "(?:/[A-Za-z0-9._~%+@=\\-/]*)?",
+                        false, true, trimmed});
   }
   return patterns;
 }

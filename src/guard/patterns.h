@@ -4,10 +4,11 @@
 // RE2 and the benchmark's naive std::regex baseline. A pattern only proposes candidates; the
 // validators in candidates.cc decide (check digits, ranges, context, where a candidate ends).
 //
-// Every pattern is bounded except those marked `unbounded` (e-mail, Bearer, JWT, key
-// assignments, internal hosts and paths: Hyperscan's leftmost-start tracking cannot compile
-// their bounded forms), whose validators cap the length; none uses look-around or
-// back-references (Hyperscan has neither).
+// Every pattern is bounded except those marked `unbounded` (e-mail, Bearer, JWT, internal hosts
+// and paths), whose validators cap the length; none uses look-around or back-references
+// (Hyperscan has neither). Hyperscan reports only where a match ends: starts.h finds the
+// leftmost start of each shape from there. A key assignment's pattern stops at its ':' or '=';
+// the detector reads the value that follows (candidates.h).
 
 #include <cstdint>
 #include <string>
@@ -31,6 +32,7 @@ enum class Shape : uint8_t {
   kPhone,
   kIpv4,
   kIpv6,
+  kIpv6WithIpv4,  // an IPv6 address ending in dotted IPv4 ("::ffff:192.0.2.1")
   kMac,
   kIban,
   kSsn,
@@ -39,7 +41,7 @@ enum class Shape : uint8_t {
   kAwsSecret,
   kBearer,
   kJwt,
-  kKeyAssignment,
+  kKeyAssignment,  // the key and its ':' or '=' only
   kInternalHost,
   kInternalUrlIpv4,
   kInternalUrlIpv6,
@@ -51,6 +53,7 @@ struct Pattern {
   std::string regex;       // Hyperscan/RE2/ECMAScript-compatible syntax
   bool caseless = false;   // ASCII case-insensitive
   bool unbounded = false;  // the match may be arbitrarily long (a validator caps it)
+  std::string literal;     // kInternalHost: the domain; kInternalPath: the root (no final '/')
 };
 
 // The patterns for these options (the internal domains and path roots add their own).

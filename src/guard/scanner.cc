@@ -33,7 +33,8 @@ class HyperscanScanner final : public Scanner {
     auto on_match = [](unsigned int id, unsigned long long from, unsigned long long to,
                        unsigned int /*flags*/, void* data) -> int {
       auto* f = static_cast<Forward*>(data);
-      f->callback(f->context, id, static_cast<size_t>(from), static_cast<size_t>(to));
+      (void)from;  // 0 without start-of-match tracking
+      f->callback(f->context, id, 0, static_cast<size_t>(to));
       return 0;
     };
     // hs_scan takes at most 4 GiB; Detect's max_text_bytes is far below.
@@ -120,7 +121,7 @@ Result<std::unique_ptr<Scanner>> CreateHyperscanScanner(const std::vector<Patter
   std::vector<unsigned int> ids;
   for (size_t i = 0; i < patterns.size(); ++i) {
     expressions.push_back(patterns[i].regex.c_str());
-    unsigned int f = HS_FLAG_SOM_LEFTMOST;
+    unsigned int f = 0;  // no HS_FLAG_SOM_LEFTMOST: see scanner.h
     if (patterns[i].caseless) f |= HS_FLAG_CASELESS;
     flags.push_back(f);
     ids.push_back(static_cast<unsigned int>(i));

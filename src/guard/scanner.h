@@ -2,8 +2,9 @@
 
 // The multi-pattern scan: every match of every pattern, handed to a callback as it is found.
 //
-// HyperscanScanner reports, for every pattern, every end offset at which a match ends, with the
-// leftmost start of a match ending there (HS_FLAG_SOM_LEFTMOST). Re2Scanner (CPUs without SSSE3,
+// HyperscanScanner reports, for every pattern, every end offset at which a match ends, without
+// its start (the callback's start is 0: tracking starts would cost three to four times the
+// scan; starts.h finds them from the end). Re2Scanner (CPUs without SSSE3,
 // or DetectorOptions::force_re2) runs each pattern in turn and reports leftmost-longest matches,
 // restarting after each at the next token boundary; validators that pick their own end make the
 // two agree on what is reported (see candidates.h).
@@ -30,7 +31,8 @@ class Scanner {
   // Errors: Internal when the engine fails (out of memory for scratch space).
   virtual Status Scan(std::string_view text, MatchCallback callback, void* context) const = 0;
   virtual std::string_view engine() const = 0;
-  // Whether every end offset of a match is reported (Hyperscan) or only the longest (RE2).
+  // Whether every end offset of a match is reported, without its start (Hyperscan), or the
+  // leftmost-longest match with its start (RE2).
   virtual bool reports_all_ends() const = 0;
 };
 
