@@ -333,12 +333,48 @@ def proto_tokens(proto_path: str) -> List[str]:
 def _write_dict(path: str, tokens: List[str]) -> None:
     with open(path, "w") as f:
         for token in tokens:
-            escaped = "".join(char if 0x20 <= ord(char) < 0x7f and char not in '"\\'
-                              else f"\\x{ord(char):02X}" for char in token)
+            escaped = "".join(chr(byte) if 0x20 <= byte < 0x7f and chr(byte) not in '"\\'
+                              else f"\\x{byte:02X}" for byte in token.encode("utf-8"))
             f.write(f'"{escaped}"\n')
 
 
 # --------------------------------------------------------------------------------------------
+
+
+_HAND_WRITTEN_OPENAI = [
+    (0, '{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,'
+        '"stream_options":{"include_usage":false},"n":2,"tools":[]}'),
+    (1, '{"model":"m","prompt":["a","b"],"max_tokens":5}'),
+    (2, '{"model":"m","input":["x",[1,2]],"encoding_format":"base64","dimensions":8}'),
+    (6, 'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'
+        'data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}\r\n\r\n: keep-alive\n\n'
+        'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5}}\n\n'
+        'data: [DONE]\n\n'),
+    (9, '{"object":"error","message":"vllm says no"}'),
+    (13, 'data: {"error":{"message":"overloaded"}}\n\n'),
+]
+
+_HAND_WRITTEN_PII = [
+    "客户张三，身份证号11010519491231002X，手机+86 138-0013-8000，邮箱 zhang.san@example.com",
+    "卡号 6222 0212 3456 7894，IBAN GB82 WEST 1234 5698 7654 32，SSN 078-05-1120",
+    "统一社会信用代码 91350100M000100Y43 护照 E12345678 passport G12345678",
+    "Authorization: Bearer abcDEF123456ghiJKL789 api_key=Zx8Qw2Lp9Rt6Yv3N",
+    "see http://10.1.2.3:8080/admin and git.corp.example.com and /srv/secret/db.conf",
+    "IPv6 fe80::1ff:fe23:4567:890a and 2001:db8::8a2e:370:7334, MAC 00:1A:2B:3C:4D:5E",
+    "-----BEGIN PRIVATE KEY-----\nMIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEA\n"
+    "-----END PRIVATE KEY-----",
+    "全角 １３８００１３８０００ 和 ＋８６－１３８－００１３－８０００",
+    "order 110105194912310021 version 1.2.3.4.5 call +44 20 7946 0958",
+]
+
+_OPENAI_TOKENS = ['"model"', '"messages"', '"role"', '"content"', '"stream"', '"stream_options"',
+                  '"include_usage"', '"n"', '"input"', '"encoding_format"', '"base64"',
+                  '"dimensions"', '"prompt"', '"choices"', '"delta"', '"usage"', '"error"',
+                  '"finish_reason"', '"tool_calls"', '"text"', '"type"', 'data: ', '[DONE]',
+                  '\r\n', '\n\n']
+_PII_TOKENS = ['身份证', '手机', '银行卡', '护照', 'passport', '+86', '0086', '@', 'Bearer ',
+               'api_key=', 'password=', '-----BEGIN', 'PRIVATE KEY-----', 'http://10.', '::',
+               'IBAN', 'GB82', '62', '4111', '1949', 'X', '－', '１', '＠']
 
 
 def _write(folder: str, seeds: List[bytes]) -> int:
@@ -367,7 +403,8 @@ def main(argv: List[str]) -> int:
 
     seeds: Dict[str, List[bytes]] = {name: [] for name in (
         "kserve_json_fuzzer", "kserve_binary_fuzzer", "bytes_elements_fuzzer",
-        "http_request_fuzzer", "model_config_fuzzer", "grpc_infer_fuzzer")}
+        "http_request_fuzzer", "model_config_fuzzer", "grpc_infer_fuzzer",
+        "openai_request_fuzzer", "pii_detect_fuzzer")}
 
     for path, body, headers in infer:
         if "Content-Encoding" in headers:
@@ -412,9 +449,18 @@ def main(argv: List[str]) -> int:
             seeds["model_config_fuzzer"].append(f.read())
     seeds["model_config_fuzzer"] += [config.encode() for config in _HAND_WRITTEN_CONFIGS]
 
+    # OpenAI requests and upstream answers (openai_request_fuzzer.cc: byte 0 picks the operation
+    # and the stream's piece size).
+    for first, text in _HAND_WRITTEN_OPENAI:
+        seeds["openai_request_fuzzer"].append(bytes([first]) + text.encode())
+    # PII texts (pii_detect_fuzzer.cc: byte 0 is the stream redactor's piece size).
+    for index, text in enumerate(_HAND_WRITTEN_PII):
+        seeds["pii_detect_fuzzer"].append(bytes([(index * 7) % 64]) + text.encode())
+
     dictionaries = {
         "kserve_json_fuzzer": _KSERVE_TOKENS, "kserve_binary_fuzzer": _KSERVE_TOKENS,
         "http_request_fuzzer": _HTTP_TOKENS, "grpc_infer_fuzzer": _GRPC_TOKENS,
+        "openai_request_fuzzer": _OPENAI_TOKENS, "pii_detect_fuzzer": _PII_TOKENS,
         "model_config_fuzzer": proto_tokens(
             os.path.join(args.source_dir, "src", "model", "model_config.proto")),
     }

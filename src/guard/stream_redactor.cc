@@ -156,6 +156,20 @@ Result<std::string> StreamRedactor::Finish() { return Release(true); }
 
 std::vector<Redaction> StreamRedactor::TakeReleased() { return std::exchange(released_, {}); }
 
+// Whether a digit (ASCII or full-width) lies in text[begin, end).
+bool HasDigit(std::string_view text, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte >= '0' && byte <= '9') return true;
+    if (byte == 0xEF && i + 2 < end && static_cast<unsigned char>(text[i + 1]) == 0xBC &&
+        static_cast<unsigned char>(text[i + 2]) >= 0x90 &&
+        static_cast<unsigned char>(text[i + 2]) <= 0x99) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Result<std::string> StreamRedactor::Release(bool final) {
   if (held_.empty()) return std::string();
   const std::string buffer = context_ + held_;
@@ -165,7 +179,18 @@ Result<std::string> StreamRedactor::Release(bool final) {
                    detector_.Detect(std::string_view(buffer).substr(0, complete), types_));
   size_t cut = complete;
   if (!final) {
-    cut = HeldTailStart(buffer, from, complete);
+    // Types reported only with a context word (a passport number, an SSN without separators, an
+    // all-digit code) may get that word up to kRightContextBytes after them, and every such
+    // candidate holds digits: while digits lie within that reach of the end, the last
+    // kRightContextBytes wait for what follows, so such a candidate is decided as the whole
+    // text would decide it.
+    size_t end = complete;
+    const size_t reach = kRightContextBytes + kLongestContextCandidate;
+    if (HasDigit(buffer, complete > from + reach ? complete - reach : from, complete)) {
+      end = complete > from + kRightContextBytes ? complete - kRightContextBytes : from;
+      end = std::max(BoundaryAtOrAfter(buffer, end), from);
+    }
+    cut = HeldTailStart(buffer, from, end);
     const size_t bound = detector_.max_entity_bytes();
     if (complete - cut > bound) cut = BoundaryAtOrAfter(buffer, complete - bound);
     for (auto entity = entities.rbegin(); entity != entities.rend(); ++entity) {

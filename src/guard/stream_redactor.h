@@ -42,6 +42,10 @@ class StreamRedactor {
  public:
   // Released text kept (not re-released) so that context words before an entity are seen.
   static constexpr size_t kLeftContextBytes = 64;
+  // A context word counts up to this far after a candidate (guard/context.h), and the longest
+  // candidate of a type that needs one: with digits this near the end, the end waits.
+  static constexpr size_t kRightContextBytes = 24;
+  static constexpr size_t kLongestContextCandidate = 32;
 
   // `types`: detect only these (empty = every type); entities of a type whose operator is block
   // are replaced like `replace` (the caller refuses them: see TakeReleased).

@@ -67,14 +67,22 @@ TEST_F(StreamRedactorTest, ByteByByteEqualsTheWholeRedaction) {
 
 TEST_F(StreamRedactorTest, ReleasesAtOnceWhatCannotBeAnEntity) {
   std::vector<std::string> outs;
-  Stream({"你好，世界。", "hello world ", "手机", "1380013", "8000。", "done"}, &outs);
-  ASSERT_EQ(outs.size(), 6u);
+  const std::string out = Stream({"你好，世界。", "hello world ", "手机", "1380013", "8000。",
+                                  "then a long sentence without any digit in it. ", "done"},
+                                 &outs);
+  ASSERT_EQ(outs.size(), 7u);
   EXPECT_EQ(outs[0], "你好，世界。");  // CJK ends nothing
   EXPECT_EQ(outs[1], "hello world ");  // a space after a word holds nothing
   EXPECT_EQ(outs[2], "手机");
   EXPECT_EQ(outs[3], "");  // digits could be a mobile's start
-  EXPECT_EQ(outs[4], "138****8000。");
-  EXPECT_EQ(outs[5], "");  // a word at the end could go on
+  // Digits near the end: the last kRightContextBytes wait for a context word that may follow.
+  EXPECT_EQ(outs[4], "");
+  EXPECT_EQ(outs[5].rfind("138****8000。then", 0), 0u) << outs[5];
+  // The digits are out of reach now: the rest goes, but for a word at the end, which could go on.
+  EXPECT_EQ(outs[6], "without any digit in it. ");
+  EXPECT_EQ(out,
+            "你好，世界。hello world 手机138****8000。then a long sentence without any "
+            "digit in it. done");
 }
 
 TEST_F(StreamRedactorTest, HoldsDigitGroupsAndSecretsAcrossSpaces) {
