@@ -155,8 +155,10 @@ TEST_F(GatewayGuardTest, AnEntitySplitAcrossStreamEventsIsMaskedAndFlushedBefore
            R"({"model":"chat","stream":true,"messages":[{"role":"user","content":"hi"}]})");
   EXPECT_EQ(status, 200);
   EXPECT_EQ(body.find("00138000"), std::string::npos) << body;
-  EXPECT_NE(body.find(R"("content":"我的手机")"), std::string::npos) << body;
-  const size_t masked = body.find(R"("content":"138****8000")");
+  // Text near digits waits for what follows (a context word may come after a number), so the
+  // masked number may go out with the words before it.
+  EXPECT_NE(body.find("我的手机"), std::string::npos) << body;
+  const size_t masked = body.find("138****8000");
   ASSERT_NE(masked, std::string::npos) << body;
   const size_t done = body.find("data: [DONE]");
   ASSERT_NE(done, std::string::npos) << body;
