@@ -20,24 +20,6 @@ net::HttpResponse Error(int status, std::string_view message, std::string_view p
   return Json(status, gateway::ErrorJson(message, gateway::ErrorType(status), param, ""));
 }
 
-bool ValidUtf8(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    const auto lead = static_cast<uint8_t>(text[i]);
-    size_t count = lead < 0x80             ? 1
-                   : (lead & 0xE0) == 0xC0 ? 2
-                   : (lead & 0xF0) == 0xE0 ? 3
-                   : (lead & 0xF8) == 0xF0 ? 4
-                                           : 0;
-    if (count == 0 || i + count > text.size()) return false;
-    for (size_t k = 1; k < count; ++k) {
-      if ((static_cast<uint8_t>(text[i + k]) & 0xC0) != 0x80) return false;
-    }
-    i += count;
-  }
-  return true;
-}
-
 // The request's fields, read and checked.
 struct GuardRequest {
   std::string text;
@@ -131,7 +113,7 @@ net::HttpResponse GuardHttp::Answer(const net::HttpRequest& request) {
                              guard->config->guard.max_text_bytes),
                  "text");
   }
-  if (!ValidUtf8(fields.text)) {
+  if (!guard::IsValidUtf8(fields.text)) {
     return Error(400, "'text' is not valid UTF-8", "text");
   }
   gateway::GatewayMetrics& metrics = gateway_.metrics();

@@ -78,7 +78,7 @@ class DetectorImpl final : public Detector {
       return InvalidArgument("text of {} bytes is over the limit of {}", text.size(),
                              options_.max_text_bytes);
     }
-    if (!simdjson::validate_utf8(text.data(), text.size())) {
+    if (!IsValidUtf8(text)) {
       return InvalidArgument("text is not valid UTF-8");
     }
     NormalizedText normalized(text);
@@ -180,6 +180,10 @@ class DetectorImpl final : public Detector {
 };
 
 }  // namespace
+
+bool IsValidUtf8(std::string_view text) {
+  return simdjson::validate_utf8(text.data(), text.size());
+}
 
 const std::vector<std::string_view>& AllEntityTypes() {
   static const std::vector<std::string_view> types = {

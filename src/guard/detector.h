@@ -40,6 +40,9 @@ inline constexpr std::string_view kInternalEndpoint = "INTERNAL_ENDPOINT";
 // Every type above, in this order.
 const std::vector<std::string_view>& AllEntityTypes();
 
+// Whether `text` is valid UTF-8 (what Detect requires).
+bool IsValidUtf8(std::string_view text);
+
 // The longest entity (in bytes) of one type; 0 for an unknown name. Detector::max_entity_bytes
 // is the largest of these (the per-type table and its reasons are in src/guard/candidates.h), so
 // a stream redactor that redacts only some types may hold back less.

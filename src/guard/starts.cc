@@ -2,28 +2,22 @@
 
 #include <algorithm>
 
+#include "guard/ascii.h"
+
 namespace rampart::guard {
 namespace {
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
-bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
-bool IsAlnum(char c) { return IsDigit(c) || IsUpper(c) || IsLower(c); }
-bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+using ascii::IsAlnum;
+using ascii::IsDigit;
+using ascii::IsEmailLocal;
+using ascii::IsHex;
+using ascii::IsLower;
+using ascii::IsPathChar;
+using ascii::IsTokenChar;
+using ascii::IsUpper;
 bool IsLabelChar(char c) { return IsAlnum(c) || c == '-'; }
-bool IsEmailLocal(char c) {
-  return IsAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-';
-}
-bool IsTokenChar(char c) {
-  return IsAlnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/' ||
-         c == '=';
-}
 bool IsBearerChar(char c) { return IsTokenChar(c) && c != '='; }
 bool IsJwtChar(char c) { return IsAlnum(c) || c == '_' || c == '-'; }
-bool IsPathChar(char c) {
-  return IsAlnum(c) || c == '.' || c == '_' || c == '~' || c == '%' || c == '+' || c == '@' ||
-         c == '=' || c == '-' || c == '/';
-}
 bool IsDigitSeparator(char c) { return c == ' ' || c == '-'; }
 
 char At(std::string_view text, size_t i) { return i < text.size() ? text[i] : '\0'; }

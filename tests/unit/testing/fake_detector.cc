@@ -10,24 +10,6 @@ bool Alnum(char c) { return Digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c
 bool Local(char c) { return Alnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'; }
 bool Host(char c) { return Alnum(c) || c == '-' || c == '.'; }
 
-bool ValidUtf8(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    const auto lead = static_cast<uint8_t>(text[i]);
-    size_t count = lead < 0x80             ? 1
-                   : (lead & 0xE0) == 0xC0 ? 2
-                   : (lead & 0xF0) == 0xE0 ? 3
-                   : (lead & 0xF8) == 0xF0 ? 4
-                                           : 0;
-    if (count == 0 || i + count > text.size()) return false;
-    for (size_t k = 1; k < count; ++k) {
-      if ((static_cast<uint8_t>(text[i + k]) & 0xC0) != 0x80) return false;
-    }
-    i += count;
-  }
-  return true;
-}
-
 // The end of an e-mail address whose '@' is at `at`, or 0.
 size_t EmailEnd(std::string_view text, size_t at) {
   size_t end = at + 1;
@@ -60,7 +42,7 @@ double Score(std::string_view text, size_t start) {
 Result<std::vector<guard::Entity>> FakeDetector::Detect(
     std::string_view text, const std::vector<std::string_view>& types) const {
   ++calls_;
-  if (!ValidUtf8(text)) return InvalidArgument("the text is not valid UTF-8");
+  if (!guard::IsValidUtf8(text)) return InvalidArgument("the text is not valid UTF-8");
   const auto wanted = [&types](std::string_view type) {
     return types.empty() || std::find(types.begin(), types.end(), type) != types.end();
   };
