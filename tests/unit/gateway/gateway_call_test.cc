@@ -11,11 +11,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "api/openai_http.h"
-#include "gateway/gateway.h"
-#include "metrics/registry.h"
-#include "testing/eventually.h"
 #include "testing/fake_upstream.h"
+#include "testing/gateway_harness.h"
 
 namespace rampart::gateway {
 namespace {
@@ -33,13 +30,7 @@ constexpr std::string_view kChat =
 constexpr std::string_view kStream =
     R"({"model":"chat","stream":true,"messages":[{"role":"user","content":"hi"}]})";
 
-struct Answer {
-  int status = 0;
-  std::string body;
-  http::response<http::string_body> raw;
-};
-
-class GatewayCallTest : public ::testing::Test {
+class GatewayCallTest : public ::testing::Test, protected GatewayHarness {
  protected:
   // Upstreams a, b (priorities 100, 90) serve "chat" (as "fake-model"); c serves "backup".
   GatewayConfig Config() {
@@ -67,62 +58,9 @@ class GatewayCallTest : public ::testing::Test {
     return config;
   }
 
-  void Start(GatewayConfig config) {
-    auto gateway = Gateway::Create(std::move(config), GatewayOptions{}, registry_);
-    ASSERT_TRUE(gateway.ok()) << gateway.status().ToString();
-    gateway_ = std::move(gateway).value();
-    front_ = std::make_unique<api::OpenAiHttp>(*gateway_, [] { return Status::Ok(); });
-    net::HttpServerOptions options;
-    options.address = "127.0.0.1";
-    options.port = 0;
-    options.threads = 2;
-    auto server = net::HttpServer::Start(
-        options, [this](net::HttpRequest&& request, net::Responder responder) {
-          front_->Handle(std::move(request), std::move(responder));
-        });
-    ASSERT_TRUE(server.ok());
-    server_ = std::move(server).value();
-  }
-
-  void TearDown() override {
-    if (server_) server_->Shutdown(milliseconds(1000));
-    if (front_) front_->Shutdown();
-    gateway_.reset();
-  }
-
-  Answer Post(std::string_view path, std::string_view body,
-              std::vector<std::pair<std::string, std::string>> headers = {}) {
-    asio::io_context context;
-    beast::tcp_stream stream(context);
-    stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
-    stream.expires_after(std::chrono::seconds(15));
-    http::request<http::string_body> request(http::verb::post, std::string(path), 11);
-    request.set(http::field::host, "127.0.0.1");
-    request.set(http::field::content_type, "application/json");
-    for (const auto& [name, value] : headers) request.set(name, value);
-    request.body() = std::string(body);
-    request.prepare_payload();
-    http::write(stream, request);
-    beast::flat_buffer buffer;
-    Answer answer;
-    beast::error_code error;
-    http::read(stream, buffer, answer.raw, error);
-    answer.status = static_cast<int>(answer.raw.result_int());
-    answer.body = answer.raw.body();
-    return answer;
-  }
-
-  // Whether the metrics come to show `line` (a call is counted just after its answer is sent).
-  bool MetricsShow(std::string_view line) {
-    return testing::Eventually(
-        [&] { return registry_.Exposition().find(line) != std::string::npos; });
-  }
+  void TearDown() override { Stop(); }
 
   FakeUpstream a_, b_, c_;
-  metrics::Registry registry_;
-  std::unique_ptr<Gateway> gateway_;
-  std::unique_ptr<api::OpenAiHttp> front_;
-  std::unique_ptr<net::HttpServer> server_;
 };
 
 TEST_F(GatewayCallTest, ForwardsAWholeAnswerWithTheUpstreamsModelName) {

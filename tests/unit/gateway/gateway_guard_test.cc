@@ -3,23 +3,13 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-
-#include "api/openai_http.h"
-#include "gateway/gateway.h"
-#include "metrics/registry.h"
-#include "testing/eventually.h"
 #include "testing/fake_detector.h"
 #include "testing/fake_upstream.h"
+#include "testing/gateway_harness.h"
 
 namespace rampart::gateway {
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
 using std::chrono::milliseconds;
 using testing::FakeUpstream;
 using testing::UpstreamFault;
@@ -38,7 +28,7 @@ std::string Chunk(std::string_view delta, std::string_view finish = "null") {
       delta, finish);
 }
 
-class GatewayGuardTest : public ::testing::Test {
+class GatewayGuardTest : public ::testing::Test, protected GatewayHarness {
  protected:
   GatewayConfig Config() {
     GatewayConfig config;
@@ -63,56 +53,17 @@ class GatewayGuardTest : public ::testing::Test {
         [](guard::DetectorOptions) -> Result<std::unique_ptr<guard::Detector>> {
       return std::unique_ptr<guard::Detector>(std::make_unique<testing::FakeDetector>());
     };
-    auto gateway = Gateway::Create(std::move(config), options, registry_);
-    ASSERT_TRUE(gateway.ok()) << gateway.status().ToString();
-    gateway_ = std::move(gateway).value();
-    front_ = std::make_unique<api::OpenAiHttp>(*gateway_, [] { return Status::Ok(); });
-    net::HttpServerOptions server_options;
-    server_options.address = "127.0.0.1";
-    server_options.port = 0;
-    server_options.threads = 2;
-    auto server = net::HttpServer::Start(
-        server_options, [this](net::HttpRequest&& request, net::Responder responder) {
-          front_->Handle(std::move(request), std::move(responder));
-        });
-    ASSERT_TRUE(server.ok());
-    server_ = std::move(server).value();
+    GatewayHarness::Start(std::move(config), std::move(options));
   }
 
-  void TearDown() override {
-    if (server_) server_->Shutdown(milliseconds(1000));
-    if (front_) front_->Shutdown();
-    gateway_.reset();
-  }
+  void TearDown() override { Stop(); }
 
   std::pair<int, std::string> Post(std::string_view path, std::string_view body) {
-    asio::io_context context;
-    beast::tcp_stream stream(context);
-    stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
-    stream.expires_after(std::chrono::seconds(15));
-    http::request<http::string_body> request(http::verb::post, std::string(path), 11);
-    request.set(http::field::host, "127.0.0.1");
-    request.set(http::field::content_type, "application/json");
-    request.body() = std::string(body);
-    request.prepare_payload();
-    http::write(stream, request);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> response;
-    beast::error_code error;
-    http::read(stream, buffer, response, error);
-    return {static_cast<int>(response.result_int()), response.body()};
-  }
-
-  bool MetricsShow(std::string_view line) {
-    return testing::Eventually(
-        [&] { return registry_.Exposition().find(line) != std::string::npos; });
+    Answer answer = GatewayHarness::Post(path, body);
+    return {answer.status, std::move(answer.body)};
   }
 
   FakeUpstream upstream_, spare_;
-  metrics::Registry registry_;
-  std::unique_ptr<Gateway> gateway_;
-  std::unique_ptr<api::OpenAiHttp> front_;
-  std::unique_ptr<net::HttpServer> server_;
 };
 
 TEST_F(GatewayGuardTest, NoModelSeesThePromptsEntities) {
