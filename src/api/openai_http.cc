@@ -8,11 +8,7 @@ namespace rampart::api {
 namespace {
 
 std::string RequestIdOf(const net::HttpRequest& request) {
-  if (auto given = request.Header("x-request-id");
-      given && !given->empty() && given->size() <= 128) {
-    return std::string(*given);
-  }
-  return "req_" + TraceContext::Start().TraceId();
+  return gateway::RequestId(request, TraceContext::Start());
 }
 
 net::HttpResponse Answer(const net::HttpRequest& request, int status, std::string body,

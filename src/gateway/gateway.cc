@@ -16,7 +16,8 @@ int64_t UnixSecondsNow() {
       .count();
 }
 
-// x-request-id: the caller's when it is a sane token, else a new one.
+}  // namespace
+
 std::string RequestId(const net::HttpRequest& request, const TraceContext& trace) {
   if (auto given = request.Header("x-request-id")) {
     const bool sane =
@@ -26,8 +27,6 @@ std::string RequestId(const net::HttpRequest& request, const TraceContext& trace
   }
   return "req_" + trace.TraceId();
 }
-
-}  // namespace
 
 Gateway::Gateway(GatewayOptions options, metrics::Registry& registry)
     : options_(options),

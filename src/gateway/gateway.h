@@ -23,6 +23,7 @@
 
 #include "core/clock.h"
 #include "core/status.h"
+#include "core/trace.h"
 #include "gateway/config.h"
 #include "gateway/guard_stages.h"
 #include "gateway/metrics.h"
@@ -89,6 +90,10 @@ struct ModelEntry {
   std::string owned_by;
   int64_t created = 0;  // unix seconds
 };
+
+// x-request-id for an answer to `request`: the caller's when it is a sane token (printable
+// ASCII, at most 128 bytes), else "req_" and the trace id.
+std::string RequestId(const net::HttpRequest& request, const TraceContext& trace);
 
 class Gateway {
  public:
