@@ -8,6 +8,8 @@
 namespace rampart::guard {
 namespace {
 
+// Must cover every character an entity's text may hold, the key-assignment value alphabet of
+// candidates.cc (AddKeyAssignments) included: a value cut short could score differently.
 bool EntityCharacter(char32_t c) {
   if (text::IsAsciiAlnum(c)) return true;
   if (c >= 0xFF01 && c <= 0xFF5E) return true;  // full-width ASCII forms
@@ -31,6 +33,7 @@ bool EntityCharacter(char32_t c) {
     case U'$':
     case U'!':
     case U'*':
+    case U'|':
     case U'^': return true;
     default: return false;
   }
