@@ -1,0 +1,132 @@
+#pragma once
+
+// Store: Rampart's persistent state behind one small interface (tenants, principals, API keys,
+// shared quota budgets; later the audit log and documents), with two implementations:
+//
+//   OpenSqliteStore(dir)        the embedded default: <dir>/rampart.db, WAL mode, one writer
+//   OpenPostgresStore(conninfo)  PostgreSQL through libpq, shared by several replicas
+//
+// Both apply the same schema migrations (a `schema_version` table records the last one applied;
+// migrations run in one transaction at open, so a store is never half-migrated) and pass the
+// same tests (tests/unit/store).
+//
+// Threads: every method is thread-safe and blocking (a disk write or a network round trip):
+// never call one on an I/O thread. Callers on hot paths keep an in-memory snapshot and refresh it
+// when Generation() moves.
+//
+// Errors: NotFound / AlreadyExists for the obvious cases, InvalidArgument for a record that
+// breaks a rule (empty name), Unavailable when the database cannot be reached or is locked for
+// too long, Internal for anything else (the database's message included).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace rampart::store {
+
+// Free-form attributes (department, clearance, region, ...): name -> value. A value that holds a
+// list (groups) is its items joined by ','.
+using Attributes = std::map<std::string, std::string>;
+
+struct Tenant {
+  std::string name;  // unique; [A-Za-z0-9_.-]{1,64}
+  Attributes attributes;
+  int64_t created_unix = 0;  // seconds; set by the store on create
+};
+
+// A named identity inside a tenant (a person, a service). Keys, JWT subjects and certificates
+// map to principals.
+struct Principal {
+  std::string tenant;
+  std::string name;  // unique within the tenant; [A-Za-z0-9_.@:/-]{1,128}
+  std::vector<std::string> roles;
+  Attributes attributes;
+  bool disabled = false;
+  int64_t created_unix = 0;
+};
+
+// An API key as stored: never the secret, only its salted hash.
+struct ApiKey {
+  std::string id;         // the public part the key starts with ("rk_live_3fX9..."); unique
+  std::string tenant;     // the tenant must exist
+  std::string principal;  // the principal it acts as (within the tenant); created if missing
+  std::string name;       // a label for people ("ci-pipeline")
+  std::vector<std::string> roles;  // granted on top of the principal's
+  std::string salt;                // random bytes, hex
+  std::string hash;                // SHA-256(salt || secret), hex
+  int64_t created_unix = 0;
+  int64_t expires_unix = 0;    // 0 = never
+  int64_t revoked_unix = 0;    // 0 = not revoked
+  int64_t last_used_unix = 0;  // 0 = never used
+};
+
+// A budget shared by the replicas of one store (quotas): `limit` units per window that starts at
+// `window_start_unix`; replicas take leases of it. Identified by (key, window_start_unix).
+struct BudgetLease {
+  int64_t granted = 0;  // units granted to this caller now (0..want)
+  int64_t used = 0;     // units granted to everyone in this window so far, this grant included
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // "sqlite:/path/rampart.db" or "postgresql://host:port/db" (password elided): for logs.
+  virtual std::string Describe() const = 0;
+
+  // Tenants. CreateTenant: AlreadyExists if the name is taken.
+  virtual Status CreateTenant(const Tenant& tenant) = 0;
+  virtual Result<std::optional<Tenant>> GetTenant(const std::string& name) = 0;
+  virtual Result<std::vector<Tenant>> ListTenants() = 0;  // by name
+  // NotFound if absent; FailedPrecondition while principals or keys still belong to it.
+  virtual Status DeleteTenant(const std::string& name) = 0;
+
+  // Principals. PutPrincipal creates or replaces (roles, attributes, disabled); NotFound if the
+  // tenant does not exist.
+  virtual Status PutPrincipal(const Principal& principal) = 0;
+  virtual Result<std::optional<Principal>> GetPrincipal(const std::string& tenant,
+                                                        const std::string& name) = 0;
+  // One tenant's, or every tenant's when `tenant` is empty; by (tenant, name).
+  virtual Result<std::vector<Principal>> ListPrincipals(const std::string& tenant) = 0;
+  // NotFound if absent; also revokes the principal's keys.
+  virtual Status DeletePrincipal(const std::string& tenant, const std::string& name) = 0;
+
+  // API keys. CreateApiKey: AlreadyExists on a repeated id; NotFound for a missing tenant; the
+  // principal is created (no roles, no attributes) if the tenant has none of that name.
+  virtual Status CreateApiKey(const ApiKey& key) = 0;
+  virtual Result<std::optional<ApiKey>> GetApiKey(const std::string& id) = 0;
+  // One tenant's, or all when `tenant` is empty; by creation time, then id.
+  virtual Result<std::vector<ApiKey>> ListApiKeys(const std::string& tenant) = 0;
+  // NotFound if absent; revoking a revoked key keeps its first revocation time.
+  virtual Status RevokeApiKey(const std::string& id, int64_t now_unix) = 0;
+  // Records uses (id -> last use); unknown ids are ignored. One transaction for all.
+  virtual Status TouchApiKeys(const std::map<std::string, int64_t>& last_used_unix) = 0;
+
+  // Grants up to `want` units of the shared budget (key, window_start_unix) whose limit is
+  // `limit`, atomically: the units granted to all callers in one window never add up to more
+  // than `limit`. Windows older than `window_start_unix` of the same key may be dropped.
+  virtual Result<BudgetLease> LeaseBudget(const std::string& key, int64_t window_start_unix,
+                                          int64_t limit, int64_t want) = 0;
+
+  // A number that changes whenever tenants, principals or keys change (by any process sharing
+  // this store; touches excepted), so readers can keep a snapshot and reload it only when needed.
+  // Cheap: one small query.
+  virtual Result<int64_t> Generation() = 0;
+};
+
+// Opens (creating the directory and the database if needed) `<dir>/rampart.db` and migrates it.
+// Errors: Unavailable "cannot open the store at <path>: <reason>"; FailedPrecondition when the
+// database's schema is newer than this build knows.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& dir);
+
+// Connects to PostgreSQL (a libpq connection string or URI), creating Rampart's tables in the
+// `rampart` schema or migrating them. Several processes may share one database: migrations take
+// an advisory lock. Errors: Unavailable with libpq's reason (the password never appears).
+Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo);
+
+}  // namespace rampart::store
