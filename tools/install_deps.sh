@@ -14,6 +14,8 @@ packages=(
   libre2-dev
   # PII guard: Hyperscan's multi-pattern scan (RE2 is its fallback)
   libhyperscan-dev
+  # policy engine: ICU's time zones for time windows in conditions
+  libicu-dev
   # LibTorch with a fast BLAS; python3-torch scripts the example/test TorchScript models
   libtorch-dev libopenblas0-pthread python3-torch python3-numpy
   # tcmalloc for the server (see CMakeLists.txt)

@@ -49,8 +49,8 @@ struct AccessRequest {
   const identity::Identity* principal = nullptr;  // required
   std::string_view action;
   Resource resource;
-  std::string_view source_address;  // the peer's IP (context.source_ip)
-  int64_t now_unix = 0;             // context.time; 0 = the wall clock now
+  std::string_view source_address;             // the peer's IP (context.source_ip)
+  int64_t now_unix = 0;                        // context.time; 0 = the wall clock now
   const store::Attributes* context = nullptr;  // other context attributes, if any
 };
 
@@ -78,6 +78,12 @@ struct Explanation {
   std::vector<RuleTrace> unmatched;  // rules whose scope (tenant, action, resource) applied
   std::vector<RuleTrace> erroring;
 };
+
+// Every action Rampart's APIs decide on, and every resource type (docs/policy.md has the table).
+// A rule's action pattern must match at least one known action and its resource type must be
+// known, so a misspelt rule is a load error rather than a rule that silently never applies.
+const std::vector<std::string_view>& KnownActions();
+const std::vector<std::string_view>& KnownResourceTypes();
 
 class PolicySet {
  public:
