@@ -21,6 +21,7 @@
 #include "api/kserve_http.h"
 #include "api/openai_http.h"
 #include "app/gateway_config.h"
+#include "app/policy_cli.h"
 #include "app/settings.h"
 #include "app/signals.h"
 #include "backend/torch/torch_backend.h"
@@ -570,12 +571,14 @@ int Main(int argc, char** argv) {
     ServeSettings defaults;
     GatewayCheckArgs check;
     std::unique_ptr<CLI::App> app = MakeApp(defaults, config_file, check);
+    PolicyCommands policy(*app);
     try {
       app->parse(argc, argv);
     } catch (const CLI::ParseError& error) {
       return app->exit(error);
     }
     if (check.command->parsed()) return GatewayCheck(check);
+    if (policy.chosen()) return policy.Run();
   }
   if (!config_file.empty()) {
     if (Status applied = ApplyYamlFile(config_file, settings); !applied.ok()) {
