@@ -415,8 +415,11 @@ std::optional<double> AsNumber(const Value& value) {
 
 Truth FromBool(bool value) { return value ? Truth::kTrue : Truth::kFalse; }
 
-Truth Fail(std::string* why, const std::string& reason) {
-  if (why != nullptr) *why = reason;
+// An evaluation error; its reason is formatted only when the caller asked for it (`why`), so a
+// decision allocates nothing for it.
+template <typename... Args>
+Truth Fail(std::string* why, fmt::format_string<Args...> format, Args&&... args) {
+  if (why != nullptr) *why = fmt::format(format, std::forward<Args>(args)...);
   return Truth::kError;
 }
 
@@ -438,7 +441,7 @@ Truth Compare(Op op, const Value& left, const Value& right, std::string* why) {
     const std::optional<double> a = AsNumber(left);
     const std::optional<double> b = AsNumber(right);
     if (!a || !b) {
-      return Fail(why, fmt::format("'{}' is not a number", !a ? left.text : right.text));
+      return Fail(why, "'{}' is not a number", !a ? left.text : right.text);
     }
     return FromBool(Order(op, *a, *b));
   }
@@ -449,8 +452,8 @@ Truth Compare(Op op, const Value& left, const Value& right, std::string* why) {
   const std::optional<double> a = AsNumber(left);
   const std::optional<double> b = AsNumber(right);
   if (a && b) return FromBool(Order(op, *a, *b));
-  return Fail(why, fmt::format("'{}' and '{}' are neither numbers nor classification levels",
-                               left.text, right.text));
+  return Fail(why, "'{}' and '{}' are neither numbers nor classification levels", left.text,
+              right.text);
 }
 
 bool IsIpAddress(std::string_view text) {
@@ -494,7 +497,7 @@ Truth Member(const Value& item, const Value& collection, const Facts& facts, std
           if (network.Contains(item.text)) return Truth::kTrue;
         }
         if (item.kind != Value::Kind::kString || !IsIpAddress(item.text)) {
-          return Fail(why, fmt::format("'{}' is not an IP address", item.text));
+          return Fail(why, "'{}' is not an IP address", item.text);
         }
         return Truth::kFalse;
       }
@@ -529,9 +532,9 @@ Truth Evaluate(const Node& node, const Facts& facts, std::string* why) {
     default: break;
   }
   const std::optional<Value> left = Resolve(node.left, facts);
-  if (!left) return Fail(why, fmt::format("{} is missing", node.left.text));
+  if (!left) return Fail(why, "{} is missing", node.left.text);
   const std::optional<Value> right = Resolve(node.right, facts);
-  if (!right) return Fail(why, fmt::format("{} is missing", node.right.text));
+  if (!right) return Fail(why, "{} is missing", node.right.text);
   if (node.op == Op::kIn) return Member(*left, *right, facts, why);
   return Compare(node.op, *left, *right, why);
 }

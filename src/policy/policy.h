@@ -1,7 +1,7 @@
 #pragma once
 
 // The policy engine: Cedar's semantics over Rampart's principals, actions and resources, with
-// RBAC roles (per tenant, with inheritance) and ABAC conditions. The rules (docs/access.md):
+// RBAC roles (per tenant, with inheritance) and ABAC conditions. The rules (docs/policy.md):
 //
 //   - default deny: a request no permit matches is denied;
 //   - any matching forbid denies, whatever permits match;
@@ -33,14 +33,15 @@ namespace rampart::policy {
 // What is being acted on: a model ("model", its name), a route ("route"), a tenant ("tenant"),
 // the server or its repository ("server", "repository"), admin objects ("key", "principal"),
 // later documents ("document"). Attributes come from the request and from the policy files'
-// `resources` section (classification: PUBLIC < INTERNAL < CONFIDENTIAL < SECRET, owner, ...).
+// `resources` section (classification: PUBLIC < INTERNAL < CONFIDENTIAL < SECRET, owner, ...),
+// which win over the request's own.
 struct Resource {
   std::string_view type;
   std::string_view name;
   const store::Attributes* attributes = nullptr;  // the request's own, if any
 };
 
-// What a request is, for a decision. `action` is one of the names in docs/access.md:
+// What a request is, for a decision. `action` is one of the names in docs/policy.md:
 // model:infer, model:read, model:load, model:unload, repository:read, server:read,
 // chat:create, completions:create, embeddings:create, guard:detect, guard:redact,
 // guard:restore, admin:tenants:read, admin:tenants:write, admin:principals:read,
@@ -87,7 +88,7 @@ const std::vector<std::string_view>& KnownResourceTypes();
 
 class PolicySet {
  public:
-  // Loads and validates policy files (YAML; format in docs/access.md). Nothing loads unless
+  // Loads and validates policy files (YAML; format in docs/policy.md). Nothing loads unless
   // every file is valid: InvalidArgument "<file>:<line>: <reason>" for the first fault.
   static Result<std::shared_ptr<const PolicySet>> LoadFiles(const std::vector<std::string>& paths);
   // The same from text (tests, tools); `name` stands for the file name in errors.
