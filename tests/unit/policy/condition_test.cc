@@ -98,6 +98,8 @@ TEST(ConditionTest, HasAndNot) {
   EXPECT_EQ(Eval("has resource.classification", facts), Truth::kTrue);
   EXPECT_EQ(Eval("has context.source_ip", facts), Truth::kTrue);
   EXPECT_EQ(Eval(R"(not not principal.department == "research")", facts), Truth::kTrue);
+  EXPECT_EQ(Eval(R"(not not not not not not not not principal.department == "research")", facts),
+            Truth::kTrue);  // eight, the most allowed
 }
 
 TEST(ConditionTest, MembershipInListsAttributesAndRoles) {
@@ -207,6 +209,7 @@ TEST(ConditionTest, BadConditionsAreRefusedAtParse) {
            "has \"x\"",
            "principal.department in [principal.name]",
            "principal.department $ 3",
+           "not not not not not not not not not principal.department == \"x\"",
        }) {
     const Result<Condition> condition = Condition::Parse(text);
     EXPECT_FALSE(condition.ok()) << "accepted: " << text;
@@ -243,9 +246,10 @@ TEST(Rfc3339Test, ReadsOffsetsAndRefusesTheRest) {
   EXPECT_EQ(*ParseRfc3339("1970-01-01T00:00:00Z"), 0);
   EXPECT_EQ(*ParseRfc3339("2026-12-01T10:00:00+08:00"), *ParseRfc3339("2026-12-01T02:00:00Z"));
   EXPECT_EQ(*ParseRfc3339("2026-12-01T10:00:00.250-01:30"), 1796124600);  // 11:30 UTC
-  EXPECT_EQ(*ParseRfc3339("2000-02-29T00:00:00Z"), 951782400);
-  for (const char* text : {"2026-12-01", "2026-12-01T10:00:00", "2026-13-01T00:00:00Z",
-                           "2026-12-01T10:00:00+0800", "yesterday"}) {
+  EXPECT_EQ(*ParseRfc3339("2000-02-29T00:00:00Z"), 951782400);  // a leap year (div. by 400)
+  for (const char* text :
+       {"2026-12-01", "2026-12-01T10:00:00", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z",
+        "2026-04-31T00:00:00Z", "1900-02-29T00:00:00Z", "2026-12-01T10:00:00+0800", "yesterday"}) {
     EXPECT_FALSE(ParseRfc3339(text).ok()) << text;
   }
 }
