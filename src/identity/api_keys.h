@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,7 +24,7 @@
 namespace rampart::identity {
 
 struct NewApiKey {
-  std::string key;      // the whole key: give it to the caller once, never store or log it
+  std::string key;       // the whole key: give it to the caller once, never store or log it
   store::ApiKey record;  // id, salt, hash and the fields given; ready for Store::CreateApiKey
 };
 
@@ -54,6 +55,12 @@ class ApiKeyTable {
 
   // Reloads the snapshot now (after a local write, so it takes effect at once). Blocking.
   Status Refresh();
+
+  // The store's record of principal `name` in `tenant` as of the snapshot, or nullopt: the
+  // Authenticator adds its roles and attributes to JWT and certificate identities. Thread-safe;
+  // never blocks.
+  std::optional<store::Principal> FindPrincipal(std::string_view tenant,
+                                                std::string_view name) const;
 
  private:
   struct Impl;
