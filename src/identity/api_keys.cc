@@ -66,9 +66,10 @@ struct KeyEntry {
 // The store's keys and principals at one generation. Immutable once published.
 struct Snapshot {
   int64_t generation = 0;
-  std::unordered_map<std::string, KeyEntry, StringHash, std::equal_to<>> keys;  // by id
-  std::unordered_map<std::string, store::Principal, StringHash, std::equal_to<>>
-      principals;  // by PrincipalKey
+  std::unordered_map<std::string, KeyEntry, StringHash, std::equal_to<>> keys;          // by id
+  std::unordered_map<std::string, store::Tenant, StringHash, std::equal_to<>> tenants;  // by name
+  // By PrincipalKey; attributes already merged over the tenant's.
+  std::unordered_map<std::string, store::Principal, StringHash, std::equal_to<>> principals;
 };
 
 }  // namespace
@@ -120,12 +121,23 @@ struct ApiKeyTable::Impl {
     // again, so the next poll loads once more.
     ASSIGN_OR_RETURN(const int64_t generation, store.Generation());
     if (!force && old != nullptr && old->generation == generation) return Status::Ok();
+    ASSIGN_OR_RETURN(std::vector<store::Tenant> tenants, store.ListTenants());
     ASSIGN_OR_RETURN(std::vector<store::Principal> principals, store.ListPrincipals(""));
     ASSIGN_OR_RETURN(std::vector<store::ApiKey> keys, store.ListApiKeys(""));
 
     auto next = std::make_shared<Snapshot>();
     next->generation = generation;
+    for (store::Tenant& tenant : tenants) {
+      std::string name = tenant.name;
+      next->tenants.emplace(std::move(name), std::move(tenant));
+    }
     for (store::Principal& principal : principals) {
+      // Attributes as identities carry them: the tenant's, overridden by the principal's.
+      if (const auto tenant = next->tenants.find(principal.tenant); tenant != next->tenants.end()) {
+        for (const auto& [name, value] : tenant->second.attributes) {
+          principal.attributes.try_emplace(name, value);
+        }
+      }
       std::string key = PrincipalKey(principal.tenant, principal.name);
       next->principals.emplace(std::move(key), std::move(principal));
     }
@@ -261,6 +273,13 @@ std::optional<store::Principal> ApiKeyTable::FindPrincipal(std::string_view tena
   const std::shared_ptr<const Snapshot> snapshot = impl_->snapshot.load();
   const auto found = snapshot->principals.find(PrincipalKey(tenant, name));
   if (found == snapshot->principals.end()) return std::nullopt;
+  return found->second;
+}
+
+std::optional<store::Tenant> ApiKeyTable::FindTenant(std::string_view name) const {
+  const std::shared_ptr<const Snapshot> snapshot = impl_->snapshot.load();
+  const auto found = snapshot->tenants.find(name);
+  if (found == snapshot->tenants.end()) return std::nullopt;
   return found->second;
 }
 

@@ -27,17 +27,22 @@ struct Authenticator::Impl {
   }
 
   // Adds the store's record of a JWT or certificate principal: its roles, and its attributes
-  // under the token's or mapping's own. A disabled principal is refused.
+  // (merged over its tenant's; the tenant's alone when the store has no such principal) under
+  // the token's or mapping's own. A disabled principal is refused.
   Result<Identity> WithPrincipalRecord(Identity identity) const {
     if (keys == nullptr) return identity;
-    std::optional<store::Principal> record =
-        keys->FindPrincipal(identity.tenant, identity.principal);
-    if (!record) return identity;
-    if (record->disabled) return Unauthenticated("principal disabled");
-    identity.roles.insert(identity.roles.end(), record->roles.begin(), record->roles.end());
-    identity.roles = SortedUnique(std::move(identity.roles));
-    for (auto& [name, value] : identity.attributes) record->attributes[name] = std::move(value);
-    identity.attributes = std::move(record->attributes);
+    store::Attributes attributes;
+    if (std::optional<store::Principal> record =
+            keys->FindPrincipal(identity.tenant, identity.principal)) {
+      if (record->disabled) return Unauthenticated("principal disabled");
+      identity.roles.insert(identity.roles.end(), record->roles.begin(), record->roles.end());
+      identity.roles = SortedUnique(std::move(identity.roles));
+      attributes = std::move(record->attributes);
+    } else if (std::optional<store::Tenant> tenant = keys->FindTenant(identity.tenant)) {
+      attributes = std::move(tenant->attributes);
+    }
+    for (auto& [name, value] : identity.attributes) attributes[name] = std::move(value);
+    identity.attributes = std::move(attributes);
     return identity;
   }
 };

@@ -248,25 +248,20 @@ Result<Identity> JwtVerifier::Impl::Verify(std::string_view token, int64_t now_u
   // The signature, before anything in the payload is believed.
   const std::string_view signing_input = token.substr(0, second_dot);
   const std::shared_ptr<const JwkSet> key_set = keys.load();
-  bool any_key = false;
-  bool verified = false;
+  const Jwk* chosen = nullptr;
   for (const Jwk& key : key_set->keys) {
-    if (kid && key.kid != *kid) continue;
-    if (key.algorithm != *algorithm) {
-      // The key named by `kid` is of another type: HS256 over an RSA key's public bytes and the
-      // like are refused, never tried.
-      if (kid) return Unauthenticated("unsupported token algorithm");
-      continue;
-    }
-    any_key = true;
-    if (VerifyJwsSignature(key, signing_input, *signature)) {
-      verified = true;
-      break;
-    }
+    if (kid ? key.kid != *kid : key.algorithm != *algorithm) continue;
+    if (chosen != nullptr) return Unauthenticated("unknown signing key");  // ambiguous
+    chosen = &key;
   }
-  ERR_clear_error();  // failed verifications leave reasons on this thread's OpenSSL queue
-  if (!any_key) return Unauthenticated("unknown signing key");
-  if (!verified) return Unauthenticated("token signature invalid");
+  if (chosen == nullptr) return Unauthenticated("unknown signing key");
+  // The key named by `kid` is of another type: HS256 over an RSA key's public bytes and the like
+  // are refused, never tried.
+  if (chosen->algorithm != *algorithm) return Unauthenticated("unsupported token algorithm");
+  if (!VerifyJwsSignature(*chosen, signing_input, *signature)) {
+    ERR_clear_error();  // a failed verification leaves reasons on this thread's OpenSSL queue
+    return Unauthenticated("token signature invalid");
+  }
 
   const Result<json::Value> claims = payload_parser.Parse(*payload_text);
   if (!claims.ok() || !claims->IsObject() || HasRepeatedMember(*claims)) return Malformed();

@@ -7,9 +7,9 @@
 //
 // The signature is checked before any claim, so a forged token learns nothing but "token
 // signature invalid". `exp` is required (a bearer token that never expires is refused as "token
-// claims incomplete"). A header with `kid` is verified with that key only; without one, with each
-// key of the token's algorithm in turn. A header or payload with a repeated member name, or a
-// `crit` header (no extension is understood), is malformed.
+// claims incomplete"). A header with `kid` is verified with that key; without one, with the
+// only key of the token's algorithm (none, or several: "unknown signing key"). A header or payload
+// with a repeated member name, or a `crit` header (no extension is understood), is malformed.
 
 #include <chrono>
 #include <memory>

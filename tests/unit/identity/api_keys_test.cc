@@ -20,7 +20,10 @@ constexpr int64_t kNow = 1'800'000'000;
 class ApiKeyTableTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(store_.CreateTenant({.name = "acme"}).ok());
+    ASSERT_TRUE(store_
+                    .CreateTenant(
+                        {.name = "acme", .attributes = {{"region", "eu"}, {"clearance", "PUBLIC"}}})
+                    .ok());
     store::Principal alice;
     alice.tenant = "acme";
     alice.name = "alice";
@@ -73,7 +76,10 @@ TEST_F(ApiKeyTableTest, VerifiesAKeyIntoItsPrincipalsIdentity) {
   EXPECT_EQ(identity->tenant, "acme");
   EXPECT_EQ(identity->principal, "alice");
   EXPECT_EQ(identity->roles, (std::vector<std::string>{"analyst", "viewer"}));
-  EXPECT_EQ(identity->attributes.at("department"), "research");
+  // The tenant's attributes, overridden by the principal's.
+  EXPECT_EQ(
+      identity->attributes,
+      (store::Attributes{{"clearance", "SECRET"}, {"department", "research"}, {"region", "eu"}}));
   EXPECT_EQ(identity->key_id, key.substr(0, 20));
   EXPECT_EQ(identity->expires_unix, kNow + 3600);
 }

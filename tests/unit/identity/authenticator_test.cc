@@ -41,7 +41,7 @@ Peer WithCertificate(std::string address, std::string common_name) {
 class AuthenticatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(store_.CreateTenant({.name = "acme"}).ok());
+    ASSERT_TRUE(store_.CreateTenant({.name = "acme", .attributes = {{"region", "eu"}}}).ok());
     store::Principal alice{.tenant = "acme", .name = "alice", .roles = {"stored-role"}};
     alice.attributes = {{"dept", "from-store"}, {"clearance", "SECRET"}};
     ASSERT_TRUE(store_.PutPrincipal(alice).ok());
@@ -163,14 +163,15 @@ TEST_F(AuthenticatorTest, JwtIdentitiesGainTheStoredPrincipalsRolesAndAttributes
   ASSERT_TRUE(alice.ok()) << alice.status().ToString();
   EXPECT_EQ(alice->method, Method::kJwt);
   EXPECT_EQ(alice->roles, (std::vector<std::string>{"jwt-role", "stored-role"}));
-  // The store's attributes, then the token's claims over them.
+  // The tenant's attributes, the principal's over them, then the token's claims over both.
   EXPECT_EQ(alice->attributes,
-            (store::Attributes{{"clearance", "SECRET"}, {"dept", "from-token"}}));
+            (store::Attributes{{"clearance", "SECRET"}, {"dept", "from-token"}, {"region", "eu"}}));
 
   const std::string stranger = "Bearer " + Token("carol");  // not in the store: as the token says
   const Result<Identity> carol = authenticator->Authenticate({.authorization = stranger}, kNow);
   ASSERT_TRUE(carol.ok());
   EXPECT_EQ(carol->roles, (std::vector<std::string>{"jwt-role"}));
+  EXPECT_EQ(carol->attributes, (store::Attributes{{"dept", "from-token"}, {"region", "eu"}}));
 
   const std::string disabled = "Bearer " + Token("mallory");
   EXPECT_EQ(Reason(authenticator->Authenticate({.authorization = disabled}, kNow)),

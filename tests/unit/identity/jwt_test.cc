@@ -182,6 +182,13 @@ TEST_F(JwtVerifierTest, ForgedAndConfusedSignaturesAreRefused) {
   EXPECT_EQ(Reason(*verifier, RsaKey().Sign(R"({"alg":"RS256","kid":"rsa-9"})", Claims())),
             "unknown signing key");
   EXPECT_EQ(Reason(*verifier, RsaKey().Sign(R"({"alg":"RS256"})", Claims())), "ok");
+
+  // Without a kid the one key of the algorithm is used; with two, the token names neither.
+  const TestSigningKey second_ec = TestSigningKey::Ec("ec-2");
+  WriteJwks(JwksJson({&EcKey(), &second_ec}));
+  EXPECT_EQ(Reason(*verifier, second_ec.Token(Claims())), "ok");
+  EXPECT_EQ(Reason(*verifier, second_ec.Sign(R"({"alg":"ES256"})", Claims())),
+            "unknown signing key");
 }
 
 TEST_F(JwtVerifierTest, MalformedTokensAreRefusedWithoutDetail) {

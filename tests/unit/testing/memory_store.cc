@@ -2,8 +2,24 @@
 
 #include <algorithm>
 #include <ctime>
+#include <limits>
+#include <regex>
 
 namespace rampart::testing {
+
+namespace {
+
+// The names store.h allows.
+bool ValidTenantName(const std::string& name) {
+  static const std::regex kPattern("[A-Za-z0-9_.-]{1,64}");
+  return std::regex_match(name, kPattern);
+}
+bool ValidPrincipalName(const std::string& name) {
+  static const std::regex kPattern("[A-Za-z0-9_.@:/-]{1,128}");
+  return std::regex_match(name, kPattern);
+}
+
+}  // namespace
 
 Status MemoryStore::CheckAvailable() const {
   if (unavailable_) return Unavailable("store unavailable (test)");
@@ -12,7 +28,8 @@ Status MemoryStore::CheckAvailable() const {
 
 Status MemoryStore::CreateTenant(const store::Tenant& tenant) {
   RETURN_IF_ERROR(CheckAvailable());
-  if (tenant.name.empty()) return InvalidArgument("a tenant needs a name");
+  if (!ValidTenantName(tenant.name))
+    return InvalidArgument("invalid tenant name '{}'", tenant.name);
   std::lock_guard lock(mutex_);
   store::Tenant record = tenant;
   record.created_unix = std::time(nullptr);
@@ -56,7 +73,9 @@ Status MemoryStore::DeleteTenant(const std::string& name) {
 
 Status MemoryStore::PutPrincipal(const store::Principal& principal) {
   RETURN_IF_ERROR(CheckAvailable());
-  if (principal.name.empty()) return InvalidArgument("a principal needs a name");
+  if (!ValidPrincipalName(principal.name)) {
+    return InvalidArgument("invalid principal name '{}'", principal.name);
+  }
   std::lock_guard lock(mutex_);
   if (!tenants_.contains(principal.tenant)) {
     return NotFound("tenant '{}' does not exist", principal.tenant);
@@ -106,6 +125,10 @@ Status MemoryStore::DeletePrincipal(const std::string& tenant, const std::string
 
 Status MemoryStore::CreateApiKey(const store::ApiKey& key) {
   RETURN_IF_ERROR(CheckAvailable());
+  if (key.id.empty()) return InvalidArgument("an API key needs an id");
+  if (!ValidPrincipalName(key.principal)) {
+    return InvalidArgument("invalid principal name '{}'", key.principal);
+  }
   std::lock_guard lock(mutex_);
   if (keys_.contains(key.id)) return AlreadyExists("API key '{}' already exists", key.id);
   if (!tenants_.contains(key.tenant)) return NotFound("tenant '{}' does not exist", key.tenant);
@@ -147,8 +170,10 @@ Status MemoryStore::RevokeApiKey(const std::string& id, int64_t now_unix) {
   std::lock_guard lock(mutex_);
   const auto found = keys_.find(id);
   if (found == keys_.end()) return NotFound("API key '{}' does not exist", id);
-  if (found->second.revoked_unix == 0) found->second.revoked_unix = now_unix;
-  ++generation_;
+  if (found->second.revoked_unix == 0) {
+    found->second.revoked_unix = now_unix;
+    ++generation_;
+  }
   return Status::Ok();
 }
 
@@ -169,7 +194,11 @@ Result<store::BudgetLease> MemoryStore::LeaseBudget(const std::string& key,
                                                     int64_t window_start_unix, int64_t limit,
                                                     int64_t want) {
   RETURN_IF_ERROR(CheckAvailable());
+  if (limit < 0 || want < 0) return InvalidArgument("negative budget limit or want");
   std::lock_guard lock(mutex_);
+  // Older windows of this key are done with: drop them, as the real stores may.
+  budgets_.erase(budgets_.lower_bound({key, std::numeric_limits<int64_t>::min()}),
+                 budgets_.lower_bound({key, window_start_unix}));
   int64_t& used = budgets_[{key, window_start_unix}];
   const int64_t granted = std::clamp<int64_t>(limit - used, 0, want);
   used += granted;
