@@ -22,16 +22,6 @@ struct Value {
   const Operand* list = nullptr;
 };
 
-std::string_view MethodText(identity::Method method) {
-  switch (method) {
-    case identity::Method::kAnonymous: return "anonymous";
-    case identity::Method::kApiKey: return "api_key";
-    case identity::Method::kJwt: return "jwt";
-    case identity::Method::kMtls: return "mtls";
-  }
-  return "unknown";
-}
-
 const std::string* Find(const store::Attributes* attributes, const std::string& name) {
   if (attributes == nullptr) return nullptr;
   const auto found = attributes->find(name);
@@ -55,7 +45,7 @@ std::optional<Value> Resolve(const Operand& operand, const Facts& facts) {
   switch (operand.path) {
     case PathKind::kPrincipalTenant: return text(request.principal->tenant);
     case PathKind::kPrincipalName: return text(request.principal->principal);
-    case PathKind::kPrincipalMethod: return text(MethodText(request.principal->method));
+    case PathKind::kPrincipalMethod: return text(identity::MethodName(request.principal->method));
     case PathKind::kPrincipalRoles: return Value{Value::Kind::kRoles};
     case PathKind::kPrincipalAttribute:
       return attribute(Find(&request.principal->attributes, operand.attribute));

@@ -101,18 +101,17 @@ class CaseReader {
     std::sort(into.principal.roles.begin(), into.principal.roles.end());
     RETURN_IF_ERROR(Attributes(principal["attributes"], "attributes", into.principal.attributes));
     if (const YAML::Node method = principal["method"]) {
-      static constexpr std::pair<std::string_view, identity::Method> kMethods[] = {
-          {"anonymous", identity::Method::kAnonymous},
-          {"api_key", identity::Method::kApiKey},
-          {"jwt", identity::Method::kJwt},
-          {"mtls", identity::Method::kMtls}};
-      const auto found = std::find_if(std::begin(kMethods), std::end(kMethods),
-                                      [&](const auto& m) { return m.first == method.Scalar(); });
+      static constexpr identity::Method kMethods[] = {
+          identity::Method::kAnonymous, identity::Method::kApiKey, identity::Method::kJwt,
+          identity::Method::kMtls};
+      const auto found = std::find_if(std::begin(kMethods), std::end(kMethods), [&](auto m) {
+        return identity::MethodName(m) == method.Scalar();
+      });
       if (found == std::end(kMethods)) {
         return Error(method, "unknown method '{}' (anonymous, api_key, jwt, mtls)",
                      method.Scalar());
       }
-      into.principal.method = found->second;
+      into.principal.method = *found;
     }
     if (!node["action"]) return Error(node, "a request needs an 'action'");
     RETURN_IF_ERROR(Text(node["action"], "action", into.action));
