@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "core/logging.h"
 #include "policy/quota_core.h"
 
@@ -93,22 +95,6 @@ bool Limits(const QuotaLimits& limits) {
          limits.concurrent_requests > 0 || limits.tokens_per_day > 0;
 }
 
-// The shards of `indices` (any order, repeats allowed) locked in ascending order, each once.
-class ShardLocks {
- public:
-  ShardLocks(QuotaCore& core, std::array<size_t, kMaxSubjects> indices, size_t count) {
-    std::sort(indices.begin(), indices.begin() + static_cast<std::ptrdiff_t>(count));
-    for (size_t i = 0; i < count; ++i) {
-      if (i > 0 && indices[i] == indices[i - 1]) continue;
-      locks_[held_++] = std::unique_lock(core.shards[indices[i]].mutex);
-    }
-  }
-
- private:
-  std::array<std::unique_lock<std::mutex>, kMaxSubjects> locks_;
-  size_t held_ = 0;
-};
-
 // Moves `window` to the window starting at `start` if it counts an older one.
 void Roll(Window& window, int64_t start) {
   if (window.start == start) return;
@@ -156,12 +142,12 @@ void Sweep(QuotaCore& core, int64_t minute, int64_t day) {
 struct Reservation::State {
   struct Held {
     std::shared_ptr<Subject> subject;
-    size_t shard = 0;
     bool slot = false;           // holds a concurrency slot
     bool minute_tokens = false;  // its tokens count in the subject's tokens_per_minute
     bool day_tokens = false;     // ... and in its tokens_per_day
   };
   std::shared_ptr<QuotaCore> core;
+  size_t shard = 0;  // every subject of a request is in its tenant's shard
   std::array<Held, kMaxSubjects> held;
   size_t count = 0;
   int64_t minute_start = 0;
@@ -169,17 +155,13 @@ struct Reservation::State {
   int64_t tokens = 0;
   bool settled = false;
 
-  ShardLocks Lock() const {
-    std::array<size_t, kMaxSubjects> indices{};
-    for (size_t i = 0; i < count; ++i) indices[i] = held[i].shard;
-    return ShardLocks(*core, indices, count);
-  }
+  std::mutex& Mutex() const { return core->shards[shard].mutex; }
 
   ~State() {
     const bool slots = std::any_of(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(count),
                                    [](const Held& each) { return each.slot; });
     if (!slots) return;
-    ShardLocks locks = Lock();
+    std::lock_guard lock(Mutex());
     for (size_t i = 0; i < count; ++i) {
       if (held[i].slot) --held[i].subject->concurrent;
     }
@@ -195,7 +177,7 @@ void Reservation::Settle(int64_t tokens_used) {
   state_->settled = true;
   const int64_t difference = std::max<int64_t>(tokens_used, 0) - state_->tokens;
   if (difference == 0) return;
-  ShardLocks locks = state_->Lock();
+  std::lock_guard lock(state_->Mutex());
   for (size_t i = 0; i < state_->count; ++i) {
     const State::Held& held = state_->held[i];
     // Only in the windows the tokens were taken in; a window since ended is left as it was.
@@ -231,8 +213,8 @@ Status ValidateQuotaRules(const std::vector<QuotaRule>& rules) {
 
 namespace {
 
-std::shared_ptr<const internal::RuleSet> MakeRuleSet(const std::vector<QuotaRule>& rules) {
-  auto set = std::make_shared<internal::RuleSet>();
+std::unique_ptr<const internal::RuleSet> MakeRuleSet(const std::vector<QuotaRule>& rules) {
+  auto set = std::make_unique<internal::RuleSet>();
   for (size_t i = 0; i < rules.size(); ++i) {
     if (Status valid = ValidateQuotaRules({rules[i]}); !valid.ok()) {
       LOG_WARN("quotas: rule {} left out: {}", i + 1, valid.message());
@@ -252,7 +234,7 @@ QuotaLedger::QuotaLedger(QuotaOptions options, store::Store* shared)
       default_reserved_tokens_(options.default_reserved_tokens) {
   core_->clock = options.clock;
   core_->shared = shared;
-  core_->rules.store(MakeRuleSet(options.rules));
+  core_->InstallRules(MakeRuleSet(options.rules));
   if (shared != nullptr) {
     lease_thread_ = std::thread([core = core_] { internal::RunLeaseThread(*core); });
   }
@@ -267,7 +249,9 @@ QuotaLedger::~QuotaLedger() {
   if (lease_thread_.joinable()) lease_thread_.join();
 }
 
-void QuotaLedger::SetRules(std::vector<QuotaRule> rules) { core_->rules.store(MakeRuleSet(rules)); }
+void QuotaLedger::SetRules(std::vector<QuotaRule> rules) {
+  core_->InstallRules(MakeRuleSet(rules));
+}
 
 size_t QuotaLedger::SubjectsHeld() const {
   size_t held = 0;
@@ -282,14 +266,14 @@ QuotaLedger::Admission QuotaLedger::Admit(const identity::Identity& identity, in
   Admission admission;
   QuotaCore& core = *core_;
   tokens = std::max<int64_t>(tokens, 0);
-  const std::shared_ptr<const internal::RuleSet> rules = core.rules.load();
+  const internal::RuleSet* rules = core.rules.load(std::memory_order_acquire);
 
-  // The subjects the rules select, in scope order: key, principal, tenant.
+  // The subjects the rules select, in scope order. Their ids are written here, without
+  // allocating; a subject's own copy is made only when it is new.
   struct Selected {
     const QuotaLimits* limits = nullptr;
-    std::string id;
-    size_t shard = 0;
-    size_t scope = 0;
+    fmt::basic_memory_buffer<char, 96> id;  // longer ids spill to the heap
+    std::string_view View() const { return {id.data(), id.size()}; }
   };
   std::array<Selected, kMaxSubjects> selected;
   size_t count = 0;
@@ -301,10 +285,17 @@ QuotaLedger::Admission QuotaLedger::Admit(const identity::Identity& identity, in
     if (rule == nullptr || !Limits(rule->limits)) continue;
     Selected& each = selected[count++];
     each.limits = &rule->limits;
-    each.scope = scope;
-    each.id = scope == 1 ? fmt::format("principal:{}/{}", identity.tenant, identity.principal)
-                         : fmt::format("{}:{}", kScopeNames[scope], *names[scope]);
-    each.shard = std::hash<std::string>{}(each.id) % QuotaCore::kShards;
+    // "key:<id>", "principal:<tenant>/<name>", "tenant:<name>"
+    auto append = [&each](std::string_view text) {
+      each.id.append(text.data(), text.data() + text.size());
+    };
+    append(kScopeNames[scope]);
+    append(":");
+    if (scope == 1) {
+      append(identity.tenant);
+      append("/");
+    }
+    append(*names[scope]);
   }
   if (count == 0) return admission;
 
@@ -317,29 +308,31 @@ QuotaLedger::Admission QuotaLedger::Admit(const identity::Identity& identity, in
 
   std::array<Subject*, kMaxSubjects> subjects{};
   auto state = std::make_shared<Reservation::State>();
+  // A key and a principal belong to one tenant: the request's subjects share its shard, so one
+  // lock covers the check and the take.
+  state->shard = std::hash<std::string_view>{}(identity.tenant) % QuotaCore::kShards;
+  Shard& shard = core.shards[state->shard];
   {
-    std::array<size_t, kMaxSubjects> indices{};
-    for (size_t i = 0; i < count; ++i) indices[i] = selected[i].shard;
-    ShardLocks locks(core, indices, count);
+    std::lock_guard lock(shard.mutex);
     for (size_t i = 0; i < count; ++i) {
-      Shard& shard = core.shards[selected[i].shard];
-      std::shared_ptr<Subject>& subject = shard.subjects[selected[i].id];
-      if (subject == nullptr) {
-        subject = std::make_shared<Subject>();
-        subject->id = selected[i].id;
-        subject->display = selected[i].id;
+      auto found = shard.subjects.find(selected[i].View());
+      if (found == shard.subjects.end()) {
+        auto subject = std::make_shared<Subject>();
+        subject->id = std::string(selected[i].View());
+        subject->display = subject->id;
         subject->display[subject->display.find(':')] = ' ';
+        found = shard.subjects.emplace(subject->id, std::move(subject)).first;
       }
+      Subject& subject = *found->second;
       for (size_t w = 0; w < kWindowedLimits; ++w) {
-        Window& window = subject->windows[w];
+        Window& window = subject.windows[w];
         Roll(window, w == kTokensPerDay ? day : minute);
         const int64_t limit = LimitOf(*selected[i].limits, w);
         if (limit != window.limit) window.exhausted = window.next_exhausted = false;  // new rules
         window.limit = limit;
       }
-      subjects[i] = subject.get();
-      state->held[i].subject = subject;
-      state->held[i].shard = selected[i].shard;
+      subjects[i] = &subject;
+      state->held[i].subject = found->second;
     }
 
     // Checks, budgets first, then rates, then concurrency (quota.h).
@@ -427,7 +420,7 @@ QuotaLedger::Admission QuotaLedger::Admit(const identity::Identity& identity, in
         }
       }
     }
-  }  // the shards' locks
+  }  // the shard's lock
   if (ask_for_leases) core.AskForLeases();
   Sweep(core, minute, day);
   if (admission.refusal) return admission;  // `state` holds no slot: dropping it gives nothing

@@ -3,10 +3,10 @@
 // The inside of QuotaLedger (quota.h), shared by quota.cc (admission, reservations) and
 // quota_leases.cc (the lease thread). Not for other modules.
 //
-// Locking: subjects live in kShards shards, each with its own mutex. Whoever needs several
-// subjects at once locks their shards in ascending index order, each once (ShardLocks), so
-// Admit's check-and-take over up to three subjects is one critical section without deadlock.
-// lease_mutex is taken alone, never while a shard's is held.
+// Locking: subjects live in kShards shards, each with its own mutex. A request's subjects (its
+// key, its principal and its tenant) all live in its tenant's shard, so Admit's check-and-take
+// over all of them is one short critical section under one lock, and so are Settle and a
+// reservation's release. lease_mutex is taken alone, never while a shard's is held.
 
 #include <algorithm>
 #include <array>
@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -59,9 +60,16 @@ struct Subject {
   int64_t concurrent = 0;  // slots held (only while a concurrency limit applies)
 };
 
+// Looks subjects up by a string_view of their id (no string is made to find one).
+struct IdHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
+};
+
 struct alignas(64) Shard {
   std::mutex mutex;
-  std::unordered_map<std::string, std::shared_ptr<Subject>> subjects;  // by Subject::id
+  // By Subject::id.
+  std::unordered_map<std::string, std::shared_ptr<Subject>, IdHash, std::equal_to<>> subjects;
 };
 
 // Validated rules, grouped by scope (key, principal, tenant), in file order.
@@ -74,7 +82,17 @@ struct QuotaCore {
 
   const Clock* clock = nullptr;    // null = the system clock
   store::Store* shared = nullptr;  // null = counters local to this process
-  std::atomic<std::shared_ptr<const RuleSet>> rules;
+  // The rules in force. Admit reads them with one acquire load; every set ever installed stays
+  // alive (all_rules) until the ledger goes, so a reader never holds a freed set. A set is a few
+  // hundred bytes per rule and replaced only on a config reload.
+  std::atomic<const RuleSet*> rules{nullptr};
+  std::mutex rules_mutex;                                 // serialises SetRules
+  std::vector<std::unique_ptr<const RuleSet>> all_rules;  // guarded by rules_mutex
+  void InstallRules(std::unique_ptr<const RuleSet> set) {
+    std::lock_guard lock(rules_mutex);
+    rules.store(set.get(), std::memory_order_release);
+    all_rules.push_back(std::move(set));
+  }
   std::array<Shard, kShards> shards;
   // The minute whose stale subjects were dropped: the first Admit of each minute sweeps.
   std::atomic<int64_t> swept_minute{-1};
