@@ -16,6 +16,9 @@ packages=(
   libhyperscan-dev
   # LibTorch with a fast BLAS; python3-torch scripts the example/test TorchScript models
   libtorch-dev libopenblas0-pthread python3-torch python3-numpy
+  # the store: SQLite embedded (and its shell for backups), libpq for a shared PostgreSQL, and
+  # the PostgreSQL 15 server the store tests start in a temporary directory
+  libsqlite3-dev sqlite3 libpq-dev postgresql
   # tcmalloc for the server (see CMakeLists.txt)
   libgoogle-perftools-dev
   # tests and benchmarks

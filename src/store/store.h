@@ -83,11 +83,13 @@ class Store {
   virtual Status CreateTenant(const Tenant& tenant) = 0;
   virtual Result<std::optional<Tenant>> GetTenant(const std::string& name) = 0;
   virtual Result<std::vector<Tenant>> ListTenants() = 0;  // by name
-  // NotFound if absent; FailedPrecondition while principals or keys still belong to it.
+  // NotFound if absent; FailedPrecondition while principals or keys still belong to it. Revoked
+  // keys do not hold a tenant back: they are deleted with it.
   virtual Status DeleteTenant(const std::string& name) = 0;
 
-  // Principals. PutPrincipal creates or replaces (roles, attributes, disabled); NotFound if the
-  // tenant does not exist.
+  // Principals. PutPrincipal creates or replaces (roles, attributes, disabled; a replaced
+  // principal keeps its created_unix, which the store sets); NotFound if the tenant does not
+  // exist.
   virtual Status PutPrincipal(const Principal& principal) = 0;
   virtual Result<std::optional<Principal>> GetPrincipal(const std::string& tenant,
                                                         const std::string& name) = 0;
@@ -97,14 +99,16 @@ class Store {
   virtual Status DeletePrincipal(const std::string& tenant, const std::string& name) = 0;
 
   // API keys. CreateApiKey: AlreadyExists on a repeated id; NotFound for a missing tenant; the
-  // principal is created (no roles, no attributes) if the tenant has none of that name.
+  // principal is created (no roles, no attributes) if the tenant has none of that name. The
+  // key's created_unix is kept as given (the store sets it when 0).
   virtual Status CreateApiKey(const ApiKey& key) = 0;
   virtual Result<std::optional<ApiKey>> GetApiKey(const std::string& id) = 0;
   // One tenant's, or all when `tenant` is empty; by creation time, then id.
   virtual Result<std::vector<ApiKey>> ListApiKeys(const std::string& tenant) = 0;
   // NotFound if absent; revoking a revoked key keeps its first revocation time.
   virtual Status RevokeApiKey(const std::string& id, int64_t now_unix) = 0;
-  // Records uses (id -> last use); unknown ids are ignored. One transaction for all.
+  // Records uses (id -> last use); unknown ids are ignored, and a last use never moves back.
+  // One transaction for all.
   virtual Status TouchApiKeys(const std::map<std::string, int64_t>& last_used_unix) = 0;
 
   // Grants up to `want` units of the shared budget (key, window_start_unix) whose limit is

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <filesystem>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "policy/quota.h"
@@ -88,26 +91,26 @@ identity::Identity KeyA() {
   return identity;
 }
 
+// Admits on `ledger` until it refuses for the whole window (every unit is taken, here or by
+// the replicas), waiting for leases meanwhile. Returns the requests admitted.
+int AdmitUntilExhausted(QuotaLedger& ledger) {
+  int admitted = 0;
+  const bool exhausted = Eventually([&] {
+    QuotaLedger::Admission admission = ledger.Admit(KeyA(), 0);
+    if (admission.admitted()) ++admitted;
+    // Refused for the window (by its own count or the replicas'), not while a lease comes.
+    return !admission.admitted() &&
+           admission.refusal->status.message().find("waiting") == std::string::npos;
+  });
+  EXPECT_TRUE(exhausted);
+  return admitted;
+}
+
 class SharedQuotaTest : public ::testing::Test {
  protected:
   std::unique_ptr<QuotaLedger> Replica(int64_t requests_per_minute) {
     QuotaRule rule{"key", "*", "*", {.requests_per_minute = requests_per_minute}};
     return std::make_unique<QuotaLedger>(QuotaOptions{.rules = {rule}, .clock = &clock_}, &store_);
-  }
-
-  // Admits on `ledger` until it refuses for the whole window (every unit is taken, here or by
-  // the replicas), waiting for leases meanwhile. Returns the requests admitted.
-  static int AdmitUntilExhausted(QuotaLedger& ledger) {
-    int admitted = 0;
-    const bool exhausted = Eventually([&] {
-      QuotaLedger::Admission admission = ledger.Admit(KeyA(), 0);
-      if (admission.admitted()) ++admitted;
-      // Refused for the window (by its own count or the replicas'), not while a lease comes.
-      return !admission.admitted() &&
-             admission.refusal->status.message().find("waiting") == std::string::npos;
-    });
-    EXPECT_TRUE(exhausted);
-    return admitted;
   }
 
   testing::FakeClock clock_;
@@ -191,6 +194,32 @@ TEST_F(SharedQuotaTest, AFailingStoreLimitsAReplicaToTheUnitsItHolds) {
   EXPECT_EQ(store_.calls(), calls);  // nothing was granted meanwhile
   store_.SetFailing(false);
   ASSERT_TRUE(Eventually([&] { return replica->Admit(KeyA(), 0).admitted(); }));
+}
+
+// Two replicas, each with its own connection to one SQLite database (as two processes would
+// be): the store's LeaseBudget keeps their sum to the limit.
+TEST(SharedQuotaSqliteTest, ReplicasOnOneSqliteStoreNeverPassTheLimit) {
+  char pattern[] = "/tmp/rampart_quota_test.XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::filesystem::path dir = pattern;
+  {
+    Result<std::unique_ptr<store::Store>> first = store::OpenSqliteStore(dir.string());
+    Result<std::unique_ptr<store::Store>> second = store::OpenSqliteStore(dir.string());
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    ASSERT_TRUE(second.ok()) << second.status().ToString();
+    testing::FakeClock clock;
+    QuotaRule rule{"key", "*", "*", {.requests_per_minute = 200}};
+    QuotaLedger one(QuotaOptions{.rules = {rule}, .clock = &clock}, first->get());
+    QuotaLedger two(QuotaOptions{.rules = {rule}, .clock = &clock}, second->get());
+    std::atomic<int> admitted{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] { admitted += AdmitUntilExhausted(t % 2 == 0 ? one : two); });
+    }
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_EQ(admitted.load(), 200);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

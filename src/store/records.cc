@@ -1,0 +1,175 @@
+#include "store/records.h"
+
+#include <simdjson.h>
+
+#include "core/clock.h"
+#include "json/reader.h"
+#include "json/writer.h"
+
+namespace rampart::store::internal {
+namespace {
+
+bool IsAsciiAlnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+bool NameMatches(std::string_view name, size_t max_bytes, std::string_view punctuation) {
+  if (name.empty() || name.size() > max_bytes) return false;
+  for (const char c : name) {
+    if (!IsAsciiAlnum(c) && punctuation.find(c) == std::string_view::npos) return false;
+  }
+  return true;
+}
+
+// Free text (labels, attribute values): valid UTF-8 without control characters but tab.
+Status ValidateText(std::string_view what, std::string_view text, size_t max_bytes,
+                    bool allow_empty) {
+  if (text.empty() && !allow_empty) return InvalidArgument("{} must not be empty", what);
+  if (text.size() > max_bytes) return InvalidArgument("{} is over {} bytes", what, max_bytes);
+  if (!simdjson::validate_utf8(text.data(), text.size())) {
+    return InvalidArgument("{} is not valid UTF-8", what);
+  }
+  for (const char c : text) {
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) {
+      return InvalidArgument("{} holds a control character", what);
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateRoles(const std::vector<std::string>& roles) {
+  for (const std::string& role : roles) {
+    RETURN_IF_ERROR(ValidateText("a role name", role, kMaxRoleBytes, /*allow_empty=*/false));
+  }
+  return Status::Ok();
+}
+
+Status ValidateAttributes(const Attributes& attributes) {
+  for (const auto& [name, value] : attributes) {
+    RETURN_IF_ERROR(
+        ValidateText("an attribute name", name, kMaxAttributeNameBytes, /*allow_empty=*/false));
+    RETURN_IF_ERROR(ValidateText(fmt::format("attribute '{}'", name), value,
+                                 kMaxAttributeValueBytes, /*allow_empty=*/true));
+  }
+  return Status::Ok();
+}
+
+bool IsHex(std::string_view text) {
+  if (text.empty() || text.size() > kMaxLabelBytes) return false;
+  for (const char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Status ValidateTenantName(std::string_view name) {
+  if (!NameMatches(name, 64, "_.-")) {
+    return InvalidArgument("tenant name '{}' must be 1 to 64 of A-Z a-z 0-9 _ . -", name);
+  }
+  return Status::Ok();
+}
+
+Status ValidatePrincipalName(std::string_view name) {
+  if (!NameMatches(name, 128, "_.@:/-")) {
+    return InvalidArgument("principal name '{}' must be 1 to 128 of A-Z a-z 0-9 _ . @ : / -", name);
+  }
+  return Status::Ok();
+}
+
+Status ValidateTenant(const Tenant& tenant) {
+  RETURN_IF_ERROR(ValidateTenantName(tenant.name));
+  return ValidateAttributes(tenant.attributes);
+}
+
+Status ValidatePrincipal(const Principal& principal) {
+  RETURN_IF_ERROR(ValidateTenantName(principal.tenant));
+  RETURN_IF_ERROR(ValidatePrincipalName(principal.name));
+  RETURN_IF_ERROR(ValidateRoles(principal.roles));
+  return ValidateAttributes(principal.attributes);
+}
+
+Status ValidateApiKey(const ApiKey& key) {
+  if (!NameMatches(key.id, kMaxLabelBytes, "_-")) {
+    return InvalidArgument("API key id '{}' must be 1 to {} of A-Z a-z 0-9 _ -", key.id,
+                           kMaxLabelBytes);
+  }
+  RETURN_IF_ERROR(ValidateTenantName(key.tenant));
+  RETURN_IF_ERROR(ValidatePrincipalName(key.principal));
+  RETURN_IF_ERROR(ValidateText("the API key's name", key.name, kMaxLabelBytes,
+                               /*allow_empty=*/true));
+  RETURN_IF_ERROR(ValidateRoles(key.roles));
+  if (!IsHex(key.salt)) return InvalidArgument("the API key's salt must be hex");
+  if (!IsHex(key.hash)) return InvalidArgument("the API key's hash must be hex");
+  if (key.created_unix < 0 || key.expires_unix < 0 || key.revoked_unix < 0 ||
+      key.last_used_unix < 0) {
+    return InvalidArgument("the API key's times must not be negative");
+  }
+  return Status::Ok();
+}
+
+Status ValidateLease(std::string_view key, int64_t limit, int64_t want) {
+  RETURN_IF_ERROR(ValidateText("a budget key", key, kMaxLabelBytes, /*allow_empty=*/false));
+  if (limit < 0 || want < 0) {
+    return InvalidArgument("budget '{}': limit and want must not be negative", key);
+  }
+  return Status::Ok();
+}
+
+std::string EncodeRoles(const std::vector<std::string>& roles) {
+  json::Writer writer;
+  writer.StartArray();
+  for (const std::string& role : roles) writer.String(role);
+  writer.EndArray();
+  return writer.Take();
+}
+
+Result<std::vector<std::string>> DecodeRoles(std::string_view text) {
+  json::Parser parser;
+  auto parsed = parser.Parse(text);
+  if (!parsed.ok() || !parsed->IsArray()) return Internal("stored roles are not a JSON array");
+  std::vector<std::string> roles;
+  for (const simdjson::dom::element item : parsed->Array()) {
+    std::string_view role;
+    if (item.get_string().get(role) != simdjson::SUCCESS) {
+      return Internal("stored roles hold a value that is not a string");
+    }
+    roles.emplace_back(role);
+  }
+  return roles;
+}
+
+std::string EncodeAttributes(const Attributes& attributes) {
+  json::Writer writer;
+  writer.StartObject();
+  for (const auto& [name, value] : attributes) {
+    writer.Key(name);
+    writer.String(value);
+  }
+  writer.EndObject();
+  return writer.Take();
+}
+
+Result<Attributes> DecodeAttributes(std::string_view text) {
+  json::Parser parser;
+  auto parsed = parser.Parse(text);
+  if (!parsed.ok() || !parsed->IsObject()) {
+    return Internal("stored attributes are not a JSON object");
+  }
+  Attributes attributes;
+  for (const auto field : parsed->Object()) {
+    std::string_view value;
+    if (field.value.get_string().get(value) != simdjson::SUCCESS) {
+      return Internal("stored attribute '{}' is not a string", std::string_view(field.key));
+    }
+    attributes[std::string(field.key)] = std::string(value);
+  }
+  return attributes;
+}
+
+int64_t NowUnix() { return UnixMillisNow() / 1000; }
+
+}  // namespace rampart::store::internal

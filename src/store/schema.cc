@@ -1,0 +1,63 @@
+#include "store/schema.h"
+
+namespace rampart::store::internal {
+namespace {
+
+// Roles are a JSON array of strings and attributes a JSON object of strings (records.h), kept as
+// TEXT so that both dialects store them alike and an operator can read them with sqlite3 or psql.
+// Booleans are INTEGER 0/1. Times are Unix seconds; 0 means "never" / "not yet".
+constexpr std::string_view kInitialSchema = R"sql(
+CREATE TABLE tenants (
+  name TEXT NOT NULL PRIMARY KEY,
+  attributes TEXT NOT NULL,
+  created_unix BIGINT NOT NULL
+);
+CREATE TABLE principals (
+  tenant TEXT NOT NULL REFERENCES tenants (name),
+  name TEXT NOT NULL,
+  roles TEXT NOT NULL,
+  attributes TEXT NOT NULL,
+  disabled INTEGER NOT NULL,
+  created_unix BIGINT NOT NULL,
+  PRIMARY KEY (tenant, name)
+);
+CREATE TABLE api_keys (
+  id TEXT NOT NULL PRIMARY KEY,
+  tenant TEXT NOT NULL REFERENCES tenants (name),
+  principal TEXT NOT NULL,
+  name TEXT NOT NULL,
+  roles TEXT NOT NULL,
+  salt TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  created_unix BIGINT NOT NULL,
+  expires_unix BIGINT NOT NULL,
+  revoked_unix BIGINT NOT NULL,
+  last_used_unix BIGINT NOT NULL
+);
+CREATE INDEX api_keys_by_tenant ON api_keys (tenant, created_unix, id);
+CREATE INDEX api_keys_by_principal ON api_keys (tenant, principal);
+CREATE TABLE budgets (
+  budget_key TEXT NOT NULL,
+  window_start_unix BIGINT NOT NULL,
+  used BIGINT NOT NULL,
+  last_grant BIGINT NOT NULL,
+  PRIMARY KEY (budget_key, window_start_unix)
+);
+CREATE TABLE generation (
+  id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+  value BIGINT NOT NULL
+);
+INSERT INTO generation (id, value) VALUES (1, 0)
+)sql";
+
+constexpr Migration kMigrations[] = {
+    {1, "tenants, principals, API keys, budgets and the generation counter", kInitialSchema},
+};
+
+}  // namespace
+
+std::span<const Migration> Migrations() { return kMigrations; }
+
+int LatestSchemaVersion() { return kMigrations[std::size(kMigrations) - 1].version; }
+
+}  // namespace rampart::store::internal
