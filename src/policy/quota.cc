@@ -268,12 +268,10 @@ QuotaLedger::Admission QuotaLedger::Admit(const identity::Identity& identity, in
   tokens = std::max<int64_t>(tokens, 0);
   const internal::RuleSet* rules = core.rules.load(std::memory_order_acquire);
 
-  // The subjects the rules select, in scope order. Their ids are written here, without
-  // allocating; a subject's own copy is made only when it is new.
+  // The subjects the rules select, in scope order.
   struct Selected {
     const QuotaLimits* limits = nullptr;
-    fmt::basic_memory_buffer<char, 96> id;  // longer ids spill to the heap
-    std::string_view View() const { return {id.data(), id.size()}; }
+    size_t scope = 0;
   };
   std::array<Selected, kMaxSubjects> selected;
   size_t count = 0;
@@ -282,13 +280,17 @@ QuotaLedger::Admission QuotaLedger::Admit(const identity::Identity& identity, in
   for (size_t scope = 0; scope < kMaxSubjects; ++scope) {
     if (names[scope]->empty() || rules->by_scope[scope].empty()) continue;
     const QuotaRule* rule = SelectRule(rules->by_scope[scope], identity.tenant, *names[scope]);
-    if (rule == nullptr || !Limits(rule->limits)) continue;
-    Selected& each = selected[count++];
-    each.limits = &rule->limits;
-    // "key:<id>", "principal:<tenant>/<name>", "tenant:<name>"
-    auto append = [&each](std::string_view text) {
-      each.id.append(text.data(), text.data() + text.size());
+    if (rule != nullptr && Limits(rule->limits)) selected[count++] = {&rule->limits, scope};
+  }
+  if (count == 0) return admission;
+  // Their ids, written without allocating ("key:<id>", "principal:<tenant>/<name>",
+  // "tenant:<name>"); a subject's own copy is made only when it is new.
+  std::array<fmt::basic_memory_buffer<char, 96>, kMaxSubjects> ids;  // longer ones spill over
+  for (size_t i = 0; i < count; ++i) {
+    auto append = [&id = ids[i]](std::string_view text) {
+      id.append(text.data(), text.data() + text.size());
     };
+    const size_t scope = selected[i].scope;
     append(kScopeNames[scope]);
     append(":");
     if (scope == 1) {
@@ -297,7 +299,7 @@ QuotaLedger::Admission QuotaLedger::Admit(const identity::Identity& identity, in
     }
     append(*names[scope]);
   }
-  if (count == 0) return admission;
+  auto id_of = [&ids](size_t i) { return std::string_view(ids[i].data(), ids[i].size()); };
 
   const int64_t now_nanos = core.NowNanos();
   const int64_t now = now_nanos / kNanosPerSecond;
@@ -315,10 +317,10 @@ QuotaLedger::Admission QuotaLedger::Admit(const identity::Identity& identity, in
   {
     std::lock_guard lock(shard.mutex);
     for (size_t i = 0; i < count; ++i) {
-      auto found = shard.subjects.find(selected[i].View());
+      auto found = shard.subjects.find(id_of(i));
       if (found == shard.subjects.end()) {
         auto subject = std::make_shared<Subject>();
-        subject->id = std::string(selected[i].View());
+        subject->id = std::string(id_of(i));
         subject->display = subject->id;
         subject->display[subject->display.find(':')] = ' ';
         found = shard.subjects.emplace(subject->id, std::move(subject)).first;
