@@ -136,6 +136,56 @@ void Sweep(QuotaCore& core, int64_t minute, int64_t day) {
   }
 }
 
+// What refused an admission, noted under the shard's lock and put in words after it.
+struct Refused {
+  size_t subject = 0;      // index among the request's subjects
+  size_t limit_index = 0;  // WindowedLimit, or kWindowedLimits for concurrency
+  enum Why { kOver, kTooBig, kAcrossReplicas, kWaitingForLease, kConcurrency } why = kOver;
+  int64_t limit = 0;
+  int64_t need = 0;
+  int64_t retry_after_seconds = 1;
+};
+
+QuotaRefusal Describe(const Refused& refused, const std::string& who) {
+  QuotaRefusal refusal;
+  refusal.retry_after_seconds = refused.retry_after_seconds;
+  if (refused.why == Refused::kConcurrency) {
+    refusal.limit = "concurrent_requests";
+    refusal.status =
+        ResourceExhausted("concurrency limit: {} concurrent requests for {}", refused.limit, who);
+    return refusal;
+  }
+  const bool day = refused.limit_index == kTokensPerDay;
+  const char* kind = day ? "budget" : "rate";
+  const char* unit = refused.limit_index == kRequestsPerMinute ? "requests" : "tokens";
+  const char* per = day ? "day" : "minute";
+  refusal.limit = internal::WindowedLimitName(refused.limit_index);
+  refusal.budget = day;
+  switch (refused.why) {
+    case Refused::kTooBig:
+      refusal.budget = true;  // it can never pass
+      refusal.status =
+          ResourceExhausted("{} limit: the request needs {} {}, more than the {} per {} for {}",
+                            kind, refused.need, unit, refused.limit, per, who);
+      break;
+    case Refused::kAcrossReplicas:
+      refusal.status = ResourceExhausted("{} limit: {} {} per {} for {} (across replicas)", kind,
+                                         refused.limit, unit, per, who);
+      break;
+    case Refused::kWaitingForLease:
+      refusal.budget = false;
+      refusal.retry_after_seconds = 1;
+      refusal.status = ResourceExhausted(
+          "rate limit: {} {} per {} for {}: this replica is waiting for its share", refused.limit,
+          unit, per, who);
+      break;
+    default:
+      refusal.status =
+          ResourceExhausted("{} limit: {} {} per {} for {}", kind, refused.limit, unit, per, who);
+  }
+  return refusal;
+}
+
 }  // namespace
 
 // What a reservation holds. Destroyed with its last Reservation: gives back the slots.
@@ -309,6 +359,7 @@ QuotaLedger::Admission QuotaLedger::Admit(const identity::Identity& identity, in
   bool ask_for_leases = false;
 
   std::array<Subject*, kMaxSubjects> subjects{};
+  std::optional<Refused> refused;
   auto state = std::make_shared<Reservation::State>();
   // A key and a principal belong to one tenant: the request's subjects share its shard, so one
   // lock covers the check and the take.
@@ -337,69 +388,42 @@ QuotaLedger::Admission QuotaLedger::Admit(const identity::Identity& identity, in
       state->held[i].subject = found->second;
     }
 
-    // Checks, budgets first, then rates, then concurrency (quota.h).
-    auto refuse = [&](size_t i, size_t w, int64_t need) -> std::optional<QuotaRefusal> {
+    // Checks, budgets first, then rates, then concurrency (quota.h). What refuses is noted here
+    // and put in words after the lock is released: a flood of refused requests must not hold
+    // up the tenant's others.
+    auto refuse = [&](size_t i, size_t w, int64_t need) -> std::optional<Refused> {
       Window& window = subjects[i]->windows[w];
       if (window.limit <= 0 || need == 0) return std::nullopt;
-      const bool budget = w == kTokensPerDay;
-      const char* unit = w == kRequestsPerMinute ? "requests" : "tokens";
-      const char* per = budget ? "day" : "minute";
-      const std::string& who = subjects[i]->display;
-      QuotaRefusal refusal;
-      refusal.limit = internal::WindowedLimitName(w);
-      refusal.budget = budget;
-      const int64_t window_end_nanos =
-          (window.start + internal::WindowSeconds(w)) * kNanosPerSecond;
-      refusal.retry_after_seconds = std::max<int64_t>(
-          1, (window_end_nanos - now_nanos + kNanosPerSecond - 1) / kNanosPerSecond);
+      Refused noted{i, w, Refused::kOver, window.limit, need};
+      noted.retry_after_seconds =
+          std::max<int64_t>(1, ((window.start + internal::WindowSeconds(w)) * kNanosPerSecond -
+                                now_nanos + kNanosPerSecond - 1) /
+                                   kNanosPerSecond);
       if (need > window.limit) {
-        refusal.budget = true;
-        refusal.status =
-            ResourceExhausted("{} limit: the request needs {} {}, more than the {} per {} for {}",
-                              budget ? "budget" : "rate", need, unit, window.limit, per, who);
-        return refusal;
+        noted.why = Refused::kTooBig;
+        return noted;
       }
-      if (window.used + need > window.limit) {
-        refusal.status =
-            ResourceExhausted("{} limit: {} {} per {} for {}", budget ? "budget" : "rate",
-                              window.limit, unit, per, who);
-        return refusal;
-      }
+      if (window.used + need > window.limit) return noted;
       if (shared && window.used + need > window.leased) {
         window.wanted = std::max(window.wanted, need);
         if (!window.asked && !window.exhausted) ask_for_leases = window.asked = true;
         // Every unit of the window is with the replicas: as good as passing the limit.
-        if (window.exhausted) {
-          refusal.status =
-              ResourceExhausted("{} limit: {} {} per {} for {} (across replicas)",
-                                budget ? "budget" : "rate", window.limit, unit, per, who);
-          return refusal;
-        }
-        refusal.budget = false;
-        refusal.retry_after_seconds = 1;
-        refusal.status = ResourceExhausted(
-            "rate limit: {} {} per {} for {}: this replica is waiting for its share", window.limit,
-            unit, per, who);
-        return refusal;
+        noted.why = window.exhausted ? Refused::kAcrossReplicas : Refused::kWaitingForLease;
+        return noted;
       }
       return std::nullopt;
     };
-    std::optional<QuotaRefusal> refusal;
-    for (size_t i = 0; i < count && !refusal; ++i) refusal = refuse(i, kTokensPerDay, tokens);
-    for (size_t i = 0; i < count && !refusal; ++i) refusal = refuse(i, kRequestsPerMinute, 1);
-    for (size_t i = 0; i < count && !refusal; ++i) refusal = refuse(i, kTokensPerMinute, tokens);
-    for (size_t i = 0; i < count && !refusal; ++i) {
+    for (size_t i = 0; i < count && !refused; ++i) refused = refuse(i, kTokensPerDay, tokens);
+    for (size_t i = 0; i < count && !refused; ++i) refused = refuse(i, kRequestsPerMinute, 1);
+    for (size_t i = 0; i < count && !refused; ++i) refused = refuse(i, kTokensPerMinute, tokens);
+    for (size_t i = 0; i < count && !refused; ++i) {
       const int64_t limit = selected[i].limits->concurrent_requests;
       if (limit > 0 && subjects[i]->concurrent >= limit) {
-        refusal = QuotaRefusal{ResourceExhausted("concurrency limit: {} concurrent requests for {}",
-                                                 limit, subjects[i]->display),
-                               1, false, "concurrent_requests"};
+        refused = Refused{i, kWindowedLimits, Refused::kConcurrency, limit, 1};
       }
     }
 
-    if (refusal) {
-      admission.refusal = std::move(refusal);
-    } else {
+    if (!refused) {
       // Take everything at once: nothing was taken before every check passed.
       for (size_t i = 0; i < count; ++i) {
         Reservation::State::Held& held = state->held[i];
@@ -425,7 +449,11 @@ QuotaLedger::Admission QuotaLedger::Admit(const identity::Identity& identity, in
   }  // the shard's lock
   if (ask_for_leases) core.AskForLeases();
   Sweep(core, minute, day);
-  if (admission.refusal) return admission;  // `state` holds no slot: dropping it gives nothing
+  if (refused) {  // `state` holds no slot: dropping it gives nothing back
+    // A subject's display name never changes, and `state` keeps the subject alive.
+    admission.refusal = Describe(*refused, subjects[refused->subject]->display);
+    return admission;
+  }
   state->core = core_;
   state->count = count;
   state->minute_start = minute;
