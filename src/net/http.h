@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/peer.h"
 
 namespace rampart::net {
 
@@ -25,6 +26,10 @@ struct HttpRequest {
   // Becomes true if the client closes its connection before the answer is written, so work
   // queued for it can be dropped.
   std::shared_ptr<const std::atomic<bool>> client_gone;
+  // Who is at the other end: its address and, on a mutual-TLS connection, its verified client
+  // certificate. Made once per connection and shared by its requests; never null for requests
+  // the server dispatches.
+  std::shared_ptr<const Peer> peer;
 
   std::string_view path() const;   // target up to '?'
   std::string_view query() const;  // after '?', or empty
