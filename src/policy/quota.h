@@ -15,7 +15,8 @@
 // limit; the cost is that a replica may refuse while another still holds unused units of its
 // lease (bounded by the lease size). Concurrency is counted per replica.
 //
-// Threads: Admit and Reservation are thread-safe and never block (they never touch the store).
+// Threads: Admit and Reservation are thread-safe and never block (they never touch the store;
+// each takes one short lock, its tenant's counters').
 //
 // Details of the contract (docs/quotas.md says the same for operators):
 // - Subjects and rules: an identity counts against at most three subjects, its key (when it came
@@ -123,6 +124,7 @@ class QuotaLedger {
   // `shared` (may be null) is the store the replicas share; the ledger keeps a pointer and must
   // not outlive it. Starts the lease thread when `shared` is given.
   QuotaLedger(QuotaOptions options, store::Store* shared);
+  // Stops the lease thread, waiting for a store call under way.
   ~QuotaLedger();
 
   // Admits one request of `identity` that may use up to `tokens` tokens (0 for calls that use
