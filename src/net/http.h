@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/peer.h"
 
 namespace rampart::net {
 
@@ -25,6 +26,9 @@ struct HttpRequest {
   // Becomes true if the client closes its connection before the answer is written, so work
   // queued for it can be dropped.
   std::shared_ptr<const std::atomic<bool>> client_gone;
+  // The connection's peer (its address, and on mutual TLS its client certificate); shared by the
+  // connection's requests. Null when unknown.
+  std::shared_ptr<const Peer> peer;
 
   std::string_view path() const;   // target up to '?'
   std::string_view query() const;  // after '?', or empty
