@@ -26,8 +26,9 @@ struct HttpRequest {
   // Becomes true if the client closes its connection before the answer is written, so work
   // queued for it can be dropped.
   std::shared_ptr<const std::atomic<bool>> client_gone;
-  // The connection's peer (its address, and on mutual TLS its client certificate); shared by the
-  // connection's requests. Null when unknown.
+  // Who is at the other end: its address and, on a mutual-TLS connection, its verified client
+  // certificate. Made once per connection and shared by its requests; never null for requests
+  // the server dispatches.
   std::shared_ptr<const Peer> peer;
 
   std::string_view path() const;   // target up to '?'
