@@ -12,6 +12,8 @@ int KServeHttpStatus(const Status& status) {
     case StatusCode::kUnimplemented: return 501;
     case StatusCode::kInternal: return 500;
     case StatusCode::kPayloadTooLarge: return 413;
+    // A quota or a tenant's share of a model (docs/quotas.md); gRPC answers RESOURCE_EXHAUSTED.
+    case StatusCode::kResourceExhausted: return 429;
     default: return 400;
   }
 }

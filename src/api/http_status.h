@@ -2,7 +2,7 @@
 
 // The one place a Status becomes a KServe HTTP error (docs/triton-compatibility.md):
 // NotFound 404, Unavailable 503, Unimplemented 501, Internal 500, PayloadTooLarge 413,
-// everything else 400; the body is {"error":"<message>"}.
+// ResourceExhausted 429, everything else 400; the body is {"error":"<message>"}.
 
 #include <string>
 

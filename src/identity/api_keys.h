@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,7 +24,7 @@
 namespace rampart::identity {
 
 struct NewApiKey {
-  std::string key;      // the whole key: give it to the caller once, never store or log it
+  std::string key;       // the whole key: give it to the caller once, never store or log it
   store::ApiKey record;  // id, salt, hash and the fields given; ready for Store::CreateApiKey
 };
 
@@ -47,13 +48,23 @@ class ApiKeyTable {
                                                    ApiKeyTableOptions options = {});
   ~ApiKeyTable();  // stops the thread, writing pending last-used times
 
-  // The identity `key_text` stands for, or Unauthenticated: "invalid API key" (unknown id,
+  // The identity `key_text` stands for (roles: the principal's and the key's; attributes: the
+  // tenant's, overridden by the principal's), or Unauthenticated: "invalid API key" (unknown id,
   // wrong secret, malformed), "API key expired", "API key revoked", "principal disabled".
   // Thread-safe; never blocks.
   Result<Identity> Verify(std::string_view key_text, int64_t now_unix) const;
 
   // Reloads the snapshot now (after a local write, so it takes effect at once). Blocking.
   Status Refresh();
+
+  // The store's record of principal `name` in `tenant` as of the snapshot, with its attributes
+  // merged over its tenant's (the principal's win), or nullopt: the Authenticator adds its roles
+  // and attributes to JWT and certificate identities. Thread-safe; never blocks.
+  std::optional<store::Principal> FindPrincipal(std::string_view tenant,
+                                                std::string_view name) const;
+  // The store's record of tenant `name` as of the snapshot, or nullopt. Thread-safe; never
+  // blocks.
+  std::optional<store::Tenant> FindTenant(std::string_view name) const;
 
  private:
   struct Impl;

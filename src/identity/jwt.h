@@ -4,7 +4,14 @@
 // from a JWKS file (RFC 7517) that is re-read when it changes; a new file that does not parse
 // keeps the old keys. `iss`, `aud`, `exp`, `nbf` and `iat` are checked with a bounded clock skew;
 // `alg: none` and an algorithm that does not match its key's type are refused.
+//
+// The signature is checked before any claim, so a forged token learns nothing but "token
+// signature invalid". `exp` is required (a bearer token that never expires is refused as "token
+// claims incomplete"). A header with `kid` is verified with that key; without one, with the
+// only key of the token's algorithm (none, or several: "unknown signing key"). A header or payload
+// with a repeated member name, or a `crit` header (no extension is understood), is malformed.
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,13 +34,15 @@ struct JwtClaimMapping {
 };
 
 struct JwtOptions {
-  std::string jwks_file;                // required
-  std::string issuer;                   // required: `iss` must equal it
-  std::vector<std::string> audiences;   // `aud` must contain one; empty = `aud` not checked
+  std::string jwks_file;               // required
+  std::string issuer;                  // required: `iss` must equal it
+  std::vector<std::string> audiences;  // `aud` must contain one; empty = `aud` not checked
   std::vector<std::string> algorithms{"RS256", "ES256"};  // accepted `alg` values
-  int64_t clock_skew_seconds = 60;      // allowed on exp, nbf and iat, both ways
+  int64_t clock_skew_seconds = 60;                        // allowed on exp, nbf and iat, both ways
   size_t max_token_bytes = 8192;
   JwtClaimMapping claims;
+  // How often Verify may stat the JWKS file for a change (tests set 0: every call).
+  std::chrono::milliseconds jwks_check_period{1000};
 };
 
 class JwtVerifier {

@@ -24,6 +24,7 @@
 #include "core/clock.h"
 #include "core/exceptions.h"
 #include "core/logging.h"
+#include "net/peer_certificate.h"
 
 namespace rampart::net {
 
@@ -65,6 +66,13 @@ void PlainConnection::Open() {
     return;  // closed with the last reference
   }
   io_.open.emplace(this, std::move(self));
+  auto peer = std::make_shared<Peer>();
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    peer->address = AddressText(reinterpret_cast<const sockaddr*>(&address));
+  }
+  peer_ = std::move(peer);
   StartRequest();
   Serve();
 }
@@ -181,6 +189,7 @@ void PlainConnection::Dispatch() {
   // half-close); only a hang-up while the request is being worked on marks it gone.
   client_gone_->store(false, std::memory_order_relaxed);
   request_.client_gone = client_gone_;
+  request_.peer = peer_;
   counted_ = true;
   dispatched_any_ = true;
   state_ = State::kWorking;

@@ -215,6 +215,7 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
 
   SteadyTime received_{};
   std::shared_ptr<std::atomic<bool>> client_gone_;  // the current request's
+  std::shared_ptr<const Peer> peer_;                // made at Open, shared by every request
 
   // A streamed answer: what its producer writes (null once ended), framed on its way out.
   std::shared_ptr<HttpStream> stream_;

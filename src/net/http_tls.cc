@@ -18,6 +18,7 @@
 
 #include "core/exceptions.h"
 #include "core/logging.h"
+#include "net/peer_certificate.h"
 
 namespace rampart::net {
 
@@ -75,6 +76,7 @@ class TlsConnection final : public Connection {
         self->CloseSocket();
         return;
       }
+      self->MakePeer();
       self->ReadNext();
     });
   }
@@ -150,6 +152,30 @@ class TlsConnection final : public Connection {
     return std::static_pointer_cast<TlsConnection>(shared_from_this());
   }
   Socket& Lowest() { return stream_.next_layer(); }
+
+  // Records who the client is, once per connection (after the handshake): its address and, when
+  // it presented a certificate that the handshake verified (mutual TLS), the certificate.
+  void MakePeer() {
+    auto peer = std::make_shared<Peer>();
+    sockaddr_storage address{};
+    socklen_t length = sizeof(address);
+    if (::getpeername(Lowest().native_handle(), reinterpret_cast<sockaddr*>(&address), &length) ==
+        0) {
+      peer->address = AddressText(reinterpret_cast<const sockaddr*>(&address));
+    }
+    SSL* ssl = stream_.native_handle();
+    if (X509* certificate = SSL_get0_peer_certificate(ssl);
+        certificate != nullptr && SSL_get_verify_result(ssl) == X509_V_OK) {
+      Result<PeerCertificate> read = PeerCertificateFromX509(certificate);
+      if (read.ok()) {
+        peer->has_certificate = true;
+        peer->certificate = std::move(*read);
+      } else {
+        LOG_DEBUG("cannot read a client certificate: {}", read.status().message());
+      }
+    }
+    peer_ = std::move(peer);
+  }
 
   // Closes the connection unless it is done with the current step before `timeout` from now.
   void SetDeadline(std::chrono::steady_clock::duration timeout) {
@@ -261,6 +287,7 @@ class TlsConnection final : public Connection {
     received_ = request_.received;
     client_gone_ = std::make_shared<std::atomic<bool>>(false);
     request_.client_gone = client_gone_;
+    request_.peer = peer_;
     counted_ = true;
     ++request_number_;
     core_.Dispatch(std::move(request_), Responder(shared_from_this()));
@@ -408,6 +435,7 @@ class TlsConnection final : public Connection {
   SteadyTime received_{};
   uint64_t request_number_ = 0;  // requests dispatched so far; names the current one
   std::shared_ptr<std::atomic<bool>> client_gone_;  // the current request's
+  std::shared_ptr<const Peer> peer_;                // made after the handshake (MakePeer)
   unsigned version_ = 11;
   bool keep_alive_ = true;
   bool close_after_write_ = false;

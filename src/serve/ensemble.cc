@@ -134,6 +134,7 @@ class EnsembleRun : public std::enable_shared_from_this<EnsembleRun> {
         sub->priority = request_->priority;
         sub->timeout_us = request_->timeout_us;
         sub->cancelled = request_->cancelled;
+        sub->tenant = request_->tenant;  // each step counts against its model's shares
         for (const auto& [model_input, tensor_name] : step.input_map()) {
           tensor::Tensor input = TakeInput(tensor_name);
           input.name = model_input;

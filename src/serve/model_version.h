@@ -65,6 +65,12 @@ class ModelVersion {
   // Queues a validated request (see Scheduler::Enqueue).
   void Enqueue(std::unique_ptr<InferRequest> request, InferCallback done);
 
+  // The tenants' shares of this version's instance time (Scheduler::SetTenantShares); nothing
+  // for an ensemble, whose steps' models have their own.
+  void SetTenantShares(const std::map<std::string, double>& shares) {
+    if (scheduler_) scheduler_->SetTenantShares(shares);
+  }
+
   // Refuses new requests and waits until queued ones have finished. Idempotent.
   void Stop();
   // Refuses new requests and answers the queued ones with `status` unrun (Scheduler).

@@ -34,6 +34,9 @@ struct InferRequest {
   uint64_t timeout_us = 0;
   // Set by the front end when the client has gone away; such requests never reach a backend.
   std::shared_ptr<const std::atomic<bool>> cancelled;
+  // The caller's tenant, for the tenants' shares of instance time (serve/tenant_shares.h);
+  // empty = not subject to shares.
+  std::string tenant;
   // When the front end finished reading the request; the start of its end-to-end latency.
   SteadyTime arrival{};
 

@@ -30,6 +30,7 @@ Scheduler::Scheduler(std::string model_name, int64_t version, BatchPolicy policy
       clock_(clock),
       statistics_(statistics),
       direct_limit_(direct_limit),
+      shares_(model_name_, static_cast<int>(instances.size())),
       queue_(std::move(policy)) {
   instances_.reserve(instances.size());
   for (auto& instance : instances) instances_.push_back({std::move(instance)});
@@ -158,7 +159,10 @@ void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_ite
   Status refused;
   Instance* direct = nullptr;
   bool wake = false;
-  {
+  if (shares_on_.load(std::memory_order_relaxed) && !request->tenant.empty()) {
+    refused = shares_.Admit(request->tenant, now);
+  }
+  if (refused.ok()) {
     std::lock_guard lock(mutex_);
     if (stopping_) {
       refused = Unavailable("model '{}' version {} is unloading", model_name_, version_);
@@ -196,8 +200,10 @@ void Scheduler::Enqueue(std::unique_ptr<InferRequest> request, int64_t batch_ite
   }
   if (!refused.ok()) {
     const int64_t total_ns = NanosBetween(request->arrival, clock_.Now());
-    statistics_.RecordFailure(refused.code() == StatusCode::kUnavailable ? FailureReason::kRejected
-                                                                         : FailureReason::kOther,
+    // A full queue, a stopping model and a tenant over its share are rejections.
+    const bool rejected = refused.code() == StatusCode::kUnavailable ||
+                          refused.code() == StatusCode::kResourceExhausted;
+    statistics_.RecordFailure(rejected ? FailureReason::kRejected : FailureReason::kOther,
                               total_ns);
     done(std::move(refused));
     return;
@@ -304,6 +310,23 @@ void Scheduler::RunTimer() {
     } else {
       work_changed_.wait(lock);
     }
+  }
+}
+
+void Scheduler::SetTenantShares(const std::map<std::string, double>& shares) {
+  shares_.Set(shares);
+  shares_on_.store(!shares.empty(), std::memory_order_relaxed);
+}
+
+void Scheduler::ChargeShares(std::span<std::unique_ptr<PendingRequest>> batch, int64_t ns,
+                             SteadyTime finished) {
+  int64_t items = 0;
+  for (const auto& pending : batch) items += std::max<int64_t>(pending->batch_items, 1);
+  for (const auto& pending : batch) {
+    if (pending->request->tenant.empty()) continue;
+    shares_.Charge(pending->request->tenant,
+                   ns * std::max<int64_t>(pending->batch_items, 1) / std::max<int64_t>(items, 1),
+                   finished);
   }
 }
 
@@ -436,6 +459,9 @@ void Scheduler::ExecuteBatch(backend::ModelInstance& instance,
   // end; the split is part of the execution's work.
   const SteadyTime finished = clock_.Now();
   RecordExecutionTime(NanosBetween(started, finished));
+  if (shares_on_.load(std::memory_order_relaxed)) {
+    ChargeShares(batch, NanosBetween(started, finished), finished);
+  }
   if (!outputs.ok()) {
     Status status = outputs.status();
     if (executed) {  // the model ran; its outputs could not be split or answered

@@ -20,8 +20,13 @@
 // most kMaxDirectExecutions such executions; everything else (statistics, ordering, callbacks)
 // is as on an instance thread.
 //
-// Thread safety: Enqueue and Stop may be called from any thread. The queue and the instances'
-// busy flags are guarded by mutex_; backends run outside it.
+// Tenant shares (serve/tenant_shares.h): once SetTenantShares gives any, a request with a tenant
+// over its share of this version's instance time is refused at admission (ResourceExhausted,
+// counted as REJECTED), and each execution's time is charged to its requests' tenants. Without
+// shares, admission and execution pay one branch each.
+//
+// Thread safety: Enqueue, SetTenantShares and Stop may be called from any thread. The queue and the
+// instances' busy flags are guarded by mutex_; backends run outside it.
 
 #include <atomic>
 #include <condition_variable>
@@ -37,6 +42,7 @@
 #include "backend/backend.h"
 #include "serve/batch_queue.h"
 #include "serve/statistics.h"
+#include "serve/tenant_shares.h"
 
 namespace rampart::serve {
 
@@ -83,6 +89,10 @@ class Scheduler {
   // running it; executions under way finish. For a shutdown past its deadline. Stop still joins.
   void AbandonQueued(const Status& status);
 
+  // Replaces the tenants' shares of this version's instance time (tenant -> share in (0, 1]);
+  // empty turns them off.
+  void SetTenantShares(const std::map<std::string, double>& shares);
+
   // Requests waiting for an instance.
   size_t QueueSize() const;
 
@@ -112,6 +122,9 @@ class Scheduler {
   bool SetPriority(const backend::ModelInstance& instance, int nice_offset, bool report);
   void RunInstance(Instance& instance);
   void RecordExecutionTime(int64_t ns);
+  // Charges an execution's wall time to the tenants of its requests, by their batch items.
+  void ChargeShares(std::span<std::unique_ptr<PendingRequest>> batch, int64_t ns,
+                    SteadyTime finished);
   void RunTimer();
 
   // One execution, in the order ExecuteBatch takes its steps: describe the batch, run it
@@ -166,6 +179,10 @@ class Scheduler {
   std::atomic<int64_t> recent_execution_ns_{std::numeric_limits<int64_t>::max()};
   std::atomic<uint64_t> direct_executions_{0};
   std::atomic<int> favoured_instances_{0};
+
+  // Whether any tenant has a share; shares_ is consulted only then.
+  std::atomic<bool> shares_on_{false};
+  TenantShares shares_;
 
   mutable std::mutex mutex_;
   std::condition_variable work_changed_;  // arrivals, instances freed, stop

@@ -203,6 +203,34 @@ void InferenceServer::Dispatch(const Target& target, std::unique_ptr<InferReques
   });
 }
 
+Status InferenceServer::SetInstanceShares(std::vector<InstanceShare> shares) {
+  std::map<std::string, std::map<std::string, double>, std::less<>> by_model;
+  for (const InstanceShare& each : shares) {
+    if (each.model.empty() || each.tenant.empty()) {
+      return InvalidArgument("an instance share needs a model and a tenant");
+    }
+    // Written to refuse NaN too.
+    if (!(each.share > 0 && each.share <= 1)) {
+      return InvalidArgument("the share of tenant '{}' of model '{}' is {}: it must be in (0, 1]",
+                             each.tenant, each.model, each.share);
+    }
+    if (!by_model[each.model].emplace(each.tenant, each.share).second) {
+      return InvalidArgument("tenant '{}' has two shares of model '{}'", each.tenant, each.model);
+    }
+  }
+  std::lock_guard lock(models_mutex_);
+  instance_shares_ = std::move(by_model);
+  for (const auto& [name, entry] : models_) ApplySharesLocked(name, entry);
+  return Status::Ok();
+}
+
+void InferenceServer::ApplySharesLocked(const std::string& name, const ModelEntry& entry) const {
+  static const std::map<std::string, double> kNone;
+  auto it = instance_shares_.find(name);
+  const std::map<std::string, double>& shares = it == instance_shares_.end() ? kNone : it->second;
+  for (const auto& [version, loaded] : entry.versions) loaded->SetTenantShares(shares);
+}
+
 Status InferenceServer::StartCanary(std::string_view name, CanaryPolicy policy) {
   RETURN_IF_ERROR(policy.Validate());
   for (int64_t version : {policy.baseline, policy.candidate}) {

@@ -41,6 +41,7 @@
 #include "serve/canary.h"
 #include "serve/model_version.h"
 #include "serve/request.h"
+#include "serve/tenant_shares.h"
 
 namespace rampart::serve {
 
@@ -189,6 +190,13 @@ class InferenceServer {
   Result<CanaryStatus> GetCanary(std::string_view name) const;
   std::vector<std::pair<std::string, CanaryStatus>> Canaries() const;
 
+  // The tenants' shares of local models' instance time (serve/tenant_shares.h), replacing the
+  // previous ones: every loaded version of each model named applies its tenants' shares to its
+  // own instances, and so do versions loaded later; models not named have none. Requests carry
+  // their tenant in InferRequest::tenant. Errors: InvalidArgument for a share outside (0, 1], an
+  // empty model or tenant, or a model and tenant named twice; nothing changes then.
+  Status SetInstanceShares(std::vector<InstanceShare> shares);
+
   // Stops accepting requests and waits up to `timeout` for those in flight. Returns the number
   // still in flight at the deadline (0 when drained); those still queued then are answered
   // Unavailable instead of run, so that stopping the models does not outlast the timeout.
@@ -224,6 +232,9 @@ class InferenceServer {
     std::string fingerprint;  // the files the versions were loaded from (poll mode)
     std::map<int64_t, std::string> version_files;  // per-version file digests
   };
+  // With models_mutex_ held: gives `entry`'s versions the shares of model `name`.
+  void ApplySharesLocked(const std::string& name, const ModelEntry& entry) const;
+
   struct Retiring {
     SteadyTime release_at;
     std::shared_ptr<ModelVersion> version;
@@ -279,6 +290,8 @@ class InferenceServer {
   std::map<std::string, ModelEntry, std::less<>> models_;  // guarded by models_mutex_
   std::map<std::string, std::shared_ptr<CanaryController>, std::less<>>
       canaries_;  // guarded by models_mutex_
+  // Model -> tenant -> share of its instance time (SetInstanceShares); guarded by models_mutex_.
+  std::map<std::string, std::map<std::string, double>, std::less<>> instance_shares_;
 
   // Replaced versions waiting for their buffer window and their last request path, and the
   // thread that releases them (and polls, in poll mode).

@@ -305,6 +305,7 @@ Status InferenceServer::Load(const std::string& name, std::optional<std::string>
       if (kept == next.end() || kept->second != loaded) replaced.push_back(loaded);
     }
     entry.versions = std::move(next);
+    ApplySharesLocked(name, entry);  // before any request can reach the new versions
     entry.failures.clear();
     entry.reason.clear();
     entry.loading = false;

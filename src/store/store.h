@@ -58,7 +58,7 @@ struct ApiKey {
   std::string name;       // a label for people ("ci-pipeline")
   std::vector<std::string> roles;  // granted on top of the principal's
   std::string salt;                // random bytes, hex
-  std::string hash;                // SHA-256(salt || secret), hex
+  std::string hash;                // SHA-256(salt bytes || the whole key text), hex
   int64_t created_unix = 0;
   int64_t expires_unix = 0;    // 0 = never
   int64_t revoked_unix = 0;    // 0 = not revoked

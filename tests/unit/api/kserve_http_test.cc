@@ -11,6 +11,7 @@
 #include <future>
 #include <new>
 
+#include "api/http_status.h"
 #include "net/http_connection.h"
 
 // This file replaces the global operator new and delete with malloc and free, a pair GCC's
@@ -94,6 +95,15 @@ class KServeHttpTest : public ::testing::Test {
   std::unique_ptr<serve::InferenceServer> server_;
   std::unique_ptr<KServeHttp> http_;
 };
+
+// A quota's or a tenant's share's refusal (ResourceExhausted) asks the client to slow down.
+TEST(KServeHttpStatusTest, ResourceExhaustedIs429) {
+  EXPECT_EQ(KServeHttpStatus(ResourceExhausted("tenant 'acme' is over its 50% share")), 429);
+  net::HttpResponse refusal = KServeError(ResourceExhausted("tenant 'acme' is over its share"));
+  EXPECT_EQ(refusal.status, 429);
+  EXPECT_EQ(refusal.body, R"({"error":"tenant 'acme' is over its share"})");
+  EXPECT_EQ(KServeHttpStatus(InvalidArgument("bad")), 400);
+}
 
 TEST_F(KServeHttpTest, UnknownPathsAre404AndKnownOnesWithAnotherMethod405) {
   EXPECT_EQ(Send("GET", "/v2").status, 200);

@@ -49,6 +49,28 @@ TEST_F(HttpServerTest, ServesManyRequestsOnOneKeepAliveConnection) {
   EXPECT_EQ(server_->stats().requests, 50u);
 }
 
+TEST_F(HttpServerTest, EveryRequestCarriesItsConnectionsPeer) {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<const Peer>> peers;
+  Start([&](HttpRequest&& request, Responder responder) {
+    {
+      std::lock_guard lock(mutex);
+      peers.push_back(request.peer);
+    }
+    responder.Send({});
+  });
+  Client client(server_->port());
+  for (int i = 0; i < 3; ++i) client.Send(http::verb::get, "/", "");
+  std::lock_guard lock(mutex);
+  ASSERT_EQ(peers.size(), 3u);
+  ASSERT_NE(peers[0], nullptr);
+  EXPECT_EQ(peers[0]->address, "127.0.0.1");
+  EXPECT_FALSE(peers[0]->has_certificate);
+  // One Peer per connection, shared by its requests.
+  EXPECT_EQ(peers[1], peers[0]);
+  EXPECT_EQ(peers[2], peers[0]);
+}
+
 TEST_F(HttpServerTest, AnswersFromAnotherThread) {
   Start([](HttpRequest&&, Responder responder) {
     std::thread([responder = std::move(responder)]() mutable {

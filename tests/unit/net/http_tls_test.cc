@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <new>
 
 #include <openssl/ssl.h>
@@ -18,6 +19,7 @@
 #include <boost/beast/ssl.hpp>
 
 #include "net/http_server.h"
+#include "net/peer_certificate.h"
 #include "testing/eventually.h"
 #include "testing/fake_clock.h"
 #include "testing/test_certs.h"
@@ -355,6 +357,87 @@ TEST_F(HttpTlsTest, MutualTlsRequiresAClientCertificateFromTheRootCa) {
   const KeyAndCert other_ca = testing::MakeCertificateAuthority("another CA");
   const KeyAndCert stranger = testing::MakeLeafCertificate(other_ca, "stranger");
   EXPECT_EQ(Get(ca_.cert_pem, &stranger), kConnectionFailed);
+}
+
+TEST_F(HttpTlsTest, MutualTlsRequestsCarryTheVerifiedClientCertificate) {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<const Peer>> peers;
+  HttpServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  options.threads = 1;
+  options.tls = Tls(/*mutual=*/true);
+  auto started = HttpServer::Start(options, [&](HttpRequest&& request, Responder responder) {
+    {
+      std::lock_guard lock(mutex);
+      peers.push_back(request.peer);
+    }
+    HttpResponse response;
+    response.body = "hello " + std::string(request.path()) + " " + request.body;
+    responder.Send(std::move(response));
+  });
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  server_ = std::move(started).value();
+  const KeyAndCert workload = testing::MakeLeafCertificate(
+      ca_, "web.svc.acme.internal",
+      "URI:spiffe://acme.internal/ns/prod/sa/web,DNS:batch.acme.internal,email:ops@acme.example");
+  ASSERT_EQ(Get(ca_.cert_pem, &workload), 200);
+
+  std::lock_guard lock(mutex);
+  ASSERT_EQ(peers.size(), 2u);
+  ASSERT_NE(peers[0], nullptr);
+  EXPECT_EQ(peers[1], peers[0]);  // one per connection
+  const Peer& peer = *peers[0];
+  EXPECT_EQ(peer.address, "127.0.0.1");
+  ASSERT_TRUE(peer.has_certificate);
+  EXPECT_EQ(peer.certificate.subject, "CN=web.svc.acme.internal");
+  EXPECT_EQ(peer.certificate.common_name, "web.svc.acme.internal");
+  EXPECT_EQ(peer.certificate.dns_names,
+            (std::vector<std::string>{"localhost", "batch.acme.internal"}));
+  EXPECT_EQ(peer.certificate.uris,
+            (std::vector<std::string>{"spiffe://acme.internal/ns/prod/sa/web"}));
+  EXPECT_EQ(peer.certificate.emails, (std::vector<std::string>{"ops@acme.example"}));
+  // The same conversion from PEM, as the gRPC front end gets the certificate.
+  const Result<PeerCertificate> from_pem = PeerCertificateFromPem(workload.cert_pem);
+  ASSERT_TRUE(from_pem.ok()) << from_pem.status().ToString();
+  EXPECT_EQ(from_pem->sha256_fingerprint, peer.certificate.sha256_fingerprint);
+  EXPECT_EQ(from_pem->sha256_fingerprint.size(), 64u);
+  EXPECT_EQ(from_pem->uris, peer.certificate.uris);
+}
+
+TEST_F(HttpTlsTest, OneWayTlsPeersHaveNoCertificate) {
+  std::mutex mutex;
+  std::shared_ptr<const Peer> seen;
+  HttpServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  options.threads = 1;
+  options.tls = Tls(/*mutual=*/false);
+  auto started = HttpServer::Start(options, [&](HttpRequest&& request, Responder responder) {
+    {
+      std::lock_guard lock(mutex);
+      seen = request.peer;
+    }
+    HttpResponse response;
+    response.body = "hello " + std::string(request.path()) + " " + request.body;
+    responder.Send(std::move(response));
+  });
+  ASSERT_TRUE(started.ok());
+  server_ = std::move(started).value();
+  ASSERT_EQ(Get(ca_.cert_pem, nullptr), 200);
+  std::lock_guard lock(mutex);
+  ASSERT_NE(seen, nullptr);
+  EXPECT_EQ(seen->address, "127.0.0.1");
+  EXPECT_FALSE(seen->has_certificate);
+}
+
+TEST(PeerCertificateTest, RefusesWhatIsNotACertificate) {
+  EXPECT_EQ(PeerCertificateFromPem("").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(PeerCertificateFromPem("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(PeerCertificateFromX509(nullptr).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(HttpTlsTest, UnusableFilesFailAtStart) {

@@ -70,7 +70,7 @@ void AddExtension(X509* cert, X509V3_CTX* context, int nid, const char* value) {
 
 // Builds and signs a certificate for `key`. `issuer`/`issuer_key` null = self-signed.
 CertPtr MakeCert(EVP_PKEY* key, const std::string& common_name, X509* issuer, EVP_PKEY* issuer_key,
-                 bool is_ca) {
+                 bool is_ca, const std::string& extra_subject_alt_names = "") {
   static std::atomic<long> serial{1};
   CertPtr cert(X509_new());
   Check(cert != nullptr, "X509_new");
@@ -98,7 +98,9 @@ CertPtr MakeCert(EVP_PKEY* key, const std::string& common_name, X509* issuer, EV
     AddExtension(cert.get(), &context, NID_basic_constraints, "critical,CA:FALSE");
     AddExtension(cert.get(), &context, NID_key_usage, "critical,digitalSignature");
     AddExtension(cert.get(), &context, NID_ext_key_usage, "serverAuth,clientAuth");
-    AddExtension(cert.get(), &context, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1");
+    std::string alt_names = "DNS:localhost,IP:127.0.0.1";
+    if (!extra_subject_alt_names.empty()) alt_names += "," + extra_subject_alt_names;
+    AddExtension(cert.get(), &context, NID_subject_alt_name, alt_names.c_str());
   }
   Check(X509_sign(cert.get(), issuer_key != nullptr ? issuer_key : key, EVP_sha256()) > 0,
         "signing");
@@ -114,12 +116,14 @@ KeyAndCert MakeCertificateAuthority(const std::string& common_name) {
   return {KeyPem(key.get()), CertPem(cert.get())};
 }
 
-KeyAndCert MakeLeafCertificate(const KeyAndCert& ca, const std::string& common_name) {
+KeyAndCert MakeLeafCertificate(const KeyAndCert& ca, const std::string& common_name,
+                               const std::string& extra_subject_alt_names) {
   KeyPtr ca_key = ReadKey(ca.key_pem);
   CertPtr ca_cert = ReadCert(ca.cert_pem);
   KeyPtr key(EVP_EC_gen("P-256"));
   Check(key != nullptr, "generating a key");
-  CertPtr cert = MakeCert(key.get(), common_name, ca_cert.get(), ca_key.get(), /*is_ca=*/false);
+  CertPtr cert = MakeCert(key.get(), common_name, ca_cert.get(), ca_key.get(), /*is_ca=*/false,
+                          extra_subject_alt_names);
   return {KeyPem(key.get()), CertPem(cert.get())};
 }
 

@@ -17,7 +17,9 @@ struct KeyAndCert {
 KeyAndCert MakeCertificateAuthority(const std::string& common_name);
 
 // A certificate for `common_name` with subjectAltName DNS:localhost and IP:127.0.0.1, usable for
-// TLS servers and clients, signed by `ca`.
-KeyAndCert MakeLeafCertificate(const KeyAndCert& ca, const std::string& common_name);
+// TLS servers and clients, signed by `ca`. `extra_subject_alt_names` adds entries in OpenSSL's
+// config syntax ("URI:spiffe://td/ns/a,DNS:batch.example,email:a@example.com").
+KeyAndCert MakeLeafCertificate(const KeyAndCert& ca, const std::string& common_name,
+                               const std::string& extra_subject_alt_names = "");
 
 }  // namespace rampart::testing

@@ -1,0 +1,60 @@
+#pragma once
+
+// An in-memory store::Store for tests of what sits on top of a store (API key tables, the
+// admin API): the interface's contract (errors, ordering, generations that move on changes and
+// not on touches) without a database. Thread-safe. It can be told to fail, to test how callers
+// ride out an unreachable database, and it counts the calls that tests reason about.
+
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include "store/store.h"
+
+namespace rampart::testing {
+
+class MemoryStore : public store::Store {
+ public:
+  std::string Describe() const override { return "memory:"; }
+
+  Status CreateTenant(const store::Tenant& tenant) override;
+  Result<std::optional<store::Tenant>> GetTenant(const std::string& name) override;
+  Result<std::vector<store::Tenant>> ListTenants() override;
+  Status DeleteTenant(const std::string& name) override;
+
+  Status PutPrincipal(const store::Principal& principal) override;
+  Result<std::optional<store::Principal>> GetPrincipal(const std::string& tenant,
+                                                       const std::string& name) override;
+  Result<std::vector<store::Principal>> ListPrincipals(const std::string& tenant) override;
+  Status DeletePrincipal(const std::string& tenant, const std::string& name) override;
+
+  Status CreateApiKey(const store::ApiKey& key) override;
+  Result<std::optional<store::ApiKey>> GetApiKey(const std::string& id) override;
+  Result<std::vector<store::ApiKey>> ListApiKeys(const std::string& tenant) override;
+  Status RevokeApiKey(const std::string& id, int64_t now_unix) override;
+  Status TouchApiKeys(const std::map<std::string, int64_t>& last_used_unix) override;
+
+  Result<store::BudgetLease> LeaseBudget(const std::string& key, int64_t window_start_unix,
+                                         int64_t limit, int64_t want) override;
+  Result<int64_t> Generation() override;
+
+  // While set, every call answers Unavailable "store unavailable (test)".
+  void SetUnavailable(bool unavailable) { unavailable_ = unavailable; }
+  int64_t touch_calls() const { return touch_calls_; }
+  int64_t list_key_calls() const { return list_key_calls_; }
+
+ private:
+  Status CheckAvailable() const;
+
+  mutable std::mutex mutex_;
+  int64_t generation_ = 1;
+  std::map<std::string, store::Tenant> tenants_;
+  std::map<std::pair<std::string, std::string>, store::Principal> principals_;
+  std::map<std::string, store::ApiKey> keys_;
+  std::map<std::pair<std::string, int64_t>, int64_t> budgets_;  // (key, window) -> used
+  std::atomic<bool> unavailable_{false};
+  std::atomic<int64_t> touch_calls_{0};
+  std::atomic<int64_t> list_key_calls_{0};
+};
+
+}  // namespace rampart::testing
