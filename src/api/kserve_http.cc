@@ -227,6 +227,7 @@ void KServeHttp::Infer(net::HttpRequest&& request, RouteArgs& args, net::Respond
   infer->model_version = version;
   infer->arrival = request.received;
   infer->cancelled = request.client_gone;
+  infer->tenant = std::move(args.tenant);  // its share of the model's instance time
   // Only what the answer needs travels with the callback; the body stays behind.
   request.body.clear();
   request.body.shrink_to_fit();

@@ -46,7 +46,17 @@ Result<AccessRuntime> StartAccess(const AccessConfig& config, const std::string&
   return access;
 }
 
-Status ReloadAccess(AccessRuntime& access, const std::string& config_file) {
+Status ApplyModelShares(const AccessConfig& config, serve::InferenceServer& server) {
+  std::vector<serve::InstanceShare> shares;
+  for (const ModelShare& share : config.model_shares) {
+    shares.push_back(
+        serve::InstanceShare{.model = share.model, .tenant = share.tenant, .share = share.share});
+  }
+  return server.SetInstanceShares(std::move(shares)).WithContext("access.quotas.model_shares");
+}
+
+Status ReloadAccess(AccessRuntime& access, const std::string& config_file,
+                    serve::InferenceServer* server) {
   ASSIGN_OR_RETURN(std::optional<AccessConfig> config, LoadAccessConfig(config_file));
   if (!config) {
     return FailedPrecondition(
@@ -54,6 +64,7 @@ Status ReloadAccess(AccessRuntime& access, const std::string& config_file) {
         "restart");
   }
   RETURN_IF_ERROR(access.control->Reload(config->quota_rules));
+  if (server != nullptr) RETURN_IF_ERROR(ApplyModelShares(*config, *server));
   LOG_INFO("access: policies reloaded ({} rule(s)), {} quota rule(s)",
            access.control->policy_set()->rule_count(), config->quota_rules.size());
   return Status::Ok();

@@ -12,6 +12,7 @@
 #include "core/status.h"
 #include "identity/api_keys.h"
 #include "policy/access.h"
+#include "serve/server.h"
 #include "store/store.h"
 
 namespace rampart::app {
@@ -38,8 +39,13 @@ struct AccessRuntime {
 // quota ledger. Any error is a start-up error naming what failed.
 Result<AccessRuntime> StartAccess(const AccessConfig& config, const std::string& data_dir);
 
-// Reads `config_file`'s access: section again and reloads the policy files and the quota rules
-// (the rest of the section needs a restart). On error the old policies and rules stay.
-Status ReloadAccess(AccessRuntime& access, const std::string& config_file);
+// Applies the config's model shares (quotas.model_shares) to `server`'s scheduler.
+Status ApplyModelShares(const AccessConfig& config, serve::InferenceServer& server);
+
+// Reads `config_file`'s access: section again and reloads the policy files, the quota rules and
+// (with `server`) the model shares; the rest of the section needs a restart. On error the old
+// policies, rules and shares stay.
+Status ReloadAccess(AccessRuntime& access, const std::string& config_file,
+                    serve::InferenceServer* server);
 
 }  // namespace rampart::app

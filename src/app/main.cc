@@ -118,8 +118,10 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
       std::move(listener));
 }
 
-api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings) {
+api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings,
+                                   const policy::AccessControl* access) {
   api::KServeGrpcOptions options;
+  options.access = access;
   options.address = settings.grpc_address;
   options.port = settings.grpc_port;
   options.server_name = settings.server_name;
@@ -258,6 +260,12 @@ int Serve(const ServeSettings& settings) {
     return 1;
   }
   if (serve_metrics) serve_metrics->WatchQueues(*server);
+  if (access) {
+    if (Status shared = ApplyModelShares(**access_config, *server); !shared.ok()) {
+      LOG_ERROR("access: {}", shared.message());
+      return 1;
+    }
+  }
 
   api::KServeHttpOptions kserve_options{.server_name = settings.server_name,
                                         .server_version = RAMPART_VERSION,
@@ -271,7 +279,7 @@ int Serve(const ServeSettings& settings) {
   // gRPC serves the same InferenceServer; it is shut down before the server goes away.
   std::unique_ptr<api::KServeGrpc> grpc;
   if (settings.allow_grpc) {
-    auto started = api::KServeGrpc::Start(*server, GrpcOptions(settings));
+    auto started = api::KServeGrpc::Start(*server, GrpcOptions(settings, access_control));
     if (!started.ok()) {
       LOG_ERROR("gRPC: {}", started.status().message());
       return 1;
@@ -328,11 +336,12 @@ int Serve(const ServeSettings& settings) {
   }
   // SIGHUP and POST /v1/admin/reload: the gateway's routes, and the policy files and quota
   // rules; each keeps its old state when its new one is invalid, and the answer says which.
-  const auto reload = [&gateway_config, &gateway, &access, &settings]() -> Status {
+  const auto reload = [&gateway_config, &gateway, &access, &settings, &server]() -> Status {
     Result<gateway::GatewayConfig> config = gateway_config();
     const Status routes =
         config.ok() ? (*gateway)->Reload(std::move(config).value()) : config.status();
-    const Status policies = access ? ReloadAccess(*access, settings.config_file) : Status::Ok();
+    const Status policies =
+        access ? ReloadAccess(*access, settings.config_file, server.get()) : Status::Ok();
     if (routes.ok() && policies.ok()) return Status::Ok();
     std::vector<std::string> failed;
     if (!routes.ok()) failed.push_back(fmt::format("gateway: {}", routes.message()));
