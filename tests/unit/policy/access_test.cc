@@ -52,8 +52,9 @@ TEST(AccessControl, GrantsTheKeysRoleAndRefusesWhatItDoesNotPermit) {
 
 TEST(AccessControl, UnauthenticatedCallersGet401WithABearerChallenge) {
   testing::AccessFixture fixture;
-  const std::string wrong_secret =
-      fixture.analyst_key().substr(0, fixture.analyst_key().size() - 1) + "x";
+  // The key with its last character changed (to another one: 'x' may be the last already).
+  std::string wrong_secret = fixture.analyst_key();
+  wrong_secret.back() = wrong_secret.back() == 'x' ? 'y' : 'x';
   for (const identity::Credentials& credentials :
        {identity::Credentials{.peer = &kRemote}, Key("rk_live_nothing_here", kRemote),
         Key(wrong_secret)}) {
