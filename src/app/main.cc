@@ -615,9 +615,11 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   option("--log-verbose", settings.log_verbose, "Verbose logging level (0 = info, >0 = debug)");
   option("--log-format", settings.log_format,
          "Log lines: 'default' (text) or 'json' (one object a line)");
-  serve->add_option("--data-dir", settings.data_dir,
-                    "Directory of Rampart's persistent state (the SQLite store) when the config "
-                    "has an access: section (default: access.data_dir, else ./data)");
+  serve
+      ->add_option("--data-dir", settings.data_dir,
+                   "Directory of Rampart's persistent state (the SQLite store) when the config "
+                   "has an access: section; unset, the config's access.data_dir, else ./data")
+      ->default_str(std::string(kDefaultDataDir));
   switch_flag("--access-log", settings.access_log,
               "Log one JSON line per infer request with its trace id and per-stage timing");
 
