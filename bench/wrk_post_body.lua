@@ -28,6 +28,11 @@ if header_length ~= nil and header_length ~= "" then
 else
   wrk.headers["Content-Type"] = "application/json"
 end
+-- With $RAMPART_BENCH_API_KEY every request authenticates with that key (bench/access_bench.sh).
+local api_key = os.getenv("RAMPART_BENCH_API_KEY")
+if api_key ~= nil and api_key ~= "" then
+  wrk.headers["x-api-key"] = api_key
+end
 
 local latency_path = os.getenv("RAMPART_BENCH_LATENCY_FILE")
 if latency_path ~= nil and latency_path ~= "" then

@@ -25,6 +25,8 @@ packages=(
   libgoogle-perftools-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev nginx-light wrk prometheus
+  # the openssl CLI: tests/e2e/test_access.py makes its mTLS certificates with it
+  openssl
   # fuzzing (make fuzz): clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
 )

@@ -10,11 +10,11 @@
 //
 // Offsets are bytes of the UTF-8 text sent. `operators` maps a type to an operator ("mask",
 // "mask:3:4", "hash", ...); types it leaves out get their defaults (guard::DefaultOperator). Keys
-// are the gateway's for tenant "default". There is no authorisation yet: anyone who reaches the
-// listener can restore tokens (docs/guard.md). Errors in OpenAI's shape: 400 for a bad body,
-// invalid UTF-8 or a blocked type, 413 for a text over gateway.guard.max_text_bytes, 503 when
-// the gateway has no detector. Handle runs on an HTTP I/O thread; detection is linear in the
-// text, bounded by max_text_bytes.
+// are the gateway's for tenant "default". With access control on, each operation is decided
+// (guard:detect, guard:redact, guard:restore: docs/access.md) before it gets here. Errors in
+// OpenAI's shape: 400 for a bad body, invalid UTF-8 or a blocked type, 413 for a text over
+// gateway.guard.max_text_bytes, 503 when the gateway has no detector. Handle runs on an HTTP I/O
+// thread; detection is linear in the text, bounded by max_text_bytes.
 
 #include <string_view>
 

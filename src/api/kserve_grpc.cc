@@ -11,6 +11,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "api/grpc_service.grpc.pb.h"
+#include "api/kserve_grpc_access.h"
 #include "api/kserve_grpc_calls.h"
 #include "api/kserve_grpc_codec.h"
 #include "core/exceptions.h"
@@ -80,7 +81,7 @@ Result<Control> ControlParameters(const Request& request, bool load) {
 class Service final : public inference::GRPCInferenceService::CallbackService {
  public:
   Service(serve::InferenceServer& server, const KServeGrpcOptions& options)
-      : server_(server), options_(options), shared_(server) {}
+      : server_(server), options_(options), shared_(server, options.access) {}
 
   grpc_calls::CallShared& shared() { return shared_; }
   // Runs queued repository loads and unloads, then stops their thread. REQUIRES: no more calls
@@ -111,6 +112,9 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
                                        const inference::ModelReadyRequest* request,
                                        inference::ModelReadyResponse* response) override {
+    if (auto refused = Refused(context, "model:read", "model", request->name())) {
+      return FinishNow(context, *refused);
+    }
     return Answer(context, [&] {
       Result<int64_t> version = ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
@@ -124,6 +128,9 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
                                            const inference::ServerMetadataRequest*,
                                            inference::ServerMetadataResponse* response) override {
+    if (auto refused = Refused(context, "server:read", "server")) {
+      return FinishNow(context, *refused);
+    }
     return Answer(context, [&] {
       response->set_name(options_.server_name);
       response->set_version(options_.server_version);
@@ -138,6 +145,9 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
                                           const inference::ModelMetadataRequest* request,
                                           inference::ModelMetadataResponse* response) override {
+    if (auto refused = Refused(context, "model:read", "model", request->name())) {
+      return FinishNow(context, *refused);
+    }
     return Answer(context, [&] {
       Result<int64_t> version = ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
@@ -151,6 +161,9 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* context,
                                         const inference::ModelConfigRequest* request,
                                         inference::ModelConfigResponse* response) override {
+    if (auto refused = Refused(context, "model:read", "model", request->name())) {
+      return FinishNow(context, *refused);
+    }
     return Answer(context, [&] {
       Result<int64_t> version = ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
@@ -164,6 +177,11 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
                                             const inference::ModelStatisticsRequest* request,
                                             inference::ModelStatisticsResponse* response) override {
+    // Every model's statistics (no name) is the resource "*".
+    if (auto refused = Refused(context, "model:read", "model",
+                               request->name().empty() ? "*" : request->name())) {
+      return FinishNow(context, *refused);
+    }
     return Answer(context, [&] {
       Result<int64_t> version = request->version().empty() ? Result<int64_t>(serve::kLatestVersion)
                                                            : ParseModelVersion(request->version());
@@ -180,6 +198,9 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
                                             const inference::RepositoryIndexRequest* request,
                                             inference::RepositoryIndexResponse* response) override {
+    if (auto refused = Refused(context, "repository:read", "repository")) {
+      return FinishNow(context, *refused);
+    }
     return OnWorker(repository_reads_, context, "reading the repository index", [=, this] {
       if (!request->repository_name().empty()) {
         return Unimplemented("'repository_name' specification is not supported");
@@ -215,16 +236,46 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   }
 
   grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* ModelStreamInfer(
-      grpc::CallbackServerContext*) override {
-    return grpc_calls::StartStream(shared_);
+      grpc::CallbackServerContext* context) override {
+    return grpc_calls::StartStream(shared_, context);
   }
 
  private:
+  // The refusal of a call for `action` on {`type`, `name`}, or nullopt when it may go on (open,
+  // or granted). A rate's refusal carries `retry-after` in the trailing metadata.
+  std::optional<grpc::Status> Refused(grpc::CallbackServerContext* context, std::string_view action,
+                                      std::string_view type, std::string_view name = "") {
+    const policy::AccessControl* access = options_.access;
+    if (access == nullptr || !access->enforcing()) return std::nullopt;
+    const Peer peer = grpc_access::PeerOf(*context);
+    policy::AccessOutcome outcome =
+        access->Check(grpc_access::CredentialsOf(*context, peer), action,
+                      policy::Resource{.type = type, .name = name}, 0);
+    const auto* refusal = std::get_if<policy::AccessRefusal>(&outcome);
+    if (refusal == nullptr) return std::nullopt;
+    if (refusal->retry_after_seconds > 0) {
+      context->AddTrailingMetadata("retry-after", std::to_string(refusal->retry_after_seconds));
+    }
+    return grpc_access::StatusOf(*refusal);
+  }
+
+  // Finishes the call at once with `status`.
+  static grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
+                                             grpc::Status status) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(std::move(status));
+    return reactor;
+  }
+
   // Loading reads files and builds models: it runs on the control thread, one at a time, and
   // finishes the call from there (as HTTP does).
   template <typename Request>
   grpc::ServerUnaryReactor* RepositoryControl(grpc::CallbackServerContext* context,
                                               const Request& request, bool load) {
+    if (auto refused =
+            Refused(context, load ? "model:load" : "model:unload", "model", request.model_name())) {
+      return FinishNow(context, *refused);
+    }
     Result<Control> control = ControlParameters(request, load);
     if (!control.ok()) {
       grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

@@ -32,6 +32,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "policy/access.h"
 #include "serve/server.h"
 
 namespace rampart::api {
@@ -54,6 +55,10 @@ struct KServeGrpcOptions {
   // its clients' send limit): INT32_MAX.
   int max_receive_bytes = std::numeric_limits<int>::max();
   std::optional<GrpcTlsOptions> tls;  // plaintext when empty
+  // Authentication, policy and quotas (docs/access.md), as HTTP's: every RPC but ServerLive and
+  // ServerReady is decided (model:infer, model:read, model:load, model:unload, repository:read,
+  // server:read). Null = open. Must outlive the front end.
+  const policy::AccessControl* access = nullptr;
 };
 
 // Reading pauses on a stream with this many requests in flight or responses not yet written.

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "api/kserve_grpc.h"
+#include "api/kserve_grpc_access.h"
 #include "api/kserve_grpc_codec.h"
 #include "core/clock.h"
 #include "core/exceptions.h"
@@ -70,7 +71,10 @@ class InferCall final : public grpc::ServerUnaryReactor {
 class StreamCall final
     : public grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse> {
  public:
-  explicit StreamCall(CallShared& shared) : shared_(shared) {
+  // `identity` and `peer`: the caller's, authenticated when the stream opened (unused when
+  // access is open).
+  StreamCall(CallShared& shared, identity::Identity identity, Peer peer)
+      : shared_(shared), identity_(std::move(identity)), peer_(std::move(peer)) {
     const bool registered = shared_.streams.Register(this);
     Progress([&] { stopping_ = !registered; });
   }
@@ -135,6 +139,24 @@ class StreamCall final
   // answers_'s `slot`. The request is already counted in in_flight_; Respond uncounts it.
   void Handle(uint64_t slot) {
     const SteadyTime arrival = Clock::Real().Now();
+    policy::Reservation reservation;
+    if (shared_.access != nullptr && shared_.access->enforcing()) {
+      const policy::Decision decision = shared_.access->Authorise(
+          identity_, "model:infer",
+          policy::Resource{.type = "model", .name = request_.model_name()}, peer_.address);
+      std::optional<policy::AccessRefusal> refusal;
+      if (!decision.allowed) refusal = policy::AccessRefusal::Forbidden(decision);
+      if (!refusal) {
+        policy::QuotaLedger::Admission admission = shared_.access->Admit(identity_, 0);
+        if (!admission.admitted()) refusal = policy::AccessRefusal::Quota(*admission.refusal);
+        reservation = std::move(admission.reservation);
+      }
+      if (refusal) {
+        Respond(slot, Error(refusal->ToStatus(), request_.model_name(), request_.model_version(),
+                            request_.id()));
+        return;
+      }
+    }
     Result<std::unique_ptr<serve::InferRequest>> decoded = SafeDecode(request_);
     if (!decoded.ok()) {
       Respond(slot, Error(decoded.status(), request_.model_name(), request_.model_version(),
@@ -143,23 +165,27 @@ class StreamCall final
     }
     (*decoded)->arrival = arrival;
     (*decoded)->cancelled = cancelled_;
-    shared_.server.Infer(std::move(decoded).value(), [this, slot, model = request_.model_name(),
-                                                      version = request_.model_version(),
-                                                      id = request_.id()](InferResult result) {
-      ModelStreamInferResponse response;
-      // The slot is answered whatever building its answer throws: the stream counts on it.
-      RunLoggingExceptions("a gRPC stream's answer", [&] {
-        if (Status encoded = SafeEncode(result, *response.mutable_infer_response());
-            !encoded.ok()) {
-          response = Error(encoded, model, version, id);
-        }
-        // As Triton's stream writer marks each request's last response (for a model that is
-        // not decoupled, its only one); a request refused before it reached the server has none.
-        (*response.mutable_infer_response()->mutable_parameters())["triton_final_response"]
-            .set_bool_param(true);
-      });
-      Respond(slot, std::move(response));
-    });
+    (*decoded)->tenant = identity_.tenant;
+    shared_.server.Infer(
+        std::move(decoded).value(),
+        [this, slot, model = request_.model_name(), version = request_.model_version(),
+         id = request_.id(), reservation = std::move(reservation)](InferResult result) mutable {
+          if (!reservation.empty()) reservation.Settle(0);
+          ModelStreamInferResponse response;
+          // The slot is answered whatever building its answer throws: the stream counts on it.
+          RunLoggingExceptions("a gRPC stream's answer", [&] {
+            if (Status encoded = SafeEncode(result, *response.mutable_infer_response());
+                !encoded.ok()) {
+              response = Error(encoded, model, version, id);
+            }
+            // As Triton's stream writer marks each request's last response (for a model that is
+            // not decoupled, its only one); a request refused before it reached the server has
+            // none.
+            (*response.mutable_infer_response()->mutable_parameters())["triton_final_response"]
+                .set_bool_param(true);
+          });
+          Respond(slot, std::move(response));
+        });
   }
 
   // A failed request's answer; it names the request, so clients can match it.
@@ -226,6 +252,8 @@ class StreamCall final
   }
 
   CallShared& shared_;
+  const identity::Identity identity_;  // the caller, authenticated when the stream opened
+  const Peer peer_;
   const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
   ModelInferRequest request_;  // target of the read in progress; used by the read path only
 
@@ -281,6 +309,25 @@ grpc::ServerUnaryReactor* StartInferCall(CallShared& shared, grpc::CallbackServe
     copy = *request;
     mutable_request = &copy;
   }
+  std::string tenant;
+  policy::Reservation reservation;
+  if (shared.access != nullptr && shared.access->enforcing()) {
+    const Peer peer = grpc_access::PeerOf(*context);
+    policy::AccessOutcome outcome =
+        shared.access->Check(grpc_access::CredentialsOf(*context, peer), "model:infer",
+                             policy::Resource{.type = "model", .name = request->model_name()}, 0);
+    if (const auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
+      if (refusal->retry_after_seconds > 0) {
+        context->AddTrailingMetadata("retry-after", std::to_string(refusal->retry_after_seconds));
+      }
+      InferCall* refused = call.release();  // gRPC owns a call once it is finished (OnDone)
+      refused->Finish(grpc_access::StatusOf(*refusal));
+      return refused;
+    }
+    auto& grant = std::get<policy::AccessGrant>(outcome);
+    tenant = std::move(grant.identity.tenant);
+    reservation = std::move(grant.reservation);
+  }
   Result<std::unique_ptr<serve::InferRequest>> decoded = SafeDecode(*mutable_request);
   if (!decoded.ok()) {
     InferCall* refused = call.release();  // gRPC owns a call once it is finished (OnDone)
@@ -289,8 +336,12 @@ grpc::ServerUnaryReactor* StartInferCall(CallShared& shared, grpc::CallbackServe
   }
   (*decoded)->arrival = arrival;
   (*decoded)->cancelled = call->cancelled();
+  (*decoded)->tenant = std::move(tenant);
   InferCall* started = call.get();
-  serve::InferCallback finish = [started, response](InferResult result) {
+  serve::InferCallback finish = [started, response,
+                                 reservation = std::move(reservation)](InferResult result) mutable {
+    // KServe inference counts requests, not tokens: the concurrency slot goes back now.
+    if (!reservation.empty()) reservation.Settle(0);
     started->Finish(ToGrpcStatus(SafeEncode(result, *response)));
   };
   call.release();  // from here the server answers it, and gRPC deletes it after (OnDone)
@@ -313,9 +364,31 @@ grpc::ServerUnaryReactor* StartInfer(CallShared& shared, grpc::CallbackServerCon
   }
 }
 
+namespace {
+
+// A stream refused before it began: finishes at once with `status`.
+class RefusedStream final
+    : public grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse> {
+ public:
+  explicit RefusedStream(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
 grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* StartStream(
-    CallShared& shared) {
-  return new StreamCall(shared);
+    CallShared& shared, grpc::CallbackServerContext* context) {
+  if (shared.access == nullptr || !shared.access->enforcing()) {
+    return new StreamCall(shared, identity::Identity{}, Peer{});
+  }
+  Peer peer = grpc_access::PeerOf(*context);
+  Result<identity::Identity> identity =
+      shared.access->Authenticate(grpc_access::CredentialsOf(*context, peer));
+  if (!identity.ok()) {
+    return new RefusedStream(
+        grpc_access::StatusOf(policy::AccessRefusal::Unauthenticated(identity.status())));
+  }
+  return new StreamCall(shared, std::move(identity).value(), std::move(peer));
 }
 
 }  // namespace rampart::api::grpc_calls

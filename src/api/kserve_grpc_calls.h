@@ -12,6 +12,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "api/grpc_service.pb.h"
+#include "policy/access.h"
 #include "serve/server.h"
 
 namespace rampart::api::grpc_calls {
@@ -36,21 +37,27 @@ class StreamRegistry {
 
 // What the calls share with the service; outlives every call.
 struct CallShared {
-  explicit CallShared(serve::InferenceServer& server_in) : server(server_in) {}
+  CallShared(serve::InferenceServer& server_in, const policy::AccessControl* access_in)
+      : server(server_in), access(access_in) {}
   serve::InferenceServer& server;
+  const policy::AccessControl* access;       // null: open
   std::atomic<uint64_t> cancelled_calls{0};  // calls whose client cancelled or timed out
   StreamRegistry streams;
 };
 
-// ModelInfer: decodes `request` (moving its raw bytes out; the request is gRPC's but ours until
-// the call is done), hands it to the server and finishes from the completion callback. A
-// cancelled call marks the request cancelled.
+// ModelInfer: decides model:infer on the request's model (access control), decodes `request`
+// (moving its raw bytes out; the request is gRPC's but ours until the call is done), hands it to
+// the server with the caller's tenant and finishes from the completion callback, which also
+// gives back the quota's concurrency slot. A cancelled call marks the request cancelled.
 grpc::ServerUnaryReactor* StartInfer(CallShared& shared, grpc::CallbackServerContext* context,
                                      const inference::ModelInferRequest* request,
                                      inference::ModelInferResponse* response);
 
-// ModelStreamInfer: see KServeGrpc's header comment for the behaviour.
+// ModelStreamInfer: see KServeGrpc's header comment for the behaviour. The caller is
+// authenticated once, when the stream opens (UNAUTHENTICATED ends it at once); each request is
+// then decided (model:infer on its model) and counted, a refusal answered in the stream with
+// `error_message`, as any failed request.
 grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
-StartStream(CallShared& shared);
+StartStream(CallShared& shared, grpc::CallbackServerContext* context);
 
 }  // namespace rampart::api::grpc_calls

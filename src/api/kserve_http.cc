@@ -178,8 +178,9 @@ void KServeHttp::Shutdown() {
   repository_reads_.Stop();
 }
 
-void KServeHttp::Infer(net::HttpRequest&& request, std::string_view model, int64_t version,
-                       net::Responder responder) {
+void KServeHttp::Infer(net::HttpRequest&& request, RouteArgs& args, net::Responder responder) {
+  const std::string_view model = args.model;
+  const int64_t version = args.version;
   std::optional<TraceContext> parent;
   if (auto header = request.Header("traceparent")) parent = TraceContext::Parse(*header);
   const TraceContext trace = parent ? parent->Child() : TraceContext::Start();
@@ -226,13 +227,17 @@ void KServeHttp::Infer(net::HttpRequest&& request, std::string_view model, int64
   infer->model_version = version;
   infer->arrival = request.received;
   infer->cancelled = request.client_gone;
+  infer->tenant = std::move(args.tenant);  // its share of the model's instance time
   // Only what the answer needs travels with the callback; the body stays behind.
   request.body.clear();
   request.body.shrink_to_fit();
   server_.Infer(
-      std::move(infer), [this, responder = std::move(responder), trace,
-                         request = std::move(request), encoding = std::move(decoded->encoding)](
-                            Result<std::unique_ptr<serve::InferResponse>> result) mutable {
+      std::move(infer),
+      [this, responder = std::move(responder), trace, request = std::move(request),
+       encoding = std::move(decoded->encoding), reservation = std::move(args.reservation)](
+          Result<std::unique_ptr<serve::InferResponse>> result) mutable {
+        // KServe inference counts requests, not tokens: the concurrency slot goes back now.
+        if (!reservation.empty()) reservation.Settle(0);
         responder.SendWith([this, trace, request = std::move(request), result = std::move(result),
                             encoding = std::move(encoding)]() mutable {
           net::HttpResponse response = EncodeResponse(result, encoding);

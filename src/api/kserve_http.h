@@ -18,6 +18,7 @@
 
 #include "core/serial_worker.h"
 #include "net/http_server.h"
+#include "policy/access.h"
 #include "serve/server.h"
 
 namespace rampart::api {
@@ -32,6 +33,9 @@ struct KServeHttpOptions {
   // Told when a repository request is refused because too many wait already (429); on an I/O
   // thread, so it must be cheap and thread-safe (a counter).
   std::function<void()> on_worker_queue_full;
+  // Authentication, policy and quotas (docs/access.md): every route but health names an action
+  // and a resource and is checked before it runs. Null = open. Must outlive the front end.
+  const policy::AccessControl* access = nullptr;
 };
 
 // Repository requests (index, load, unload) that may wait for their thread; more get 429.
@@ -47,10 +51,12 @@ class KServeHttp {
   void Shutdown();
 
  private:
-  // What a route's path captures.
+  // What a route's path captures, and what access control granted.
   struct RouteArgs {
     std::string model;                        // "{model}", percent-decoded
     int64_t version = serve::kLatestVersion;  // "{version}"
+    std::string tenant;                       // the caller's (empty when open)
+    policy::Reservation reservation;          // held until the request is answered
   };
   using RouteHandler = void (*)(KServeHttp&, RouteArgs&, net::HttpRequest&&, net::Responder&&);
   struct Route {
@@ -58,6 +64,11 @@ class KServeHttp {
     // Literal path segments; "{model}" and "{version}" match any segment and capture it.
     std::vector<std::string> pattern;
     RouteHandler handler;
+    // The policy action (model:infer, model:read, ...; docs/access.md) and the type of the
+    // resource it acts on ("model": the {model} captured, "*" for every model's; "server",
+    // "repository"). Empty: open to all (health probes).
+    std::string_view action;
+    std::string_view resource_type;
   };
   // Every route, built once. A path no route has is 404; one with another method, 405.
   static const std::vector<Route>& Routes();
@@ -68,8 +79,7 @@ class KServeHttp {
                    UniqueFunction<net::HttpResponse()> work);
   void QueueRepositoryControl(bool load, std::string model, std::string body,
                               net::Responder responder);
-  void Infer(net::HttpRequest&& request, std::string_view model, int64_t version,
-             net::Responder responder);
+  void Infer(net::HttpRequest&& request, RouteArgs& args, net::Responder responder);
   net::HttpResponse ServerMetadata() const;
   net::HttpResponse ModelMetadata(std::string_view model, int64_t version) const;
   net::HttpResponse ModelConfig(std::string_view model, int64_t version) const;

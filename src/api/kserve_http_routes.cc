@@ -3,6 +3,7 @@
 
 #include <charconv>
 
+#include "api/access_http.h"
 #include "api/http_status.h"
 #include "api/kserve_http.h"
 
@@ -62,6 +63,7 @@ Result<int64_t> ParseVersion(std::string_view text) {
 }
 
 constexpr std::string_view kModel = "{model}";
+constexpr std::string_view kOpen = "";  // a route without access control (health probes)
 constexpr std::string_view kVersion = "{version}";
 
 }  // namespace
@@ -70,78 +72,88 @@ const std::vector<KServeHttp::Route>& KServeHttp::Routes() {
   static const std::vector<Route> routes = [] {
     std::vector<Route> table;
     const auto add = [&table](std::string_view method, std::string_view pattern,
+                              std::string_view action, std::string_view resource_type,
                               RouteHandler handler) {
       const std::vector<std::string_view> segments = SplitPath(pattern);
-      table.push_back({method, {segments.begin(), segments.end()}, handler});
+      table.push_back({method, {segments.begin(), segments.end()}, handler, action, resource_type});
     };
     using Request = net::HttpRequest;
     using Responder = net::Responder;
 
-    add("GET", "/v2", [](KServeHttp& self, RouteArgs&, Request&&, Responder&& responder) {
-      responder.Send(self.ServerMetadata());
-    });
-    add("GET", "/v2/health/live", [](KServeHttp& self, RouteArgs&, Request&&, Responder&& r) {
-      r.Send(EmptyResponse(self.server_.IsLive() ? 200 : 400));
-    });
-    add("GET", "/v2/health/ready", [](KServeHttp& self, RouteArgs&, Request&&, Responder&& r) {
-      r.Send(EmptyResponse(self.server_.IsReady() ? 200 : 400));
-    });
+    add("GET", "/v2", "server:read", "server",
+        [](KServeHttp& self, RouteArgs&, Request&&, Responder&& responder) {
+          responder.Send(self.ServerMetadata());
+        });
+    add("GET", "/v2/health/live", kOpen, kOpen,
+        [](KServeHttp& self, RouteArgs&, Request&&, Responder&& r) {
+          r.Send(EmptyResponse(self.server_.IsLive() ? 200 : 400));
+        });
+    add("GET", "/v2/health/ready", kOpen, kOpen,
+        [](KServeHttp& self, RouteArgs&, Request&&, Responder&& r) {
+          r.Send(EmptyResponse(self.server_.IsReady() ? 200 : 400));
+        });
     // Reads the repository's directory: on the repository thread.
-    add("POST", "/v2/repository/index",
+    add("POST", "/v2/repository/index", "repository:read", "repository",
         [](KServeHttp& self, RouteArgs&, Request&& request, Responder&& responder) {
           self.OffIoThread(
               self.repository_reads_, std::move(responder),
               [&self, body = std::move(request.body)] { return self.RepositoryIndex(body); });
         });
     // Loading reads files and builds models: on the control thread, one at a time.
-    add("POST", "/v2/repository/models/{model}/load",
+    add("POST", "/v2/repository/models/{model}/load", "model:load", "model",
         [](KServeHttp& self, RouteArgs& args, Request&& request, Responder&& responder) {
           self.QueueRepositoryControl(true, std::move(args.model), std::move(request.body),
                                       std::move(responder));
         });
-    add("POST", "/v2/repository/models/{model}/unload",
+    add("POST", "/v2/repository/models/{model}/unload", "model:unload", "model",
         [](KServeHttp& self, RouteArgs& args, Request&& request, Responder&& responder) {
           self.QueueRepositoryControl(false, std::move(args.model), std::move(request.body),
                                       std::move(responder));
         });
     // Triton's logging extension.
     for (std::string_view method : {"GET", "POST"}) {
-      add(method, "/v2/logging",
+      add(method, "/v2/logging", method == "GET" ? "server:read" : "server:write", "server",
           [](KServeHttp& self, RouteArgs&, Request&& request, Responder&& responder) {
             responder.Send(self.Logging(request));
           });
     }
-    add("GET", "/v2/models/stats", [](KServeHttp& self, RouteArgs&, Request&&, Responder&& r) {
-      r.Send(self.Statistics("", serve::kLatestVersion));
-    });
+    add("GET", "/v2/models/stats", "model:read", "model",
+        [](KServeHttp& self, RouteArgs&, Request&&, Responder&& r) {
+          r.Send(self.Statistics("", serve::kLatestVersion));
+        });
     // A model's routes, for its latest version and for a version of its own.
     for (std::string_view model : {"/v2/models/{model}", "/v2/models/{model}/versions/{version}"}) {
       const std::string base(model);
-      add("GET", model, [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
-        r.Send(self.ModelMetadata(args.model, args.version));
-      });
-      add("GET", base + "/ready", [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
-        r.Send(self.ModelReady(args.model, args.version));
-      });
-      add("GET", base + "/config", [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
-        r.Send(self.ModelConfig(args.model, args.version));
-      });
-      add("GET", base + "/stats", [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
-        r.Send(self.Statistics(args.model, args.version));
-      });
-      add("POST", base + "/infer",
+      add("GET", model, "model:read", "model",
+          [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
+            r.Send(self.ModelMetadata(args.model, args.version));
+          });
+      add("GET", base + "/ready", "model:read", "model",
+          [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
+            r.Send(self.ModelReady(args.model, args.version));
+          });
+      add("GET", base + "/config", "model:read", "model",
+          [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
+            r.Send(self.ModelConfig(args.model, args.version));
+          });
+      add("GET", base + "/stats", "model:read", "model",
+          [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
+            r.Send(self.Statistics(args.model, args.version));
+          });
+      add("POST", base + "/infer", "model:infer", "model",
           [](KServeHttp& self, RouteArgs& args, Request&& request, Responder&& responder) {
-            self.Infer(std::move(request), args.model, args.version, std::move(responder));
+            self.Infer(std::move(request), args, std::move(responder));
           });
       // Canary releases concern a model's unversioned traffic; a version in the path is ignored.
-      add("GET", base + "/canary", [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
-        r.Send(self.Canary(args.model));
-      });
-      add("POST", base + "/canary",
+      add("GET", base + "/canary", "model:read", "model",
+          [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& r) {
+            r.Send(self.Canary(args.model));
+          });
+      add("POST", base + "/canary", "model:canary", "model",
           [](KServeHttp& self, RouteArgs& args, Request&& request, Responder&& responder) {
             responder.Send(self.StartCanary(args.model, request.body));
           });
-      add("DELETE", base + "/canary",
+      add("DELETE", base + "/canary", "model:canary", "model",
           [](KServeHttp& self, RouteArgs& args, Request&&, Responder&& responder) {
             const Status stopped = self.server_.StopCanary(args.model);
             responder.Send(stopped.ok() ? EmptyResponse(200) : KServeError(stopped));
@@ -183,6 +195,21 @@ void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
         }
         args.version = *version;
       }
+    }
+    if (!route.action.empty() && Enforcing(options_.access)) {
+      // Every model's (GET /v2/models/stats) is the resource "*" of its type.
+      const std::string_view name =
+          route.resource_type == "model" ? (args.model.empty() ? "*" : args.model) : "";
+      policy::AccessOutcome outcome =
+          CheckRequest(*options_.access, request, route.action,
+                       policy::Resource{.type = route.resource_type, .name = name});
+      if (auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
+        responder.Send(RefusalResponse(*refusal, request, ErrorShape::kKServe));
+        return;
+      }
+      auto& grant = std::get<policy::AccessGrant>(outcome);
+      args.tenant = std::move(grant.identity.tenant);
+      args.reservation = std::move(grant.reservation);
     }
     route.handler(*this, args, std::move(request), std::move(responder));
     return;

@@ -1,5 +1,6 @@
 #include "api/openai_http.h"
 
+#include "api/access_http.h"
 #include "core/trace.h"
 #include "gateway/openai_response.h"
 #include "json/writer.h"
@@ -42,8 +43,22 @@ void WriteModel(json::Writer& writer, const gateway::ModelEntry& model) {
 
 }  // namespace
 
-OpenAiHttp::OpenAiHttp(gateway::Gateway& gateway, std::function<Status()> reload)
-    : gateway_(gateway), reload_(std::move(reload)) {}
+OpenAiHttp::OpenAiHttp(gateway::Gateway& gateway, std::function<Status()> reload,
+                       const policy::AccessControl* access, AdminHttp* admin)
+    : gateway_(gateway), access_(access), admin_(admin), reload_(std::move(reload)) {}
+
+std::optional<policy::AccessGrant> OpenAiHttp::Check(const net::HttpRequest& request,
+                                                     net::Responder& responder,
+                                                     std::string_view action,
+                                                     const policy::Resource& resource) {
+  if (!Enforcing(access_)) return policy::AccessGrant{.decision = {.allowed = true}};
+  policy::AccessOutcome outcome = CheckRequest(*access_, request, action, resource);
+  if (auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
+    responder.Send(RefusalResponse(*refusal, request, ErrorShape::kOpenAi));
+    return std::nullopt;
+  }
+  return std::get<policy::AccessGrant>(std::move(outcome));
+}
 
 bool OpenAiHttp::Owns(std::string_view path) {
   return path == "/v1" || path.substr(0, 4) == "/v1/";
@@ -78,6 +93,7 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       responder.Send(Error(request, 405, "use POST /v1/admin/reload"));
       return;
     }
+    if (!Check(request, responder, "admin:reload", {.type = "server"})) return;
     auto held = std::make_shared<net::Responder>(std::move(responder));
     auto id = std::make_shared<net::HttpRequest>();
     id->headers = request.headers;
@@ -93,12 +109,23 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     return;
   }
   if (GuardHttp::Owns(path)) {
+    const std::string_view verb = path.substr(path.rfind('/') + 1);
+    const std::string action =
+        verb == "detect" || verb == "redact" || verb == "restore"
+            ? fmt::format("guard:{}", verb)
+            : "guard:detect";  // an unknown path: answered 404 by the guard once allowed
+    if (!Check(request, responder, action, {.type = "server", .name = "guard"})) return;
     net::HttpResponse response = guard_.Answer(request);
     response.headers.emplace_back("x-request-id", RequestIdOf(request));
     responder.Send(std::move(response));
     return;
   }
+  if (admin_ != nullptr && AdminHttp::Owns(path)) {
+    admin_->Handle(std::move(request), std::move(responder));
+    return;
+  }
   if (path == "/v1/admin/routes") {
+    if (!Check(request, responder, "admin:routes:read", {.type = "route", .name = "*"})) return;
     responder.Send(Answer(request, 200, gateway_.Describe(), "text/plain; charset=utf-8"));
     return;
   }
@@ -107,7 +134,22 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
 
 void OpenAiHttp::Models(const net::HttpRequest& request, net::Responder responder,
                         std::string_view id) {
-  const std::vector<gateway::ModelEntry> models = gateway_.Models();
+  std::optional<policy::AccessGrant> grant =
+      Check(request, responder, "models:read", {.type = "server", .name = "models"});
+  if (!grant) return;
+  std::vector<gateway::ModelEntry> models = gateway_.Models();
+  if (Enforcing(access_)) {
+    // Only the models the caller may call (a model it may not is as good as absent).
+    const std::string_view source =
+        request.peer != nullptr ? std::string_view(request.peer->address) : "";
+    std::erase_if(models, [&](const gateway::ModelEntry& model) {
+      const policy::Resource resource{.type = "model", .name = model.id};
+      for (std::string_view action : {"chat:create", "completions:create", "embeddings:create"}) {
+        if (access_->Authorise(grant->identity, action, resource, source).allowed) return false;
+      }
+      return true;
+    });
+  }
   json::Writer writer;
   if (!id.empty()) {
     for (const gateway::ModelEntry& model : models) {

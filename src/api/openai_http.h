@@ -8,17 +8,26 @@
 //   GET  /v1/admin/routes                                         the routing table in force
 //   POST /v1/guard/pii/detect, /redact, /restore                  the PII guard (guard_http.h)
 //
+//   GET|POST|PUT|DELETE /v1/admin/tenants, principals, keys        the admin API (admin_http.h)
+//
 // Errors use OpenAI's body, {"error":{"message","type","param","code"}}; every answer carries
 // x-request-id (the caller's, or a new one). Handle runs on an HTTP I/O thread and never blocks:
 // a reload (which reads files and asks upstreams for their models) runs on a thread of its own.
+//
+// Access control (docs/access.md): the gateway's calls in its pipeline; here GET /v1/models
+// (models:read, listing only the models the caller may call: chat:create, completions:create or
+// embeddings:create on the model), the guard API (guard:detect, guard:redact, guard:restore),
+// admin:reload and admin:routes:read; the admin API decides per action itself.
 
 #include <functional>
 #include <string_view>
 
+#include "api/admin_http.h"
 #include "api/guard_http.h"
 #include "core/serial_worker.h"
 #include "gateway/gateway.h"
 #include "net/http_server.h"
+#include "policy/access.h"
 
 namespace rampart::api {
 
@@ -26,7 +35,9 @@ class OpenAiHttp {
  public:
   // `reload` reads the gateway's config again and applies it (Gateway::Reload); it runs on this
   // front end's own thread.
-  OpenAiHttp(gateway::Gateway& gateway, std::function<Status()> reload);
+  // `access` (null: open) and `admin` (null: no admin API; 404) must outlive the front end.
+  OpenAiHttp(gateway::Gateway& gateway, std::function<Status()> reload,
+             const policy::AccessControl* access = nullptr, AdminHttp* admin = nullptr);
 
   // Whether `path` is this front end's (/v1 and below).
   static bool Owns(std::string_view path);
@@ -35,9 +46,16 @@ class OpenAiHttp {
   void Shutdown() { reloads_.Stop(); }
 
  private:
+  // The caller's grant for `action` on `resource`, or nullopt once the refusal was answered.
+  // Open: a grant without a decision.
+  std::optional<policy::AccessGrant> Check(const net::HttpRequest& request,
+                                           net::Responder& responder, std::string_view action,
+                                           const policy::Resource& resource);
   void Models(const net::HttpRequest& request, net::Responder responder, std::string_view id);
 
   gateway::Gateway& gateway_;
+  const policy::AccessControl* access_;
+  AdminHttp* admin_;
   GuardHttp guard_{gateway_};
   std::function<Status()> reload_;
   SerialWorker reloads_{"gateway-reload", 4};

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include "app/yaml_fields.h"
 #include "core/logging.h"
 #include "json/reader.h"
 #include "net/http_client.h"
@@ -16,57 +17,15 @@ namespace {
 
 using gateway::GatewayConfig;
 
-// A YAML map whose keys must all be in `known`; `where` names it in errors.
-Status CheckKeys(const YAML::Node& node, std::string_view where,
-                 std::initializer_list<std::string_view> known) {
-  if (!node.IsMap()) {
-    return InvalidArgument("'{}' must be a map (line {})", where, node.Mark().line + 1);
-  }
-  for (const auto& entry : node) {
-    const std::string key = entry.first.as<std::string>();
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      return InvalidArgument("unknown key '{}.{}' (line {}); known: {}", where, key,
-                             entry.first.Mark().line + 1, fmt::join(known, ", "));
-    }
-  }
-  return Status::Ok();
-}
-
-template <typename T>
-Status Read(const YAML::Node& node, std::string_view key, std::string_view where, T& into) {
-  const YAML::Node value = node[std::string(key)];
-  if (!value) return Status::Ok();
-  try {
-    into = value.as<T>();
-  } catch (const YAML::Exception& error) {
-    return InvalidArgument("'{}.{}' has the wrong type (line {})", where, key,
-                           value.Mark().line + 1);
-  }
-  return Status::Ok();
-}
+using yaml::CheckKeys;
+using yaml::Read;
+using yaml::ReadList;
 
 Status ReadMillis(const YAML::Node& node, std::string_view key, std::string_view where,
                   std::chrono::milliseconds& into) {
   int64_t millis = into.count();
   RETURN_IF_ERROR(Read(node, key, where, millis));
   into = std::chrono::milliseconds(millis);
-  return Status::Ok();
-}
-
-template <typename Item>
-Status ReadList(const YAML::Node& node, std::string_view key, std::string_view where,
-                std::vector<Item>& into,
-                const std::function<Status(const YAML::Node&, std::string_view, Item&)>& read) {
-  const YAML::Node list = node[std::string(key)];
-  if (!list) return Status::Ok();
-  if (!list.IsSequence()) {
-    return InvalidArgument("'{}.{}' must be a list (line {})", where, key, list.Mark().line + 1);
-  }
-  for (size_t i = 0; i < list.size(); ++i) {
-    Item item;
-    RETURN_IF_ERROR(read(list[i], fmt::format("{}.{}[{}]", where, key, i), item));
-    into.push_back(std::move(item));
-  }
   return Status::Ok();
 }
 

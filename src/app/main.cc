@@ -17,9 +17,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include "api/admin_http.h"
 #include "api/kserve_grpc.h"
 #include "api/kserve_http.h"
 #include "api/openai_http.h"
+#include "app/access_cli.h"
+#include "app/access_config.h"
+#include "app/access_setup.h"
 #include "app/gateway_config.h"
 #include "app/policy_cli.h"
 #include "app/settings.h"
@@ -115,8 +119,10 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
       std::move(listener));
 }
 
-api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings) {
+api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings,
+                                   const policy::AccessControl* access) {
   api::KServeGrpcOptions options;
+  options.access = access;
   options.address = settings.grpc_address;
   options.port = settings.grpc_port;
   options.server_name = settings.server_name;
@@ -219,17 +225,54 @@ int Serve(const ServeSettings& settings) {
     return 1;
   }
 
+  // Access control (the config's access: section), before the models load: a bad policy file
+  // or an unreachable store is a start-up error, found at once.
+  Result<std::optional<AccessConfig>> access_config = LoadAccessConfig(settings.config_file);
+  if (!access_config.ok()) {
+    LOG_ERROR("access: {}", access_config.status().message());
+    return 1;
+  }
+  std::optional<AccessRuntime> access;
+  if (access_config->has_value()) {
+    const std::string data_dir = ResolveDataDir(settings.data_dir, &**access_config);
+    Result<AccessRuntime> started = StartAccess(**access_config, data_dir);
+    if (!started.ok()) {
+      LOG_ERROR("access: {}", started.status().message());
+      return 1;
+    }
+    access = std::move(started).value();
+  } else {
+    const auto loopback = [](const std::string& address) {
+      return address == "127.0.0.1" || address == "::1" || address == "localhost";
+    };
+    if (!loopback(settings.http_address) ||
+        (settings.allow_grpc && !loopback(settings.grpc_address))) {
+      LOG_WARN(
+          "access: the config has no access: section, so every API is open to anyone who can "
+          "reach {}{}: add one (docs/access.md) or bind to 127.0.0.1",
+          settings.http_address, settings.allow_grpc ? " and the gRPC port" : "");
+    }
+  }
+  const policy::AccessControl* access_control = access ? access->control.get() : nullptr;
+
   auto server = std::make_unique<serve::InferenceServer>(options, backends);
   if (Status loaded = server->LoadStartupModels(); !loaded.ok()) {
     LOG_ERROR("{}", loaded.message());
     return 1;
   }
   if (serve_metrics) serve_metrics->WatchQueues(*server);
+  if (access) {
+    if (Status shared = ApplyModelShares(**access_config, *server); !shared.ok()) {
+      LOG_ERROR("access: {}", shared.message());
+      return 1;
+    }
+  }
 
   api::KServeHttpOptions kserve_options{.server_name = settings.server_name,
                                         .server_version = RAMPART_VERSION,
                                         .access_log = settings.access_log,
-                                        .max_body_bytes = settings.http_max_input_size};
+                                        .max_body_bytes = settings.http_max_input_size,
+                                        .access = access_control};
   if (refusals) {
     kserve_options.on_worker_queue_full = [refusals] { refusals->Count(kRepositoryQueueRefusal); };
   }
@@ -237,7 +280,7 @@ int Serve(const ServeSettings& settings) {
   // gRPC serves the same InferenceServer; it is shut down before the server goes away.
   std::unique_ptr<api::KServeGrpc> grpc;
   if (settings.allow_grpc) {
-    auto started = api::KServeGrpc::Start(*server, GrpcOptions(settings));
+    auto started = api::KServeGrpc::Start(*server, GrpcOptions(settings, access_control));
     if (!started.ok()) {
       LOG_ERROR("gRPC: {}", started.status().message());
       return 1;
@@ -285,17 +328,31 @@ int Serve(const ServeSettings& settings) {
       gateway::Gateway::Create(std::move(initial_gateway).value(),
                                gateway::GatewayOptions{.access_log = settings.access_log,
                                                        .local = server.get(),
-                                                       .detector_factory = guard::Detector::Create},
+                                                       .detector_factory = guard::Detector::Create,
+                                                       .access = access_control},
                                registry);
   if (!gateway.ok()) {
     LOG_ERROR("gateway: {}", gateway.status().message());
     return 1;
   }
-  const auto reload_gateway = [&gateway_config, &gateway]() -> Status {
-    ASSIGN_OR_RETURN(gateway::GatewayConfig config, gateway_config());
-    return (*gateway)->Reload(std::move(config));
+  // SIGHUP and POST /v1/admin/reload: the gateway's routes, and the policy files and quota
+  // rules; each keeps its old state when its new one is invalid, and the answer says which.
+  const auto reload = [&gateway_config, &gateway, &access, &settings, &server]() -> Status {
+    Result<gateway::GatewayConfig> config = gateway_config();
+    const Status routes =
+        config.ok() ? (*gateway)->Reload(std::move(config).value()) : config.status();
+    const Status policies =
+        access ? ReloadAccess(*access, settings.config_file, server.get()) : Status::Ok();
+    if (routes.ok() && policies.ok()) return Status::Ok();
+    std::vector<std::string> failed;
+    if (!routes.ok()) failed.push_back(fmt::format("gateway: {}", routes.message()));
+    if (!policies.ok()) failed.push_back(fmt::format("access: {}", policies.message()));
+    return InvalidArgument("{}", fmt::join(failed, "; "));
   };
-  api::OpenAiHttp openai(**gateway, reload_gateway);
+  std::unique_ptr<api::AdminHttp> admin;
+  if (access)
+    admin = std::make_unique<api::AdminHttp>(*access->store, access->keys.get(), *access->control);
+  api::OpenAiHttp openai(**gateway, reload, access_control, admin.get());
   LOG_INFO("OpenAI gateway at /v1; routing table:\n{}", (*gateway)->Describe());
 
   auto http = net::HttpServer::Start(
@@ -347,9 +404,10 @@ int Serve(const ServeSettings& settings) {
 
   int signal_number = signals.Wait();
   for (; signal_number == SIGHUP; signal_number = signals.Wait()) {
-    const Status reloaded = reload_gateway();
-    if (!reloaded.ok())
-      LOG_ERROR("gateway: reload on SIGHUP failed, the old routes stay: {}", reloaded.message());
+    const Status reloaded = reload();
+    if (!reloaded.ok()) {
+      LOG_ERROR("reload on SIGHUP failed, what failed keeps its old state: {}", reloaded.message());
+    }
   }
   LOG_INFO("received {}, draining requests in flight (up to {} s)", strsignal(signal_number),
            settings.exit_timeout_secs);
@@ -373,6 +431,7 @@ int Serve(const ServeSettings& settings) {
   if (metrics_http) metrics_http->Shutdown(std::chrono::milliseconds(0));
   kserve.Shutdown();
   openai.Shutdown();
+  if (admin) admin->Shutdown();
   gateway->reset();  // after the HTTP server: its streams call back into the gateway
   // Models go first: their threads may still hold responders that point into the HTTP server.
   server.reset();
@@ -557,6 +616,11 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   option("--log-verbose", settings.log_verbose, "Verbose logging level (0 = info, >0 = debug)");
   option("--log-format", settings.log_format,
          "Log lines: 'default' (text) or 'json' (one object a line)");
+  serve
+      ->add_option("--data-dir", settings.data_dir,
+                   "Directory of Rampart's persistent state (the SQLite store) when the config "
+                   "has an access: section; unset, the config's access.data_dir, else ./data")
+      ->default_str(std::string(kDefaultDataDir));
   switch_flag("--access-log", settings.access_log,
               "Log one JSON line per infer request with its trace id and per-stage timing");
 
@@ -572,6 +636,8 @@ int Main(int argc, char** argv) {
     GatewayCheckArgs check;
     std::unique_ptr<CLI::App> app = MakeApp(defaults, config_file, check);
     PolicyCommands policy(*app);
+    AccessCli access_cli;  // rampart keys|tenants|principals
+    access_cli.AddTo(*app);
     try {
       app->parse(argc, argv);
     } catch (const CLI::ParseError& error) {
@@ -579,6 +645,7 @@ int Main(int argc, char** argv) {
     }
     if (check.command->parsed()) return GatewayCheck(check);
     if (policy.chosen()) return policy.Run();
+    if (std::optional<int> status = access_cli.RunIfChosen()) return *status;
   }
   if (!config_file.empty()) {
     if (Status applied = ApplyYamlFile(config_file, settings); !applied.ok()) {

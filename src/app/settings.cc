@@ -35,9 +35,11 @@ Status ApplySections(const std::string& path, const YAML::Node& root,
     auto found = sections.find(name);
     if (found == sections.end()) {
       return InvalidArgument(
-          "config file '{}': unknown section '{}' (known: server, http, gateway)", path, name);
+          "config file '{}': unknown section '{}' (known: server, http, gateway, access)", path,
+          name);
     }
-    if (found->second == nullptr) continue;  // read elsewhere (gateway: app/gateway_config.h)
+    // Read elsewhere: gateway: (app/gateway_config.h), access: (app/access_config.h).
+    if (found->second == nullptr) continue;
     if (!section.second.IsMap()) {
       return InvalidArgument("config file '{}': '{}' must be a map", path, name);
     }
@@ -121,8 +123,10 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"ssl_root_cert", Field(settings.http_ssl_root_cert, "http.ssl_root_cert")},
       {"ssl_mutual", Field(settings.http_ssl_mutual, "http.ssl_mutual")},
   };
-  const std::map<std::string, const FieldMap*> sections = {
-      {"server", &server_fields}, {"http", &http_fields}, {"gateway", nullptr}};
+  const std::map<std::string, const FieldMap*> sections = {{"server", &server_fields},
+                                                           {"http", &http_fields},
+                                                           {"gateway", nullptr},
+                                                           {"access", nullptr}};
 
   // Keys that are not scalars (`[a]: 1`) fail their conversion to a name.
   try {

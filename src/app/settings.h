@@ -71,6 +71,9 @@ struct ServeSettings {
   int log_verbose = 0;
   std::string log_format = "default";  // default | json
   bool access_log = false;
+  // Where persistent state lives (the SQLite store) when the config has an access: section;
+  // empty = the config's access.data_dir, else ./data.
+  std::string data_dir;
 };
 
 // Reads a YAML config file into `settings` (only the keys present change). Unknown keys are an

@@ -114,9 +114,9 @@ void GatewayCall::Start() {
   const Status admitted = environment_.pipeline->Request(context_);
   if (!admitted.ok()) {
     const int status = HttpStatusOf(admitted);
-    context_.outcome = "refused";
+    if (context_.outcome == "ok") context_.outcome = "refused";  // else the stage's own
     AnswerError(status, admitted.message(), context_.error_param,
-                status == 404 ? "model_not_found" : "");
+                status == 404 ? "model_not_found" : "", {}, std::move(context_.refusal_headers));
     AddGatewayTime(start);
     Finish(lock);
     return;
@@ -552,12 +552,12 @@ void GatewayCall::AnswerOk(std::string body) {
 }
 
 void GatewayCall::AnswerError(int status, std::string_view message, std::string_view param,
-                              std::string_view code, std::string retry_after) {
+                              std::string_view code, std::string retry_after,
+                              std::vector<std::pair<std::string, std::string>> headers) {
   if (phase_ == Phase::kStreaming) {
     EndBrokenStream(std::string(message));
     return;
   }
-  std::vector<std::pair<std::string, std::string>> headers;
   if (!retry_after.empty()) headers.emplace_back("retry-after", std::move(retry_after));
   AnswerWhole(status, ErrorJson(message, ErrorType(status), param, code), std::move(headers));
 }

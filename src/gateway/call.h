@@ -88,7 +88,8 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
   // A 200 with `body`, once the stages after `call` passed it (their error otherwise).
   void AnswerOk(std::string body);
   void AnswerError(int status, std::string_view message, std::string_view param = {},
-                   std::string_view code = {}, std::string retry_after = {});
+                   std::string_view code = {}, std::string retry_after = {},
+                   std::vector<std::pair<std::string, std::string>> headers = {});
   void Finish(std::unique_lock<std::mutex>& lock);
   void Tick();
   void ScheduleTick();

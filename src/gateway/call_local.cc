@@ -40,9 +40,10 @@ void GatewayCall::CallLocal(std::unique_lock<std::mutex>& lock, const TargetRunt
   auto self = shared_from_this();
   const uint64_t attempt = ++attempt_;
   lock.unlock();
-  LocalEmbeddings(
-      *environment_.local, target.config->local_model, request, request.model,
-      [self, attempt](Result<LocalAnswer> answer) { self->LocalDone(attempt, std::move(answer)); });
+  LocalEmbeddings(*environment_.local, target.config->local_model, request, request.model,
+                  context_.identity.tenant, [self, attempt](Result<LocalAnswer> answer) {
+                    self->LocalDone(attempt, std::move(answer));
+                  });
   lock.lock();
 }
 

@@ -32,7 +32,7 @@ Gateway::Gateway(GatewayOptions options, metrics::Registry& registry)
     : options_(options),
       created_(UnixSecondsNow()),
       metrics_(registry),
-      pipeline_(StandardPipeline(metrics_, options.access_log)) {
+      pipeline_(StandardPipeline(metrics_, options.access_log, options.access)) {
   environment_ = CallEnvironment{.pipeline = &pipeline_,
                                  .metrics = &metrics_,
                                  .timers = &timers_,

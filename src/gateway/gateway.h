@@ -45,6 +45,9 @@ struct GatewayOptions {
   // Makes the PII guard's Detector (guard::Detector::Create); unset, the gateway has no guard:
   // a config that turns it on is invalid, and the guard API answers 503.
   DetectorFactory detector_factory;
+  // Authentication, policy and quotas for every call (the authenticate, authorise and quota
+  // stages); null = open. Must outlive the gateway.
+  const policy::AccessControl* access = nullptr;
 };
 
 // One upstream as calls use it.

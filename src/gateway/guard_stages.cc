@@ -99,7 +99,8 @@ class GuardInputStage final : public Stage {
 
   Status OnRequest(CallContext& call) override {
     if (call.guard == nullptr || call.guard->detector == nullptr) return Status::Ok();
-    const GuardPolicy& policy = call.guard->PolicyFor(call.plan.route);
+    const GuardPolicy& policy =
+        call.guard_policy ? *call.guard_policy : call.guard->PolicyFor(call.plan.route);
     if (policy.input == GuardMode::kOff) return Status::Ok();
     DirectionGuard guard(*call.guard, policy, policy.input, "input", call, metrics_);
     std::vector<std::string> texts;  // every text as it goes on, in order (embedding inputs)
@@ -183,7 +184,8 @@ class GuardOutputStage final : public Stage {
  private:
   const GuardPolicy* Policy(const CallContext& call) const {
     if (call.guard == nullptr || call.guard->detector == nullptr) return nullptr;
-    const GuardPolicy& policy = call.guard->PolicyFor(call.plan.route);
+    const GuardPolicy& policy =
+        call.guard_policy ? *call.guard_policy : call.guard->PolicyFor(call.plan.route);
     return policy.output == GuardMode::kOff ? nullptr : &policy;
   }
 

@@ -160,7 +160,7 @@ std::string Base64Encode(std::string_view bytes) {
 
 void LocalEmbeddings(serve::InferenceServer& server, const std::string& model,
                      const OpenAiRequest& request, const std::string& response_model,
-                     UniqueFunction<void(Result<LocalAnswer>)> done) {
+                     const std::string& tenant, UniqueFunction<void(Result<LocalAnswer>)> done) {
   if (request.input_is_tokens) {
     done(InvalidArgument("the model '{}' takes text, not token ids", response_model));
     return;
@@ -185,6 +185,7 @@ void LocalEmbeddings(serve::InferenceServer& server, const std::string& model,
     auto infer = std::make_unique<serve::InferRequest>();
     infer->model_name = model;
     infer->arrival = now;
+    infer->tenant = tenant;
     tensor::Tensor text{.name = input.name, .datatype = tensor::DataType::kBytes, .shape = shape};
     Status appended = tensor::AppendBytesElement(request.inputs[i], text.data);
     if (!appended.ok()) {

@@ -26,9 +26,10 @@ struct LocalAnswer {
 // or at once. Errors: InvalidArgument for inputs a local model cannot take (token ids, a larger
 // `dimensions` than the model's), NotFound/Unavailable when the model is not serving (a
 // fallback may answer), or the inference's own error.
+// `tenant` is the caller's (its share of the model's instance time; empty when access is open).
 void LocalEmbeddings(serve::InferenceServer& server, const std::string& model,
                      const OpenAiRequest& request, const std::string& response_model,
-                     UniqueFunction<void(Result<LocalAnswer>)> done);
+                     const std::string& tenant, UniqueFunction<void(Result<LocalAnswer>)> done);
 
 // Base64 (RFC 4648, with padding) of `bytes`.
 std::string Base64Encode(std::string_view bytes);

@@ -1,5 +1,7 @@
 #include "gateway/openai_request.h"
 
+#include <algorithm>
+
 #include "json/reader.h"
 #include "json/writer.h"
 
@@ -160,6 +162,15 @@ Status ReadFields(const json::Value& root, const ParseLimits& limits, OpenAiRequ
         read = InvalidArgument("'n' must be between 1 and {}, got {}", limits.max_n, *n);
       }
       if (read.ok()) request.n = *n;
+    } else if ((key == "max_tokens" || key == "max_completion_tokens") && !value.IsNull() &&
+               request.operation != Operation::kEmbeddings) {
+      Result<int64_t> max_tokens = value.GetInt64(key);
+      read = max_tokens.status();
+      if (max_tokens.ok() && *max_tokens < 0) {
+        read = InvalidArgument("'{}' must not be negative, got {}", key, *max_tokens);
+      }
+      // Both given: the larger bounds the answer (the upstream honours one of them).
+      if (read.ok()) request.max_tokens = std::max(request.max_tokens, *max_tokens);
     } else if (key == "messages" && request.operation == Operation::kChatCompletions) {
       RETURN_IF_ERROR(ReadMessages(value, request, error));
     } else if (key == "prompt" && request.operation == Operation::kCompletions) {

@@ -34,6 +34,9 @@ struct OpenAiRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   int64_t n = 1;
+  // max_tokens or max_completion_tokens (the larger when both are given); 0 when neither is.
+  // Quotas reserve it before the call.
+  int64_t max_tokens = 0;
   // What routing rules match keywords and patterns against: the last user message's text (chat)
   // or the prompt (completions); empty for embeddings.
   std::string routed_text;

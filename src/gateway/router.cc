@@ -98,6 +98,13 @@ std::vector<std::string> Router::ModelNames() const {
   return names;
 }
 
+bool Router::IsLocal(std::string_view target) const {
+  for (const TargetConfig& each : config_.targets) {
+    if (each.name == target) return !each.local_model.empty();
+  }
+  return false;
+}
+
 std::vector<std::pair<std::string, serve::CanaryStatus>> Router::CanaryStates() const {
   std::vector<std::pair<std::string, serve::CanaryStatus>> states;
   for (const Rule& rule : rules_) {

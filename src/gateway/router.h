@@ -44,6 +44,9 @@ class Router {
   // matches on, without repeats.
   std::vector<std::string> ModelNames() const;
 
+  // Whether the logical model `target` is served by a local model (not an upstream).
+  bool IsLocal(std::string_view target) const;
+
   // Canary states, by route name.
   std::vector<std::pair<std::string, serve::CanaryStatus>> CanaryStates() const;
 

@@ -31,6 +31,7 @@
 #include "gateway/openai_response.h"
 #include "gateway/router.h"
 #include "net/http.h"
+#include "policy/access.h"
 
 namespace rampart::gateway {
 
@@ -58,13 +59,26 @@ struct CallContext {
   std::string request_id;
   std::string trace_id;
   SteadyTime received{};
-  const Router* router = nullptr;       // the routing table in force when the call began
-  ParseLimits limits;                   // the config's limits (max_n) in force when the call began
-  OpenAiRequest request;                // parse
-  std::string error_param;              // parse: the field at fault, when it failed
-  RoutePlan plan;                       // route
-  const GuardRuntime* guard = nullptr;  // the guard in force when the call began
-  GuardFindings guard_findings;         // guard_input, guard_output
+  const Router* router = nullptr;  // the routing table in force when the call began
+  ParseLimits limits;              // the config's limits (max_n) in force when the call began
+  OpenAiRequest request;           // parse
+  std::string error_param;         // parse: the field at fault, when it failed
+  // authenticate, authorise, quota (docs/access.md).
+  identity::Identity identity;  // authenticate: who called
+  policy::Decision decision;    // authorise: the obligations the later stages honour
+  // quota: what the call holds, settled with its usage by the quota stage's OnComplete (which
+  // sees the context const, hence mutable).
+  mutable policy::Reservation reservation;
+  int64_t reserved_tokens = 0;
+  // Headers the error answer carries when a stage refuses the call (WWW-Authenticate,
+  // Retry-After, x-should-retry).
+  std::vector<std::pair<std::string, std::string>> refusal_headers;
+  RoutePlan plan;  // route
+  // route: the route's guard policy as the decision's obligations change it (redact:pii,
+  // block:secret); null = the route's own.
+  std::shared_ptr<const GuardPolicy> guard_policy;
+  const GuardRuntime* guard = nullptr;             // the guard in force when the call began
+  GuardFindings guard_findings;                    // guard_input, guard_output
   std::shared_ptr<GuardStreamState> guard_stream;  // guard_output, for a streamed answer
 
   // The outcome, filled as the call goes.

@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "core/logging.h"
+#include "gateway/access_stages.h"
 #include "gateway/guard_stages.h"
 #include "json/writer.h"
 
@@ -38,7 +39,7 @@ class RouteStage final : public Stage {
       return plan.status();
     }
     call.plan = std::move(plan).value();
-    return Status::Ok();
+    return ApplyObligations(call);
   }
 };
 
@@ -88,6 +89,31 @@ class AccountStage final : public Stage {
     line.String(call.request_id);
     line.Key("operation");
     line.String(OperationName(call.operation));
+    if (!call.identity.tenant.empty()) {
+      line.Key("tenant");
+      line.String(call.identity.tenant);
+      line.Key("principal");
+      line.String(call.identity.principal);
+      line.Key("auth");
+      line.String(identity::MethodName(call.identity.method));
+      if (!call.identity.key_id.empty()) {
+        line.Key("key_id");
+        line.String(call.identity.key_id);
+      }
+    }
+    if (!call.decision.rules.empty()) {
+      line.Key("rules");
+      line.StartArray();
+      for (const std::string& rule : call.decision.rules) line.String(rule);
+      line.EndArray();
+    }
+    if (!call.decision.obligations.empty()) {
+      // audit:full among them marks the call for the audit log.
+      line.Key("obligations");
+      line.StartArray();
+      for (const std::string& obligation : call.decision.obligations) line.String(obligation);
+      line.EndArray();
+    }
     line.Key("model_requested");
     line.String(call.request.model);
     line.Key("route");
@@ -152,12 +178,15 @@ std::unique_ptr<Stage> MakeAccountStage(GatewayMetrics& metrics, bool access_log
   return std::make_unique<AccountStage>(metrics, access_log);
 }
 
-Pipeline StandardPipeline(GatewayMetrics& metrics, bool access_log) {
+Pipeline StandardPipeline(GatewayMetrics& metrics, bool access_log,
+                          const policy::AccessControl* access) {
+  static const std::unique_ptr<policy::AccessControl> open = policy::AccessControl::Open();
+  const policy::AccessControl& control = access != nullptr ? *access : *open;
   std::vector<std::unique_ptr<Stage>> stages;
   stages.push_back(MakeParseStage());
-  for (std::string_view name : {"authenticate", "authorise", "quota"}) {
-    stages.push_back(std::make_unique<PassThroughStage>(name));
-  }
+  stages.push_back(MakeAuthenticateStage(control));
+  stages.push_back(MakeAuthoriseStage(control));
+  stages.push_back(MakeQuotaStage(control));
   stages.push_back(MakeRouteStage());
   stages.push_back(MakeGuardInputStage(metrics));
   stages.push_back(MakeGuardOutputStage(metrics));

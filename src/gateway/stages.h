@@ -1,13 +1,15 @@
 #pragma once
 
-// The stages this module implements: parse (the OpenAI request), route (the Router's plan),
+// The stages this module implements: parse (the OpenAI request), authenticate, authorise and
+// quota (access_stages.h), route (the Router's plan, then the decision's obligations),
 // guard_input and guard_output (the PII guard: guard_stages.h) and account (metrics and the
-// access log). The others are PassThroughStage until built.
+// access log). audit is a PassThroughStage until the audit log is built.
 
 #include <memory>
 
 #include "gateway/metrics.h"
 #include "gateway/stage.h"
+#include "policy/access.h"
 
 namespace rampart::gateway {
 
@@ -17,7 +19,9 @@ std::unique_ptr<Stage> MakeRouteStage();
 // Counts every call in `metrics` and, with `access_log`, logs one JSON line per call.
 std::unique_ptr<Stage> MakeAccountStage(GatewayMetrics& metrics, bool access_log);
 
-// The standard pipeline: the stages above, pass-through for the rest.
-Pipeline StandardPipeline(GatewayMetrics& metrics, bool access_log);
+// The standard pipeline: the stages above, pass-through for audit. `access` (null: open, every
+// call allowed as the anonymous principal) must outlive the pipeline.
+Pipeline StandardPipeline(GatewayMetrics& metrics, bool access_log,
+                          const policy::AccessControl* access = nullptr);
 
 }  // namespace rampart::gateway

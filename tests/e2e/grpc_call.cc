@@ -64,8 +64,15 @@ void PrintStatus(const grpc::Status& status, const google::protobuf::Message* re
   std::printf("%s\n", std::string(writer.view()).c_str());
 }
 
+// --metadata KEY=VALUE pairs, sent with every call (credentials: authorization, x-api-key).
+std::vector<std::pair<std::string, std::string>>& CallMetadata() {
+  static std::vector<std::pair<std::string, std::string>> metadata;
+  return metadata;
+}
+
 grpc::ClientContext* WithDeadline(grpc::ClientContext& context) {
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  for (const auto& [key, value] : CallMetadata()) context.AddMetadata(key, value);
   return &context;
 }
 
@@ -122,7 +129,17 @@ int main(int argc, char** argv) {
   std::string method;
   app.add_option("--target", target, "host:port of the gRPC server");
   app.add_option("--method", method, "Method of inference.GRPCInferenceService")->required();
+  std::vector<std::string> metadata;
+  app.add_option("--metadata", metadata, "KEY=VALUE sent with the call (repeatable)");
   CLI11_PARSE(app, argc, argv);
+  for (const std::string& pair : metadata) {
+    const size_t equals = pair.find('=');
+    if (equals == std::string::npos) {
+      std::fprintf(stderr, "grpc_call: --metadata '%s': expected KEY=VALUE\n", pair.c_str());
+      return 2;
+    }
+    CallMetadata().emplace_back(pair.substr(0, equals), pair.substr(equals + 1));
+  }
 
   const std::map<std::string, std::function<int(Stub&, const std::string&)>> unary = {
       {"ServerLive", Unary(&Stub::ServerLive)},

@@ -1,0 +1,160 @@
+#include "api/admin_http.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "json/reader.h"
+#include "net/http_connection.h"
+#include "testing/access_fixture.h"
+
+namespace rampart::api {
+namespace {
+
+class RecordingConnection final : public net::Connection {
+ public:
+  void Answer(std::shared_ptr<Connection>, net::HttpResponse response) override {
+    answered_.set_value(std::move(response));
+  }
+  void AnswerWith(std::shared_ptr<Connection>,
+                  UniqueFunction<net::HttpResponse()> make_response) override {
+    answered_.set_value(make_response());
+  }
+  std::shared_ptr<net::HttpStream> StartStream(std::shared_ptr<Connection>,
+                                               net::HttpResponseHead) override {
+    ADD_FAILURE() << "the admin API does not stream";
+    return nullptr;
+  }
+  void PumpStream() override {}
+  std::future<net::HttpResponse> answer() { return answered_.get_future(); }
+
+ private:
+  std::promise<net::HttpResponse> answered_;
+};
+
+class AdminHttpTest : public ::testing::Test {
+ protected:
+  AdminHttpTest() : admin_(fixture_.store(), &fixture_.keys(), fixture_.control()) {}
+  ~AdminHttpTest() override { admin_.Shutdown(); }
+
+  // From loopback without credentials (the anonymous admin), or with `key` from elsewhere.
+  net::HttpResponse Send(std::string method, std::string target, std::string body = "",
+                         std::string key = "") {
+    net::HttpRequest request;
+    request.method = std::move(method);
+    request.target = std::move(target);
+    request.body = std::move(body);
+    request.peer = std::make_shared<Peer>(Peer{.address = key.empty() ? "127.0.0.1" : "10.1.1.1"});
+    if (!key.empty()) request.headers.emplace_back("x-api-key", key);
+    request.headers.emplace_back("x-request-id", "req-admin-test");
+    auto connection = std::make_shared<RecordingConnection>();
+    std::future<net::HttpResponse> answer = connection->answer();
+    admin_.Handle(std::move(request), net::Responder(connection));
+    EXPECT_EQ(answer.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    return answer.get();
+  }
+
+  static std::string Field(const std::string& body, std::string_view key) {
+    json::Parser parser;
+    Result<json::Value> root = parser.Parse(body);
+    if (!root.ok()) return "<not JSON>";
+    auto value = root->Find(key);
+    if (!value) return "<absent>";
+    Result<std::string_view> text = value->GetString(key);
+    return text.ok() ? std::string(*text) : "<not a string>";
+  }
+
+  testing::AccessFixture fixture_;
+  AdminHttp admin_;
+};
+
+TEST_F(AdminHttpTest, OwnsOnlyItsCollections) {
+  EXPECT_TRUE(AdminHttp::Owns("/v1/admin/tenants"));
+  EXPECT_TRUE(AdminHttp::Owns("/v1/admin/keys/rk_live_x"));
+  EXPECT_TRUE(AdminHttp::Owns("/v1/admin/principals/acme/alice"));
+  EXPECT_FALSE(AdminHttp::Owns("/v1/admin/reload"));
+  EXPECT_FALSE(AdminHttp::Owns("/v1/admin/keysmith"));
+}
+
+TEST_F(AdminHttpTest, TenantsAreCreatedListedAndDeleted) {
+  net::HttpResponse created =
+      Send("POST", "/v1/admin/tenants", R"({"name":"globex","attributes":{"region":"eu"}})");
+  EXPECT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(Send("POST", "/v1/admin/tenants", R"({"name":"globex"})").status, 409);
+  net::HttpResponse listed = Send("GET", "/v1/admin/tenants");
+  EXPECT_EQ(listed.status, 200);
+  EXPECT_NE(listed.body.find(R"("name":"globex","attributes":{"region":"eu"})"), std::string::npos)
+      << listed.body;
+  EXPECT_EQ(Send("DELETE", "/v1/admin/tenants/globex").status, 200);
+  EXPECT_EQ(Send("DELETE", "/v1/admin/tenants/globex").status, 404);
+}
+
+TEST_F(AdminHttpTest, BadBodiesAre400NamingTheField) {
+  net::HttpResponse missing = Send("POST", "/v1/admin/tenants", R"({"attributes":{}})");
+  EXPECT_EQ(missing.status, 400);
+  EXPECT_NE(missing.body.find("'name' is required"), std::string::npos) << missing.body;
+  net::HttpResponse wrong = Send("PUT", "/v1/admin/principals/acme/bob", R"({"roles":"admin"})");
+  EXPECT_EQ(wrong.status, 400);
+  EXPECT_NE(wrong.body.find("'roles'"), std::string::npos) << wrong.body;
+  EXPECT_EQ(Send("POST", "/v1/admin/keys", "not json").status, 400);
+  net::HttpResponse expiry =
+      Send("POST", "/v1/admin/keys", R"({"tenant":"acme","name":"x","expires_in":"soon"})");
+  EXPECT_EQ(expiry.status, 400);
+  EXPECT_NE(expiry.body.find("soon"), std::string::npos) << expiry.body;
+  EXPECT_EQ(Send("PATCH", "/v1/admin/tenants").status, 404);
+}
+
+TEST_F(AdminHttpTest, AKeyIsShownOnceWorksAtOnceAndRevokesAtOnce) {
+  net::HttpResponse created = Send(
+      "POST", "/v1/admin/keys",
+      R"({"tenant":"acme","name":"ci","principal":"ci-bot","roles":["viewer"],"expires_in":"30d"})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string key = Field(created.body, "key");
+  const std::string id = Field(created.body, "id");
+  ASSERT_TRUE(identity::LooksLikeApiKey(key)) << created.body;
+  EXPECT_EQ(key.substr(0, id.size()), id);
+  EXPECT_EQ(created.body.find("salt"), std::string::npos);
+
+  // The table was refreshed: the new key reads the key list (viewers may) at once.
+  net::HttpResponse listed = Send("GET", "/v1/admin/keys?tenant=acme", "", key);
+  EXPECT_EQ(listed.status, 200) << listed.body;
+  EXPECT_NE(listed.body.find(id), std::string::npos);
+  EXPECT_EQ(listed.body.find(key), std::string::npos) << "a list never shows a key's secret";
+  EXPECT_EQ(listed.body.find("hash"), std::string::npos);
+
+  // ... but may not write.
+  net::HttpResponse refused = Send("POST", "/v1/admin/tenants", R"({"name":"x"})", key);
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_NE(refused.body.find("req-admin-test"), std::string::npos) << refused.body;
+
+  EXPECT_EQ(Send("DELETE", "/v1/admin/keys/" + id).status, 200);
+  EXPECT_EQ(Send("GET", "/v1/admin/keys", "", key).status, 401);
+  EXPECT_EQ(Send("DELETE", "/v1/admin/keys/rk_live_000000000000").status, 404);
+}
+
+TEST_F(AdminHttpTest, PrincipalsArePutListedAndDeleted) {
+  net::HttpResponse put = Send("PUT", "/v1/admin/principals/acme/bob",
+                               R"({"roles":["analyst"],"attributes":{"groups":["a","b"]}})");
+  EXPECT_EQ(put.status, 200) << put.body;
+  EXPECT_EQ(Send("PUT", "/v1/admin/principals/nowhere/bob", "{}").status, 404);
+  net::HttpResponse listed = Send("GET", "/v1/admin/principals?tenant=acme");
+  EXPECT_NE(listed.body.find(R"("name":"bob","roles":["analyst"],"attributes":{"groups":"a,b"})"),
+            std::string::npos)
+      << listed.body;
+  EXPECT_EQ(Send("DELETE", "/v1/admin/principals/acme/bob").status, 200);
+  EXPECT_EQ(Send("DELETE", "/v1/admin/principals/acme/bob").status, 404);
+}
+
+TEST(ParseDuration, ReadsUnitsAndRefusesTheRest) {
+  EXPECT_EQ(*ParseDuration("30d"), 30 * 86400);
+  EXPECT_EQ(*ParseDuration("12h"), 12 * 3600);
+  EXPECT_EQ(*ParseDuration("15m"), 900);
+  EXPECT_EQ(*ParseDuration("90s"), 90);
+  EXPECT_EQ(*ParseDuration("3600"), 3600);
+  for (std::string_view bad : {"", "d", "0d", "-1h", "1w", "1.5h", "99999999999999d"}) {
+    EXPECT_FALSE(ParseDuration(bad).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace rampart::api
