@@ -1,0 +1,64 @@
+#pragma once
+
+// The audit log: every request's AuditRecord, appended durably, hash-chained and committed into
+// an RFC 6962 Merkle tree, with signed checkpoints (tree size, root hash, time, key id; SM2 or
+// Ed25519) every N records or T seconds. docs/audit.md describes the format, verification and
+// retention.
+//
+// Appends are group-committed by one writer thread: a batch of records is written in one
+// transaction and fsynced. In sync mode, Append's callback runs once the record is durable, and
+// front ends release the request's answer only then; in batched mode the callback runs at once
+// and the write follows within `max_delay`.
+//
+// Threads: Append is thread-safe and never blocks (the queue is bounded: when it is full, Append
+// answers Unavailable at once and the front end answers 503).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "audit/record.h"
+#include "core/status.h"
+#include "core/unique_function.h"
+#include "crypto/digest.h"
+#include "crypto/signature.h"
+
+namespace rampart::store {
+class Store;
+}
+
+namespace rampart::audit {
+
+struct AuditOptions {
+  bool sync = false;  // fsync before the answer is released
+  std::chrono::milliseconds max_delay{10};  // batched mode: the longest a record waits
+  size_t max_batch = 1024;
+  size_t max_queue = 65536;
+  crypto::DigestAlgorithm digest = crypto::DigestAlgorithm::kSha256;  // content, chain and tree
+  int64_t checkpoint_every_records = 1000;
+  std::chrono::seconds checkpoint_every{60};
+  std::chrono::hours retention{24 * 180};  // epochs older than this may be pruned
+};
+
+class AuditLog {
+ public:
+  // `store` and the signing key's keyring must outlive the log. Reads the log's head from the
+  // store (the last record's chain hash and the tree's frontier) and starts the writer thread.
+  static Result<std::unique_ptr<AuditLog>> Open(store::Store& store, AuditOptions options,
+                                                crypto::SigningKey signing_key,
+                                                std::string signing_key_id);
+  ~AuditLog();  // writes what is queued, a final checkpoint, and stops
+
+  // Queues `record`; `done` runs (on the writer thread in sync mode: it must not block) with
+  // OK once the record is durable (sync) or queued (batched), or with the error.
+  void Append(AuditRecord record, UniqueFunction<void(Status)> done);
+
+ private:
+  struct Impl;
+  explicit AuditLog(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rampart::audit
