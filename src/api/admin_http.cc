@@ -1,8 +1,11 @@
 #include "api/admin_http.h"
 
+#include "api/audit_http.h"
+
 #include <charconv>
 
 #include "api/access_http.h"
+#include "api/audit_http.h"
 #include "core/clock.h"
 #include "core/trace.h"
 #include "gateway/gateway.h"
@@ -221,8 +224,8 @@ Result<int64_t> ParseDuration(std::string_view text) {
 }
 
 AdminHttp::AdminHttp(store::Store& store, identity::ApiKeyTable* keys,
-                     const policy::AccessControl& access)
-    : store_(store), keys_(keys), access_(access) {}
+                     const policy::AccessControl& access, audit::AuditSink* audit)
+    : store_(store), keys_(keys), access_(access), audit_(audit) {}
 
 AdminHttp::~AdminHttp() { worker_.Stop(); }
 
@@ -236,9 +239,10 @@ bool AdminHttp::Owns(std::string_view path) {
   return false;
 }
 
-void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
-  const std::string request_id = gateway::RequestId(request, TraceContext::Start());
-  const auto send = [&request_id](net::Responder& to, net::HttpResponse response) {
+void AdminHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
+  const TraceContext trace = TraceContext::Start();
+  const std::string request_id = gateway::RequestId(request, trace);
+  const auto send = [&request_id](RecordedResponder& to, net::HttpResponse response) {
     response.headers.emplace_back("x-request-id", request_id);
     to.Send(std::move(response));
   };
@@ -417,23 +421,39 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     }
     return NotFound("no route for {} {}", request.method, request.path());
   }();
+  const auto record = [&](std::string_view action, std::string_view type, std::string_view name) {
+    if (audit_ == nullptr) return RecordedResponder(std::move(plain));
+    RecordedResponder recorded(
+        std::move(plain), audit_,
+        StartRecord(request, "admin", trace.TraceId(), request_id, action, type, name),
+        request.received);
+    recorded.SetRequestContent(request.body);
+    return recorded;
+  };
   if (!understood.ok()) {
+    RecordedResponder responder = record("", "", "");
     send(responder, understood.status().code() == StatusCode::kNotFound
                         ? Error(404, understood.status().message())
                         : Error(400, understood.status().message()));
     return;
   }
   Operation& op = *understood;
+  RecordedResponder responder = record(op.action, op.resource_type, op.resource_name);
   if (Enforcing(&access_)) {
     const policy::Resource resource{
         .type = op.resource_type, .name = op.resource_name, .attributes = &op.resource_attributes};
-    policy::AccessOutcome outcome = CheckRequest(access_, request, op.action, resource);
+    audit::AuditRecord* noted = responder.record();
+    policy::AccessOutcome outcome =
+        noted != nullptr ? CheckRecorded(access_, request, op.action, resource, 0, *noted)
+                         : CheckRequest(access_, request, op.action, resource);
     if (auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
       responder.Send(RefusalResponse(*refusal, request, ErrorShape::kOpenAi));
       return;
     }
+    responder.SetFull(
+        std::get<policy::AccessGrant>(outcome).HasObligation(policy::kObligationAuditFull));
   }
-  auto held = std::make_shared<net::Responder>(std::move(responder));
+  auto held = std::make_shared<RecordedResponder>(std::move(responder));
   const Status queued = worker_.Post([held, work = std::move(op.work), request_id]() mutable {
     net::HttpResponse response = work();
     response.headers.emplace_back("x-request-id", request_id);
