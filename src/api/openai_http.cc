@@ -1,6 +1,7 @@
 #include "api/openai_http.h"
 
 #include "api/access_http.h"
+#include "api/audit_http.h"
 #include "core/trace.h"
 #include "gateway/openai_response.h"
 #include "json/writer.h"
@@ -44,8 +45,13 @@ void WriteModel(json::Writer& writer, const gateway::ModelEntry& model) {
 }  // namespace
 
 OpenAiHttp::OpenAiHttp(gateway::Gateway& gateway, std::function<Status()> reload,
-                       const policy::AccessControl* access, AdminHttp* admin)
-    : gateway_(gateway), access_(access), admin_(admin), reload_(std::move(reload)) {}
+                       const policy::AccessControl* access, AdminHttp* admin,
+                       audit::AuditSink* audit)
+    : gateway_(gateway),
+      access_(access),
+      admin_(admin),
+      audit_(audit),
+      reload_(std::move(reload)) {}
 
 std::optional<policy::AccessGrant> OpenAiHttp::Check(const net::HttpRequest& request,
                                                      net::Responder& responder,
@@ -114,10 +120,31 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
         verb == "detect" || verb == "redact" || verb == "restore"
             ? fmt::format("guard:{}", verb)
             : "guard:detect";  // an unknown path: answered 404 by the guard once allowed
-    if (!Check(request, responder, action, {.type = "server", .name = "guard"})) return;
+    const TraceContext trace = TraceContext::Start();
+    const std::string request_id = gateway::RequestId(request, trace);
+    RecordedResponder recorded =
+        audit_ == nullptr ? RecordedResponder(std::move(responder))
+                          : RecordedResponder(std::move(responder), audit_,
+                                              StartRecord(request, "guard", trace.TraceId(),
+                                                          request_id, action, "server", "guard"),
+                                              request.received);
+    recorded.SetRequestContent(request.body);
+    if (Enforcing(access_)) {
+      const policy::Resource resource{.type = "server", .name = "guard"};
+      audit::AuditRecord* record = recorded.record();
+      policy::AccessOutcome outcome =
+          record != nullptr ? CheckRecorded(*access_, request, action, resource, 0, *record)
+                            : CheckRequest(*access_, request, action, resource);
+      if (auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
+        recorded.Send(RefusalResponse(*refusal, request, ErrorShape::kOpenAi));
+        return;
+      }
+      recorded.SetFull(
+          std::get<policy::AccessGrant>(outcome).HasObligation(policy::kObligationAuditFull));
+    }
     net::HttpResponse response = guard_.Answer(request);
-    response.headers.emplace_back("x-request-id", RequestIdOf(request));
-    responder.Send(std::move(response));
+    response.headers.emplace_back("x-request-id", request_id);
+    recorded.Send(std::move(response));
     return;
   }
   if (admin_ != nullptr && AdminHttp::Owns(path)) {

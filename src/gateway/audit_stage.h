@@ -5,9 +5,11 @@
 // (authenticate), the decision with its rules and obligations (authorise), the PII found by type
 // (guard_input, guard_output: counts, never values), the route and the logical model that
 // answered, the upstream or local target, tokens in and out, the time spent upstream and in the
-// gateway, and the status. The request's body as received and the answer as the caller got it
-// (after the output guard; a stream's events concatenated) are digested, and sealed too under
-// the `audit:full` obligation.
+// gateway, and the status. The request's body as forwarded (after the input guard's redaction,
+// so what the policy says to redact never reaches the log, even sealed) and the answer as the
+// caller got it (after the output guard; a stream's events concatenated) are digested, and
+// sealed too under the `audit:full` obligation. A request that failed to parse has no body left
+// to digest: its digest is that of the empty string.
 //
 // The record is handed to the sink when the call completes (OnComplete), after its answer went
 // out: the gateway does not hold answers for a sync audit log (a streamed answer cannot be held

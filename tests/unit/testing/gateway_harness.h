@@ -33,10 +33,12 @@ class GatewayHarness {
   };
 
   void Start(GatewayConfig config, GatewayOptions options = {}) {
+    options.audit = audit_;
     auto gateway = Gateway::Create(std::move(config), std::move(options), registry_);
     ASSERT_TRUE(gateway.ok()) << gateway.status().ToString();
     gateway_ = std::move(gateway).value();
-    front_ = std::make_unique<api::OpenAiHttp>(*gateway_, [] { return Status::Ok(); });
+    front_ = std::make_unique<api::OpenAiHttp>(
+        *gateway_, [] { return Status::Ok(); }, nullptr, nullptr, audit_);
     net::HttpServerOptions server_options;
     server_options.address = "127.0.0.1";
     server_options.port = 0;
@@ -88,6 +90,7 @@ class GatewayHarness {
   }
 
   metrics::Registry registry_;
+  audit::AuditSink* audit_ = nullptr;  // set before Start to record the calls
   std::unique_ptr<Gateway> gateway_;
   std::unique_ptr<api::OpenAiHttp> front_;
   std::unique_ptr<net::HttpServer> server_;
