@@ -1,6 +1,7 @@
 // KServeHttp's routes: every path and method it answers, in one table, and the matching that
 // picks a route for a request.
 
+#include <algorithm>
 #include <charconv>
 
 #include "api/access_http.h"
@@ -162,6 +163,17 @@ const std::vector<KServeHttp::Route>& KServeHttp::Routes() {
     return table;
   }();
   return routes;
+}
+
+std::vector<std::string_view> KServeHttp::Actions() {
+  std::vector<std::string_view> actions;
+  for (const Route& route : Routes()) {
+    if (!route.action.empty() &&
+        std::find(actions.begin(), actions.end(), route.action) == actions.end()) {
+      actions.push_back(route.action);
+    }
+  }
+  return actions;
 }
 
 void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
