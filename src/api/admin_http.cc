@@ -184,9 +184,17 @@ std::vector<std::string_view> Segments(std::string_view path) {
   return segments;
 }
 
+// The actions of this API.
+constexpr std::string_view kTenantsRead = "admin:tenants:read";
+constexpr std::string_view kTenantsWrite = "admin:tenants:write";
+constexpr std::string_view kPrincipalsRead = "admin:principals:read";
+constexpr std::string_view kPrincipalsWrite = "admin:principals:write";
+constexpr std::string_view kKeysRead = "admin:keys:read";
+constexpr std::string_view kKeysWrite = "admin:keys:write";
+
 // One admin request, understood: what it asks and the work that answers it (on the worker).
 struct Operation {
-  std::string action;
+  std::string_view action;
   std::string resource_type;
   std::string resource_name;
   store::Attributes resource_attributes;
@@ -226,6 +234,10 @@ AdminHttp::AdminHttp(store::Store& store, identity::ApiKeyTable* keys,
 
 AdminHttp::~AdminHttp() { worker_.Stop(); }
 
+std::vector<std::string_view> AdminHttp::Actions() {
+  return {kTenantsRead, kTenantsWrite, kPrincipalsRead, kPrincipalsWrite, kKeysRead, kKeysWrite};
+}
+
 bool AdminHttp::Owns(std::string_view path) {
   for (std::string_view prefix : {"/v1/admin/tenants", "/v1/admin/principals", "/v1/admin/keys"}) {
     if (path.substr(0, prefix.size()) == prefix &&
@@ -263,7 +275,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
   Result<Operation> understood = [&]() -> Result<Operation> {
     Operation op;
     if (what == "tenants" && rest == 0 && method == "GET") {
-      op = {"admin:tenants:read", "tenant", "*", {}, [db] {
+      op = {kTenantsRead, "tenant", "*", {}, [db] {
               Result<std::vector<store::Tenant>> tenants = db->ListTenants();
               if (!tenants.ok()) return StoreError(tenants.status());
               json::Writer writer;
@@ -284,7 +296,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       if (auto attributes = root.Find("attributes")) {
         ASSIGN_OR_RETURN(tenant.attributes, ReadAttributes(*attributes, "attributes"));
       }
-      op = {"admin:tenants:write", "tenant", tenant.name, {}, [db, tenant] {
+      op = {kTenantsWrite, "tenant", tenant.name, {}, [db, tenant] {
               const Status created = db->CreateTenant(tenant);
               if (!created.ok()) return StoreError(created);
               json::Writer writer;
@@ -295,7 +307,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     }
     if (what == "tenants" && rest == 1 && method == "DELETE") {
       std::string name(path[3]);
-      op = {"admin:tenants:write", "tenant", name, {}, [db, name, refreshed] {
+      op = {kTenantsWrite, "tenant", name, {}, [db, name, refreshed] {
               const Status deleted = db->DeleteTenant(name);
               return deleted.ok() ? refreshed(Json(200, "{}")) : StoreError(deleted);
             }};
@@ -303,7 +315,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     }
     if (what == "principals" && rest == 0 && method == "GET") {
       std::string tenant = QueryValue(request.query(), "tenant");
-      op = {"admin:principals:read", "principal", "*", {{"tenant", tenant}}, [db, tenant] {
+      op = {kPrincipalsRead, "principal", "*", {{"tenant", tenant}}, [db, tenant] {
               Result<std::vector<store::Principal>> principals = db->ListPrincipals(tenant);
               if (!principals.ok()) return StoreError(principals.status());
               json::Writer writer;
@@ -323,8 +335,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       principal.name = std::string(path[4]);
       const store::Attributes where{{"tenant", principal.tenant}};
       if (method == "DELETE") {
-        op = {"admin:principals:write", "principal", principal.name, where,
-              [db, principal, refreshed] {
+        op = {kPrincipalsWrite, "principal", principal.name, where, [db, principal, refreshed] {
                 const Status deleted = db->DeletePrincipal(principal.tenant, principal.name);
                 return deleted.ok() ? refreshed(Json(200, "{}")) : StoreError(deleted);
               }};
@@ -340,8 +351,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       if (auto disabled = root.Find("disabled")) {
         ASSIGN_OR_RETURN(principal.disabled, disabled->GetBool("disabled"));
       }
-      op = {"admin:principals:write", "principal", principal.name, where,
-            [db, principal, refreshed] {
+      op = {kPrincipalsWrite, "principal", principal.name, where, [db, principal, refreshed] {
               const Status put = db->PutPrincipal(principal);
               if (!put.ok()) return StoreError(put);
               json::Writer writer;
@@ -352,7 +362,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     }
     if (what == "keys" && rest == 0 && method == "GET") {
       std::string tenant = QueryValue(request.query(), "tenant");
-      op = {"admin:keys:read", "key", "*", {{"tenant", tenant}}, [db, tenant] {
+      op = {kKeysRead, "key", "*", {{"tenant", tenant}}, [db, tenant] {
               Result<std::vector<store::ApiKey>> listed = db->ListApiKeys(tenant);
               if (!listed.ok()) return StoreError(listed.status());
               json::Writer writer;
@@ -390,11 +400,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       }
       identity::NewApiKey made =
           identity::GenerateApiKey(tenant, principal, name, roles, UnixNow(), expires_unix);
-      op = {"admin:keys:write",
-            "key",
-            "*",
-            {{"tenant", tenant}},
-            [db, made = std::move(made), refreshed] {
+      op = {kKeysWrite, "key", "*", {{"tenant", tenant}}, [db, made = std::move(made), refreshed] {
               const Status created = db->CreateApiKey(made.record);
               if (!created.ok()) return StoreError(created);
               json::Writer writer;
@@ -409,7 +415,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     }
     if (what == "keys" && rest == 1 && method == "DELETE") {
       std::string id(path[3]);
-      op = {"admin:keys:write", "key", id, {}, [db, id, refreshed] {
+      op = {kKeysWrite, "key", id, {}, [db, id, refreshed] {
               const Status revoked = db->RevokeApiKey(id, UnixNow());
               return revoked.ok() ? refreshed(Json(200, "{}")) : StoreError(revoked);
             }};

@@ -50,6 +50,8 @@ class AdminHttp {
 
   // Whether `path` is this API's (/v1/admin/tenants, principals, keys and below).
   static bool Owns(std::string_view path);
+  // Every policy action this API decides.
+  static std::vector<std::string_view> Actions();
   void Handle(net::HttpRequest&& request, net::Responder responder);
   // Finishes queued requests and stops the thread.
   void Shutdown() { worker_.Stop(); }

@@ -46,6 +46,9 @@ class KServeHttp {
   KServeHttp(serve::InferenceServer& server, KServeHttpOptions options);
 
   void Handle(net::HttpRequest&& request, net::Responder responder);
+  // The policy actions its routes are decided as (docs/access.md), each once; the health probes
+  // are open and have none.
+  static std::vector<std::string_view> Actions();
   // Finishes queued repository requests and stops their threads. Call before the
   // InferenceServer goes away.
   void Shutdown();

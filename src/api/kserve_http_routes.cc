@@ -1,21 +1,16 @@
 // KServeHttp's routes: every path and method it answers, in one table, and the matching that
 // picks a route for a request.
 
+#include <algorithm>
 #include <charconv>
 
 #include "api/access_http.h"
 #include "api/http_status.h"
 #include "api/kserve_http.h"
+#include "core/strings.h"
 
 namespace rampart::api {
 namespace {
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // Percent-decodes one path segment. nullopt on a malformed escape.
 std::optional<std::string> DecodeSegment(std::string_view segment) {
@@ -27,8 +22,8 @@ std::optional<std::string> DecodeSegment(std::string_view segment) {
       continue;
     }
     if (i + 2 >= segment.size()) return std::nullopt;
-    const int high = HexValue(segment[i + 1]);
-    const int low = HexValue(segment[i + 2]);
+    const int high = HexDigitValue(segment[i + 1]);
+    const int low = HexDigitValue(segment[i + 2]);
     if (high < 0 || low < 0) return std::nullopt;
     out.push_back(static_cast<char>(high * 16 + low));
     i += 2;
@@ -162,6 +157,17 @@ const std::vector<KServeHttp::Route>& KServeHttp::Routes() {
     return table;
   }();
   return routes;
+}
+
+std::vector<std::string_view> KServeHttp::Actions() {
+  std::vector<std::string_view> actions;
+  for (const Route& route : Routes()) {
+    if (!route.action.empty() &&
+        std::find(actions.begin(), actions.end(), route.action) == actions.end()) {
+      actions.push_back(route.action);
+    }
+  }
+  return actions;
 }
 
 void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {

@@ -2,6 +2,7 @@
 
 #include "api/access_http.h"
 #include "core/trace.h"
+#include "gateway/access_stages.h"
 #include "gateway/openai_response.h"
 #include "json/writer.h"
 
@@ -41,7 +42,24 @@ void WriteModel(json::Writer& writer, const gateway::ModelEntry& model) {
   writer.EndObject();
 }
 
+// The gateway's operations (decided as gateway::ActionOf), and this front end's own actions.
+constexpr gateway::Operation kOperations[] = {gateway::Operation::kChatCompletions,
+                                              gateway::Operation::kCompletions,
+                                              gateway::Operation::kEmbeddings};
+constexpr std::string_view kModelsRead = "models:read";
+constexpr std::string_view kReload = "admin:reload";
+constexpr std::string_view kRoutesRead = "admin:routes:read";
+
 }  // namespace
+
+std::vector<std::string_view> OpenAiHttp::Actions() {
+  std::vector<std::string_view> actions;
+  for (gateway::Operation operation : kOperations) actions.push_back(gateway::ActionOf(operation));
+  for (std::string_view own : {kModelsRead, kReload, kRoutesRead}) actions.push_back(own);
+  for (std::string_view guard : GuardHttp::Actions()) actions.push_back(guard);
+  for (std::string_view admin : AdminHttp::Actions()) actions.push_back(admin);
+  return actions;
+}
 
 OpenAiHttp::OpenAiHttp(gateway::Gateway& gateway, std::function<Status()> reload,
                        const policy::AccessControl* access, AdminHttp* admin)
@@ -93,7 +111,7 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       responder.Send(Error(request, 405, "use POST /v1/admin/reload"));
       return;
     }
-    if (!Check(request, responder, "admin:reload", {.type = "server"})) return;
+    if (!Check(request, responder, kReload, {.type = "server"})) return;
     auto held = std::make_shared<net::Responder>(std::move(responder));
     auto id = std::make_shared<net::HttpRequest>();
     id->headers = request.headers;
@@ -109,13 +127,10 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     return;
   }
   if (GuardHttp::Owns(path)) {
-    const std::string_view verb = path.substr(path.rfind('/') + 1);
-    const std::string action =
-        verb == "detect" || verb == "redact" || verb == "restore"
-            ? fmt::format("guard:{}", verb)
-            : "guard:detect";  // an unknown path: answered 404 by the guard once allowed
-    if (!Check(request, responder, action, {.type = "server", .name = "guard"})) return;
-    net::HttpResponse response = guard_.Answer(request);
+    std::optional<policy::AccessGrant> grant =
+        Check(request, responder, GuardHttp::ActionOf(path), {.type = "server", .name = "guard"});
+    if (!grant) return;
+    net::HttpResponse response = guard_.Answer(request, grant->identity.tenant);
     response.headers.emplace_back("x-request-id", RequestIdOf(request));
     responder.Send(std::move(response));
     return;
@@ -125,7 +140,7 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     return;
   }
   if (path == "/v1/admin/routes") {
-    if (!Check(request, responder, "admin:routes:read", {.type = "route", .name = "*"})) return;
+    if (!Check(request, responder, kRoutesRead, {.type = "route", .name = "*"})) return;
     responder.Send(Answer(request, 200, gateway_.Describe(), "text/plain; charset=utf-8"));
     return;
   }
@@ -135,7 +150,7 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
 void OpenAiHttp::Models(const net::HttpRequest& request, net::Responder responder,
                         std::string_view id) {
   std::optional<policy::AccessGrant> grant =
-      Check(request, responder, "models:read", {.type = "server", .name = "models"});
+      Check(request, responder, kModelsRead, {.type = "server", .name = "models"});
   if (!grant) return;
   std::vector<gateway::ModelEntry> models = gateway_.Models();
   if (Enforcing(access_)) {
@@ -144,7 +159,8 @@ void OpenAiHttp::Models(const net::HttpRequest& request, net::Responder responde
         request.peer != nullptr ? std::string_view(request.peer->address) : "";
     std::erase_if(models, [&](const gateway::ModelEntry& model) {
       const policy::Resource resource{.type = "model", .name = model.id};
-      for (std::string_view action : {"chat:create", "completions:create", "embeddings:create"}) {
+      for (gateway::Operation operation : kOperations) {
+        const std::string_view action = gateway::ActionOf(operation);
         if (access_->Authorise(grant->identity, action, resource, source).allowed) return false;
       }
       return true;

@@ -41,6 +41,9 @@ class OpenAiHttp {
 
   // Whether `path` is this front end's (/v1 and below).
   static bool Owns(std::string_view path);
+  // Every policy action this front end decides (docs/access.md): the gateway's operations,
+  // models:read, admin:reload, admin:routes:read, the guard's and the admin API's.
+  static std::vector<std::string_view> Actions();
   void Handle(net::HttpRequest&& request, net::Responder responder);
   // Finishes a reload under way and stops its thread.
   void Shutdown() { reloads_.Stop(); }

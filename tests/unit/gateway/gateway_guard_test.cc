@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/access_fixture.h"
 #include "testing/fake_detector.h"
 #include "testing/fake_upstream.h"
 #include "testing/gateway_harness.h"
@@ -47,8 +48,9 @@ class GatewayGuardTest : public ::testing::Test, protected GatewayHarness {
     return config;
   }
 
-  void Start(GatewayConfig config) {
+  void Start(GatewayConfig config, const policy::AccessControl* access = nullptr) {
     GatewayOptions options;
+    options.access = access;
     options.detector_factory =
         [](guard::DetectorOptions) -> Result<std::unique_ptr<guard::Detector>> {
       return std::unique_ptr<guard::Detector>(std::make_unique<testing::FakeDetector>());
@@ -206,6 +208,40 @@ TEST_F(GatewayGuardTest, TheApiDetectsRedactsAndRestores) {
     EXPECT_NE(body.find(test.expected), std::string::npos) << body;
     EXPECT_NE(body.find(R"({"error":{"message":)"), std::string::npos) << body;
   }
+}
+
+// Tokens and hashes are made with the caller's tenant's keys: a token made for one tenant
+// restores for that tenant only, even for a caller of another tenant allowed guard:restore.
+TEST_F(GatewayGuardTest, ATokenMadeForOneTenantDoesNotRestoreForAnother) {
+  testing::AccessFixture access(R"(
+roles:
+  - name: analyst
+rules:
+  - id: analysts-guard
+    effect: permit
+    principal: {role: analyst}
+    action: "guard:*"
+)");
+  Start(Config(), &access.control());
+  const auto as = [](const std::string& key) {
+    return std::vector<std::pair<std::string, std::string>>{{"authorization", "Bearer " + key}};
+  };
+  Answer redacted = GatewayHarness::Post(
+      "/v1/guard/pii/redact", R"({"text":"call 13800138000","operators":{"CN_MOBILE":"tokenize"}})",
+      as(access.analyst_key()));  // tenant acme
+  ASSERT_EQ(redacted.status, 200) << redacted.body;
+  const size_t open = redacted.body.find("<<PII:CN_MOBILE:");
+  ASSERT_NE(open, std::string::npos) << redacted.body;
+  const std::string token = redacted.body.substr(open, redacted.body.find(">>", open) + 2 - open);
+  const std::string restore = fmt::format(R"({{"text":"{}"}})", token);
+
+  Answer same = GatewayHarness::Post("/v1/guard/pii/restore", restore, as(access.analyst_key()));
+  EXPECT_EQ(same.status, 200) << same.body;
+  EXPECT_EQ(same.body, R"({"text":"13800138000"})");
+  Answer other = GatewayHarness::Post("/v1/guard/pii/restore", restore, as(access.thrifty_key()));
+  EXPECT_EQ(other.status, 200) << other.body;
+  EXPECT_EQ(other.body.find("13800138000"), std::string::npos) << other.body;
+  EXPECT_NE(other.body.find(token), std::string::npos) << other.body;  // left as it was
 }
 
 TEST_F(GatewayGuardTest, AConfigThatNeedsADetectorNeedsOne) {
