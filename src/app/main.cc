@@ -392,7 +392,8 @@ int Serve(const ServeSettings& settings) {
   };
   std::unique_ptr<api::AdminHttp> admin;
   if (access)
-    admin = std::make_unique<api::AdminHttp>(*access->store, access->keys.get(), *access->control);
+    admin = std::make_unique<api::AdminHttp>(*access->store, access->keys.get(), *access->control,
+                                             keyring ? keyring->keyring.get() : nullptr);
   api::OpenAiHttp openai(**gateway, reload, access_control, admin.get());
   LOG_INFO("OpenAI gateway at /v1; routing table:\n{}", (*gateway)->Describe());
 
