@@ -38,6 +38,18 @@ class MemoryStore : public store::Store {
                                          int64_t limit, int64_t want) override;
   Result<int64_t> Generation() override;
 
+  Status AppendAuditRows(const std::vector<store::AuditRow>& rows) override;
+  Result<std::vector<store::AuditRow>> ReadAuditRows(int64_t after_sequence,
+                                                     int64_t limit) override;
+  Result<std::vector<store::AuditRow>> QueryAuditRows(const store::AuditQuery& query) override;
+  Result<int64_t> LastAuditSequence() override;
+  Status PutAuditCheckpoint(const store::AuditCheckpointRow& checkpoint,
+                            const std::optional<store::AuditEpochRow>& closes) override;
+  Result<std::vector<store::AuditCheckpointRow>> ListAuditCheckpoints(int64_t from_size) override;
+  Result<std::optional<store::AuditCheckpointRow>> LastAuditCheckpoint() override;
+  Result<std::vector<store::AuditEpochRow>> ListAuditEpochs() override;
+  Status PruneAuditEpoch(int64_t epoch) override;
+
   // While set, every call answers Unavailable "store unavailable (test)".
   void SetUnavailable(bool unavailable) { unavailable_ = unavailable; }
   int64_t touch_calls() const { return touch_calls_; }
@@ -51,7 +63,11 @@ class MemoryStore : public store::Store {
   std::map<std::string, store::Tenant> tenants_;
   std::map<std::pair<std::string, std::string>, store::Principal> principals_;
   std::map<std::string, store::ApiKey> keys_;
-  std::map<std::pair<std::string, int64_t>, int64_t> budgets_;  // (key, window) -> used
+  std::map<std::pair<std::string, int64_t>, int64_t> budgets_;      // (key, window) -> used
+  std::map<int64_t, store::AuditRow> audit_rows_;                   // by sequence
+  int64_t audit_last_ = 0;                                          // the last sequence ever
+  std::map<int64_t, store::AuditCheckpointRow> audit_checkpoints_;  // by tree size
+  std::map<int64_t, store::AuditEpochRow> audit_epochs_;            // by epoch
   std::atomic<bool> unavailable_{false};
   std::atomic<int64_t> touch_calls_{0};
   std::atomic<int64_t> list_key_calls_{0};
