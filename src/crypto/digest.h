@@ -36,7 +36,8 @@ class Hasher {
 };
 
 Digest Hmac(DigestAlgorithm algorithm, std::string_view key, std::string_view data);
-// HKDF-Extract-and-Expand; `length` <= 255 * 32. 
+// HKDF-Extract-and-Expand (RFC 5869). An empty salt means "no salt" (32 zero bytes); an empty
+// key is allowed. 1 <= `length` <= 255 * 32, else it aborts (a caller's bug, never input).
 std::string Hkdf(DigestAlgorithm algorithm, std::string_view key, std::string_view salt,
                  std::string_view info, size_t length);
 
