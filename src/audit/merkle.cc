@@ -99,6 +99,13 @@ Digest NodeHash(DigestAlgorithm algorithm, const Digest& left, const Digest& rig
 
 Digest EmptyRoot(DigestAlgorithm algorithm) { return crypto::Hash(algorithm, ""); }
 
+Digest ChainHash(DigestAlgorithm algorithm, const Digest& previous, const Digest& leaf) {
+  crypto::Hasher hasher(algorithm);
+  hasher.Update(std::string_view(reinterpret_cast<const char*>(previous.data()), previous.size()));
+  hasher.Update(std::string_view(reinterpret_cast<const char*>(leaf.data()), leaf.size()));
+  return hasher.Finish();
+}
+
 Result<Frontier> Frontier::Make(DigestAlgorithm algorithm, int64_t size,
                                 std::vector<Digest> hashes) {
   if (size < 0 || std::popcount(uint64_t(size)) != static_cast<int>(hashes.size())) {

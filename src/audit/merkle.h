@@ -84,6 +84,10 @@ Status VerifyConsistency(DigestAlgorithm algorithm, int64_t old_size, int64_t ne
                          const Digest& old_root, const Digest& new_root,
                          std::span<const Digest> proof);
 
+// The hash chain beside the tree: chain_i = H(chain_{i-1} || leaf_i), chain_0 = 32 zero bytes.
+// A single edit breaks the chain exactly at the record edited.
+Digest ChainHash(DigestAlgorithm algorithm, const Digest& previous, const Digest& leaf);
+
 // Hex of a digest, and back (InvalidArgument unless 64 hex digits).
 std::string HashHex(const Digest& digest);
 Result<Digest> ParseHashHex(std::string_view hex);

@@ -153,6 +153,20 @@ std::string ValidUtf8(std::string_view text) {
   return out;
 }
 
+std::string IndexText(std::string_view text) {
+  std::string valid = ValidUtf8(text);
+  std::string out;
+  out.reserve(valid.size());
+  for (const char c : valid) {
+    if (c == '\0') {
+      out += "\xEF\xBF\xBD";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string EncodeRecord(const AuditRecord& r) {
   const auto number = [](int64_t value) { return std::to_string(value); };
   // Every field, keyed by its name; sorted below, so the order here is free.

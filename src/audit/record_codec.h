@@ -29,6 +29,11 @@ std::string EncodeRecord(const AuditRecord& record);
 // what was hashed).
 Result<AuditRecord> DecodeRecord(std::string_view text);
 
+// The copy of a field kept in a query column (tenant, principal, trace id, request id, action):
+// valid UTF-8 without NUL (PostgreSQL's TEXT holds none), a NUL becoming U+FFFD. Verification
+// checks each column against the record through this function.
+std::string IndexText(std::string_view text);
+
 // `text` with every byte that is not part of valid UTF-8 replaced by U+FFFD.
 std::string ValidUtf8(std::string_view text);
 
