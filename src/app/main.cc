@@ -24,6 +24,7 @@
 #include "app/access_cli.h"
 #include "app/access_config.h"
 #include "app/access_setup.h"
+#include "app/audit_cli.h"
 #include "app/gateway_config.h"
 #include "app/policy_cli.h"
 #include "app/settings.h"
@@ -638,6 +639,8 @@ int Main(int argc, char** argv) {
     PolicyCommands policy(*app);
     AccessCli access_cli;  // rampart keys|tenants|principals
     access_cli.AddTo(*app);
+    AuditCli audit_cli;  // rampart audit verify|prove|check-proof|export|prune
+    audit_cli.AddTo(*app);
     try {
       app->parse(argc, argv);
     } catch (const CLI::ParseError& error) {
@@ -646,6 +649,7 @@ int Main(int argc, char** argv) {
     if (check.command->parsed()) return GatewayCheck(check);
     if (policy.chosen()) return policy.Run();
     if (std::optional<int> status = access_cli.RunIfChosen()) return *status;
+    if (std::optional<int> status = audit_cli.RunIfChosen()) return *status;
   }
   if (!config_file.empty()) {
     if (Status applied = ApplyYamlFile(config_file, settings); !applied.ok()) {
