@@ -36,7 +36,10 @@ int64_t NowUnixNs() {
 }
 
 struct Pending {
-  AuditRecord record;
+  // The record's query columns and its encoding, made by the appending thread; the writer only
+  // joins in the sequence number and hashes.
+  store::AuditRow row;
+  EncodedRecord encoded;
   UniqueFunction<void(Status)> done;  // sync mode and flushes; empty otherwise
   Steady::time_point queued;
   bool flush = false;  // a Flush marker, not a record
@@ -122,16 +125,9 @@ Status AuditLog::Impl::Commit(std::vector<Pending>& batch) {
     int64_t sequence = size;
     for (Pending& pending : batch) {
       if (pending.flush) continue;
-      pending.record.sequence = ++sequence;
-      store::AuditRow row;
-      row.sequence = sequence;
-      row.time_unix_ns = pending.record.time_unix_ns;
-      row.tenant = IndexText(pending.record.tenant);
-      row.principal = IndexText(pending.record.principal);
-      row.trace_id = IndexText(pending.record.trace_id);
-      row.request_id = IndexText(pending.record.request_id);
-      row.action = IndexText(pending.record.action);
-      row.record = EncodeRecord(pending.record);
+      store::AuditRow row = pending.row;
+      row.sequence = ++sequence;
+      row.record = pending.encoded.Join(sequence);
       const Digest leaf = LeafHash(options.digest, row.record);
       next_chain = ChainHash(options.digest, next_chain, leaf);
       next_frontier.Append(leaf);
@@ -309,6 +305,17 @@ AuditLog::~AuditLog() {
 void AuditLog::Append(AuditRecord record, UniqueFunction<void(Status)> done) {
   if (record.time_unix_ns == 0) record.time_unix_ns = NowUnixNs();
   const bool sync = impl_->options.sync;
+  // Encoding happens here, on the appending thread, outside the lock: the writer thread, which
+  // every record goes through, only joins in the sequence and hashes.
+  Pending pending{.encoded = EncodeRecordAroundSequence(record),
+                  .done = sync ? std::move(done) : UniqueFunction<void(Status)>(),
+                  .queued = Steady::now()};
+  pending.row.time_unix_ns = record.time_unix_ns;
+  pending.row.tenant = IndexText(record.tenant);
+  pending.row.principal = IndexText(record.principal);
+  pending.row.trace_id = IndexText(record.trace_id);
+  pending.row.request_id = IndexText(record.request_id);
+  pending.row.action = IndexText(record.action);
   Status refused = Status::Ok();
   {
     std::lock_guard lock(impl_->mutex);
@@ -317,14 +324,15 @@ void AuditLog::Append(AuditRecord record, UniqueFunction<void(Status)> done) {
     } else if (impl_->queue.size() >= impl_->options.max_queue) {
       refused = Unavailable("the audit log's queue is full ({} records)", impl_->options.max_queue);
     } else {
-      impl_->queue.push_back(
-          Pending{.record = std::move(record),
-                  .done = sync ? std::move(done) : UniqueFunction<void(Status)>(),
-                  .queued = Steady::now()});
+      impl_->queue.push_back(std::move(pending));
     }
   }
   if (!refused.ok()) {
-    done(refused);
+    if (sync) {
+      pending.done(refused);  // `done` was moved into the record's entry
+    } else {
+      done(refused);
+    }
     return;
   }
   impl_->wake.notify_one();

@@ -167,12 +167,27 @@ std::string IndexText(std::string_view text) {
   return out;
 }
 
-std::string EncodeRecord(const AuditRecord& r) {
+std::string EncodeRecord(const AuditRecord& record) {
+  const EncodedRecord parts = EncodeRecordAroundSequence(record);
+  return parts.Join(record.sequence);
+}
+
+std::string EncodedRecord::Join(int64_t sequence) const {
+  const std::string number = std::to_string(sequence);
+  std::string out;
+  out.reserve(before_sequence.size() + number.size() + after_sequence.size());
+  out += before_sequence;
+  out += number;
+  out += after_sequence;
+  return out;
+}
+
+EncodedRecord EncodeRecordAroundSequence(const AuditRecord& r) {
   const auto number = [](int64_t value) { return std::to_string(value); };
   // Every field, keyed by its name; sorted below, so the order here is free.
   std::vector<std::pair<std::string_view, std::string>> fields = {
       {"v", number(kRecordEncodingVersion)},
-      {"sequence", number(r.sequence)},
+      {"sequence", std::string()},  // joined in by EncodedRecord::Join
       {"time_unix_ns", number(r.time_unix_ns)},
       {"trace_id", String(r.trace_id)},
       {"request_id", String(r.request_id)},
@@ -208,18 +223,24 @@ std::string EncodeRecord(const AuditRecord& r) {
   std::sort(fields.begin(), fields.end());
   size_t size = 2;
   for (const auto& [key, value] : fields) size += key.size() + value.size() + 4;
-  std::string out;
-  out.reserve(size);
-  out += '{';
+  EncodedRecord parts;
+  std::string* out = &parts.before_sequence;
+  out->reserve(size);
+  *out += '{';
   for (size_t i = 0; i < fields.size(); ++i) {
-    if (i > 0) out += ',';
-    out += '"';
-    out += fields[i].first;
-    out += "\":";
-    out += fields[i].second;
+    if (i > 0) *out += ',';
+    *out += '"';
+    *out += fields[i].first;
+    *out += "\":";
+    if (fields[i].first == "sequence") {
+      out = &parts.after_sequence;
+      out->reserve(size - parts.before_sequence.size());
+      continue;
+    }
+    *out += fields[i].second;
   }
-  out += '}';
-  return out;
+  *out += '}';
+  return parts;
 }
 
 Result<AuditRecord> DecodeRecord(std::string_view text) {

@@ -12,6 +12,7 @@
 //
 // Thread-safe, pure functions.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,16 @@ namespace rampart::audit {
 inline constexpr int kRecordEncodingVersion = 1;
 
 std::string EncodeRecord(const AuditRecord& record);
+
+// The encoding split around the sequence number's digits, so that a record can be encoded before
+// its sequence is known (on the thread that appends it) and finished by the writer:
+// EncodeRecordAroundSequence(r).Join(r.sequence) == EncodeRecord(r).
+struct EncodedRecord {
+  std::string before_sequence;
+  std::string after_sequence;
+  std::string Join(int64_t sequence) const;
+};
+EncodedRecord EncodeRecordAroundSequence(const AuditRecord& record);
 
 // Reads an encoded record back (export, queries, verification). InvalidArgument naming the field
 // for text that is not an encoded record; unknown fields are errors too (a record is exactly
