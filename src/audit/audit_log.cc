@@ -95,7 +95,17 @@ Status AuditLog::Impl::LoadHead() {
     size = last->tree_size;
     checkpoint_size = size;
   }
-  return CatchUp();
+  RETURN_IF_ERROR(CatchUp());
+  // Records a signed checkpoint covers are gone (the log was truncated): appending after them
+  // would leave a hole in the sequence. The operator must look first.
+  ASSIGN_OR_RETURN(const int64_t last_sequence, store.LastAuditSequence());
+  if (last_sequence != size) {
+    return FailedPrecondition(
+        "the audit log's records end at {}, but its checkpoint at tree size {} covers more: "
+        "records were deleted (run `rampart audit verify`)",
+        last_sequence, size);
+  }
+  return Status::Ok();
 }
 
 Status AuditLog::Impl::CatchUp() {

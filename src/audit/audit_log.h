@@ -53,7 +53,8 @@ class AuditLog {
   // Several logs (replicas) may append to one shared store: each appends from its view of the
   // head and, when another has taken those sequence numbers, reads what was appended and tries
   // again, so the store holds one gap-free sequence and one tree (docs/audit.md). Errors: the
-  // store's, or InvalidArgument for options out of range (max_batch or max_queue 0).
+  // store's; InvalidArgument for options out of range (max_batch or max_queue 0);
+  // FailedPrecondition when records a checkpoint covers are missing (a truncated log).
   static Result<std::unique_ptr<AuditLog>> Open(store::Store& store, AuditOptions options,
                                                 crypto::SigningKey signing_key,
                                                 std::string signing_key_id);

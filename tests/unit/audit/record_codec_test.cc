@@ -63,6 +63,17 @@ TEST(RecordCodecTest, EncodesEveryFieldWithSortedKeysAndNoWhitespace) {
   EXPECT_EQ(decoded->pii_input.at("PHONE"), 2);
 }
 
+TEST(RecordCodecTest, EncodingAroundTheSequenceJoinsToTheSameBytes) {
+  AuditRecord record = Sample();
+  record.pii_input["sequence"] = 0;  // a map key named like the field does not confuse it
+  record.stages_ns["sequence"] = 7;
+  const EncodedRecord parts = EncodeRecordAroundSequence(record);
+  for (const int64_t sequence : {int64_t{1}, int64_t{42}, int64_t{9007199254740993}}) {
+    record.sequence = sequence;
+    EXPECT_EQ(parts.Join(sequence), EncodeRecord(record));
+  }
+}
+
 TEST(RecordCodecTest, EscapesLikeJcsAndReplacesInvalidUtf8) {
   AuditRecord r;
   r.principal = "q\"b\\s/\b\f\n\r\t\x01\x1f\x7f é 中 😀";

@@ -138,6 +138,11 @@ TEST_F(TamperTest, ATruncatedTailIsFound) {
   const Finding finding = Verify();
   EXPECT_EQ(finding.kind, "truncated") << finding.message;
   EXPECT_EQ(finding.sequence, 26);
+  // A log reopened on the truncated store refuses to append after the hole.
+  auto store = store::OpenSqliteStore(dir_);
+  ASSERT_TRUE(store.ok());
+  auto log = AuditLog::Open(**store, AuditOptions(), key_, "tamper-test");
+  EXPECT_EQ(log.status().code(), StatusCode::kFailedPrecondition) << log.status().ToString();
 }
 
 TEST_F(TamperTest, AChangedCheckpointSignatureIsFound) {
