@@ -18,9 +18,7 @@ net::HttpResponse RefusalResponse(const policy::AccessRefusal& refusal,
                                   const net::HttpRequest& request, ErrorShape shape) {
   const std::string request_id = gateway::RequestId(request, TraceContext::Start());
   const int status = refusal.http_status();
-  const std::string message = refusal.kind == policy::RefusalKind::kForbidden
-                                  ? fmt::format("{} (request id {})", refusal.message, request_id)
-                                  : refusal.message;
+  const std::string message = refusal.AnswerMessage(request_id);
   net::HttpResponse response;
   if (shape == ErrorShape::kKServe) {
     response = KServeError(Status(StatusCode::kPermissionDenied, message));

@@ -1,8 +1,11 @@
 #include "api/admin_http.h"
 
+#include "api/audit_http.h"
+
 #include <charconv>
 
 #include "api/access_http.h"
+#include "api/audit_http.h"
 #include "core/clock.h"
 #include "core/trace.h"
 #include "gateway/gateway.h"
@@ -184,9 +187,17 @@ std::vector<std::string_view> Segments(std::string_view path) {
   return segments;
 }
 
+// The actions of this API.
+constexpr std::string_view kTenantsRead = "admin:tenants:read";
+constexpr std::string_view kTenantsWrite = "admin:tenants:write";
+constexpr std::string_view kPrincipalsRead = "admin:principals:read";
+constexpr std::string_view kPrincipalsWrite = "admin:principals:write";
+constexpr std::string_view kKeysRead = "admin:keys:read";
+constexpr std::string_view kKeysWrite = "admin:keys:write";
+
 // One admin request, understood: what it asks and the work that answers it (on the worker).
 struct Operation {
-  std::string action;
+  std::string_view action;
   std::string resource_type;
   std::string resource_name;
   store::Attributes resource_attributes;
@@ -221,10 +232,14 @@ Result<int64_t> ParseDuration(std::string_view text) {
 }
 
 AdminHttp::AdminHttp(store::Store& store, identity::ApiKeyTable* keys,
-                     const policy::AccessControl& access)
-    : store_(store), keys_(keys), access_(access) {}
+                     const policy::AccessControl& access, audit::AuditSink* audit)
+    : store_(store), keys_(keys), access_(access), audit_(audit) {}
 
 AdminHttp::~AdminHttp() { worker_.Stop(); }
+
+std::vector<std::string_view> AdminHttp::Actions() {
+  return {kTenantsRead, kTenantsWrite, kPrincipalsRead, kPrincipalsWrite, kKeysRead, kKeysWrite};
+}
 
 bool AdminHttp::Owns(std::string_view path) {
   for (std::string_view prefix : {"/v1/admin/tenants", "/v1/admin/principals", "/v1/admin/keys"}) {
@@ -236,9 +251,10 @@ bool AdminHttp::Owns(std::string_view path) {
   return false;
 }
 
-void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
-  const std::string request_id = gateway::RequestId(request, TraceContext::Start());
-  const auto send = [&request_id](net::Responder& to, net::HttpResponse response) {
+void AdminHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
+  const TraceContext trace = TraceContext::Start();
+  const std::string request_id = gateway::RequestId(request, trace);
+  const auto send = [&request_id](RecordedResponder& to, net::HttpResponse response) {
     response.headers.emplace_back("x-request-id", request_id);
     to.Send(std::move(response));
   };
@@ -263,7 +279,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
   Result<Operation> understood = [&]() -> Result<Operation> {
     Operation op;
     if (what == "tenants" && rest == 0 && method == "GET") {
-      op = {"admin:tenants:read", "tenant", "*", {}, [db] {
+      op = {kTenantsRead, "tenant", "*", {}, [db] {
               Result<std::vector<store::Tenant>> tenants = db->ListTenants();
               if (!tenants.ok()) return StoreError(tenants.status());
               json::Writer writer;
@@ -284,7 +300,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       if (auto attributes = root.Find("attributes")) {
         ASSIGN_OR_RETURN(tenant.attributes, ReadAttributes(*attributes, "attributes"));
       }
-      op = {"admin:tenants:write", "tenant", tenant.name, {}, [db, tenant] {
+      op = {kTenantsWrite, "tenant", tenant.name, {}, [db, tenant] {
               const Status created = db->CreateTenant(tenant);
               if (!created.ok()) return StoreError(created);
               json::Writer writer;
@@ -295,7 +311,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     }
     if (what == "tenants" && rest == 1 && method == "DELETE") {
       std::string name(path[3]);
-      op = {"admin:tenants:write", "tenant", name, {}, [db, name, refreshed] {
+      op = {kTenantsWrite, "tenant", name, {}, [db, name, refreshed] {
               const Status deleted = db->DeleteTenant(name);
               return deleted.ok() ? refreshed(Json(200, "{}")) : StoreError(deleted);
             }};
@@ -303,7 +319,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     }
     if (what == "principals" && rest == 0 && method == "GET") {
       std::string tenant = QueryValue(request.query(), "tenant");
-      op = {"admin:principals:read", "principal", "*", {{"tenant", tenant}}, [db, tenant] {
+      op = {kPrincipalsRead, "principal", "*", {{"tenant", tenant}}, [db, tenant] {
               Result<std::vector<store::Principal>> principals = db->ListPrincipals(tenant);
               if (!principals.ok()) return StoreError(principals.status());
               json::Writer writer;
@@ -323,8 +339,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       principal.name = std::string(path[4]);
       const store::Attributes where{{"tenant", principal.tenant}};
       if (method == "DELETE") {
-        op = {"admin:principals:write", "principal", principal.name, where,
-              [db, principal, refreshed] {
+        op = {kPrincipalsWrite, "principal", principal.name, where, [db, principal, refreshed] {
                 const Status deleted = db->DeletePrincipal(principal.tenant, principal.name);
                 return deleted.ok() ? refreshed(Json(200, "{}")) : StoreError(deleted);
               }};
@@ -340,8 +355,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       if (auto disabled = root.Find("disabled")) {
         ASSIGN_OR_RETURN(principal.disabled, disabled->GetBool("disabled"));
       }
-      op = {"admin:principals:write", "principal", principal.name, where,
-            [db, principal, refreshed] {
+      op = {kPrincipalsWrite, "principal", principal.name, where, [db, principal, refreshed] {
               const Status put = db->PutPrincipal(principal);
               if (!put.ok()) return StoreError(put);
               json::Writer writer;
@@ -352,7 +366,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     }
     if (what == "keys" && rest == 0 && method == "GET") {
       std::string tenant = QueryValue(request.query(), "tenant");
-      op = {"admin:keys:read", "key", "*", {{"tenant", tenant}}, [db, tenant] {
+      op = {kKeysRead, "key", "*", {{"tenant", tenant}}, [db, tenant] {
               Result<std::vector<store::ApiKey>> listed = db->ListApiKeys(tenant);
               if (!listed.ok()) return StoreError(listed.status());
               json::Writer writer;
@@ -390,11 +404,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       }
       identity::NewApiKey made =
           identity::GenerateApiKey(tenant, principal, name, roles, UnixNow(), expires_unix);
-      op = {"admin:keys:write",
-            "key",
-            "*",
-            {{"tenant", tenant}},
-            [db, made = std::move(made), refreshed] {
+      op = {kKeysWrite, "key", "*", {{"tenant", tenant}}, [db, made = std::move(made), refreshed] {
               const Status created = db->CreateApiKey(made.record);
               if (!created.ok()) return StoreError(created);
               json::Writer writer;
@@ -409,7 +419,7 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     }
     if (what == "keys" && rest == 1 && method == "DELETE") {
       std::string id(path[3]);
-      op = {"admin:keys:write", "key", id, {}, [db, id, refreshed] {
+      op = {kKeysWrite, "key", id, {}, [db, id, refreshed] {
               const Status revoked = db->RevokeApiKey(id, UnixNow());
               return revoked.ok() ? refreshed(Json(200, "{}")) : StoreError(revoked);
             }};
@@ -417,23 +427,39 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     }
     return NotFound("no route for {} {}", request.method, request.path());
   }();
+  const auto record = [&](std::string_view action, std::string_view type, std::string_view name) {
+    if (audit_ == nullptr) return RecordedResponder(std::move(plain));
+    RecordedResponder recorded(
+        std::move(plain), audit_,
+        StartRecord(request, "admin", trace.TraceId(), request_id, action, type, name),
+        request.received);
+    recorded.SetRequestContent(request.body);
+    return recorded;
+  };
   if (!understood.ok()) {
+    RecordedResponder responder = record("", "", "");
     send(responder, understood.status().code() == StatusCode::kNotFound
                         ? Error(404, understood.status().message())
                         : Error(400, understood.status().message()));
     return;
   }
   Operation& op = *understood;
+  RecordedResponder responder = record(op.action, op.resource_type, op.resource_name);
   if (Enforcing(&access_)) {
     const policy::Resource resource{
         .type = op.resource_type, .name = op.resource_name, .attributes = &op.resource_attributes};
-    policy::AccessOutcome outcome = CheckRequest(access_, request, op.action, resource);
+    audit::AuditRecord* noted = responder.record();
+    policy::AccessOutcome outcome =
+        noted != nullptr ? CheckRecorded(access_, request, op.action, resource, 0, *noted)
+                         : CheckRequest(access_, request, op.action, resource);
     if (auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
       responder.Send(RefusalResponse(*refusal, request, ErrorShape::kOpenAi));
       return;
     }
+    responder.SetFull(
+        std::get<policy::AccessGrant>(outcome).HasObligation(policy::kObligationAuditFull));
   }
-  auto held = std::make_shared<net::Responder>(std::move(responder));
+  auto held = std::make_shared<RecordedResponder>(std::move(responder));
   const Status queued = worker_.Post([held, work = std::move(op.work), request_id]() mutable {
     net::HttpResponse response = work();
     response.headers.emplace_back("x-request-id", request_id);

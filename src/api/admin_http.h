@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "audit/sink.h"
 #include "core/serial_worker.h"
 #include "core/status.h"
 #include "identity/api_keys.h"
@@ -44,12 +45,16 @@ Result<int64_t> ParseDuration(std::string_view text);
 
 class AdminHttp {
  public:
-  // All must outlive the API; `keys` may be null (no table to refresh).
-  AdminHttp(store::Store& store, identity::ApiKeyTable* keys, const policy::AccessControl& access);
+  // All must outlive the API; `keys` may be null (no table to refresh); `audit` may be null
+  // (nothing recorded; otherwise every request yields one record, api "admin").
+  AdminHttp(store::Store& store, identity::ApiKeyTable* keys, const policy::AccessControl& access,
+            audit::AuditSink* audit = nullptr);
   ~AdminHttp();
 
   // Whether `path` is this API's (/v1/admin/tenants, principals, keys and below).
   static bool Owns(std::string_view path);
+  // Every policy action this API decides.
+  static std::vector<std::string_view> Actions();
   void Handle(net::HttpRequest&& request, net::Responder responder);
   // Finishes queued requests and stops the thread.
   void Shutdown() { worker_.Stop(); }
@@ -58,6 +63,7 @@ class AdminHttp {
   store::Store& store_;
   identity::ApiKeyTable* keys_;
   const policy::AccessControl& access_;
+  audit::AuditSink* const audit_;
   SerialWorker worker_{"admin", kMaxQueuedAdminRequests};
 };
 

@@ -80,17 +80,41 @@ void WriteEntity(json::Writer& writer, std::string_view text, std::string_view t
   writer.Double(score);
 }
 
+// The operations and the actions they are decided as.
+struct GuardOperation {
+  std::string_view path;
+  std::string_view action;
+};
+constexpr GuardOperation kOperations[] = {
+    {"/v1/guard/pii/detect", "guard:detect"},
+    {"/v1/guard/pii/redact", "guard:redact"},
+    {"/v1/guard/pii/restore", "guard:restore"},
+};
+
 }  // namespace
 
 bool GuardHttp::Owns(std::string_view path) {
   return path == "/v1/guard" || path.substr(0, 10) == "/v1/guard/";
 }
 
-net::HttpResponse GuardHttp::Answer(const net::HttpRequest& request) {
+std::string_view GuardHttp::ActionOf(std::string_view path) {
+  for (const GuardOperation& operation : kOperations) {
+    if (operation.path == path) return operation.action;
+  }
+  return kOperations[0].action;
+}
+
+std::vector<std::string_view> GuardHttp::Actions() {
+  std::vector<std::string_view> actions;
+  for (const GuardOperation& operation : kOperations) actions.push_back(operation.action);
+  return actions;
+}
+
+net::HttpResponse GuardHttp::Answer(const net::HttpRequest& request, std::string_view tenant) {
   const std::string_view path = request.path();
-  const bool detect = path == "/v1/guard/pii/detect";
-  const bool redact = path == "/v1/guard/pii/redact";
-  const bool restore = path == "/v1/guard/pii/restore";
+  const bool detect = path == kOperations[0].path;
+  const bool redact = path == kOperations[1].path;
+  const bool restore = path == kOperations[2].path;
   if (!detect && !redact && !restore) {
     return Error(404, fmt::format("no route for {} {}", request.method, path));
   }
@@ -116,12 +140,13 @@ net::HttpResponse GuardHttp::Answer(const net::HttpRequest& request) {
   if (!guard::IsValidUtf8(fields.text)) {
     return Error(400, "'text' is not valid UTF-8", "text");
   }
+  const guard::TenantKeys keys = guard->KeysFor(tenant);
   gateway::GatewayMetrics& metrics = gateway_.metrics();
   json::Writer writer;
   writer.StartObject();
   if (restore) {
     writer.Key("text");
-    writer.String(guard::RestoreTokens(fields.text, guard->tenant_keys));
+    writer.String(guard::RestoreTokens(fields.text, keys));
   } else if (detect) {
     Result<std::vector<guard::Entity>> entities =
         guard->detector->Detect(fields.text, fields.types);
@@ -142,8 +167,7 @@ net::HttpResponse GuardHttp::Answer(const net::HttpRequest& request) {
     if (!entities.ok()) {
       return Error(400, entities.status().message(), "text");
     }
-    guard::RedactedText redacted =
-        guard::Redact(fields.text, *entities, fields.operators, guard->tenant_keys);
+    guard::RedactedText redacted = guard::Redact(fields.text, *entities, fields.operators, keys);
     std::vector<std::string_view> blocked;
     for (const guard::Redaction& entity : redacted.entities) {
       const bool blocks = entity.op == guard::OperatorKind::kBlock;

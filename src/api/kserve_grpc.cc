@@ -112,7 +112,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
                                        const inference::ModelReadyRequest* request,
                                        inference::ModelReadyResponse* response) override {
-    if (auto refused = Refused(context, "model:read", "model", request->name())) {
+    if (auto refused = Refused(context, "ModelReady", request->name())) {
       return FinishNow(context, *refused);
     }
     return Answer(context, [&] {
@@ -128,7 +128,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
                                            const inference::ServerMetadataRequest*,
                                            inference::ServerMetadataResponse* response) override {
-    if (auto refused = Refused(context, "server:read", "server")) {
+    if (auto refused = Refused(context, "ServerMetadata")) {
       return FinishNow(context, *refused);
     }
     return Answer(context, [&] {
@@ -145,7 +145,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
                                           const inference::ModelMetadataRequest* request,
                                           inference::ModelMetadataResponse* response) override {
-    if (auto refused = Refused(context, "model:read", "model", request->name())) {
+    if (auto refused = Refused(context, "ModelMetadata", request->name())) {
       return FinishNow(context, *refused);
     }
     return Answer(context, [&] {
@@ -161,7 +161,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* context,
                                         const inference::ModelConfigRequest* request,
                                         inference::ModelConfigResponse* response) override {
-    if (auto refused = Refused(context, "model:read", "model", request->name())) {
+    if (auto refused = Refused(context, "ModelConfig", request->name())) {
       return FinishNow(context, *refused);
     }
     return Answer(context, [&] {
@@ -178,8 +178,8 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
                                             const inference::ModelStatisticsRequest* request,
                                             inference::ModelStatisticsResponse* response) override {
     // Every model's statistics (no name) is the resource "*".
-    if (auto refused = Refused(context, "model:read", "model",
-                               request->name().empty() ? "*" : request->name())) {
+    if (auto refused =
+            Refused(context, "ModelStatistics", request->name().empty() ? "*" : request->name())) {
       return FinishNow(context, *refused);
     }
     return Answer(context, [&] {
@@ -198,7 +198,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
                                             const inference::RepositoryIndexRequest* request,
                                             inference::RepositoryIndexResponse* response) override {
-    if (auto refused = Refused(context, "repository:read", "repository")) {
+    if (auto refused = Refused(context, "RepositoryIndex")) {
       return FinishNow(context, *refused);
     }
     return OnWorker(repository_reads_, context, "reading the repository index", [=, this] {
@@ -241,22 +241,24 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   }
 
  private:
-  // The refusal of a call for `action` on {`type`, `name`}, or nullopt when it may go on (open,
-  // or granted). A rate's refusal carries `retry-after` in the trailing metadata.
-  std::optional<grpc::Status> Refused(grpc::CallbackServerContext* context, std::string_view action,
-                                      std::string_view type, std::string_view name = "") {
+  // The refusal of a call of `method` (its action and resource type: grpc_access::RpcActions)
+  // on the resource `name`, or nullopt when it may go on (open, or granted). A rate's refusal
+  // carries `retry-after` in the trailing metadata.
+  std::optional<grpc::Status> Refused(grpc::CallbackServerContext* context, std::string_view method,
+                                      std::string_view name = "") {
     const policy::AccessControl* access = options_.access;
     if (access == nullptr || !access->enforcing()) return std::nullopt;
+    const grpc_access::RpcAction& decided = grpc_access::RpcActionOf(method);
     const Peer peer = grpc_access::PeerOf(*context);
     policy::AccessOutcome outcome =
-        access->Check(grpc_access::CredentialsOf(*context, peer), action,
-                      policy::Resource{.type = type, .name = name}, 0);
+        access->Check(grpc_access::CredentialsOf(*context, peer), decided.action,
+                      policy::Resource{.type = decided.resource_type, .name = name}, 0);
     const auto* refusal = std::get_if<policy::AccessRefusal>(&outcome);
     if (refusal == nullptr) return std::nullopt;
     if (refusal->retry_after_seconds > 0) {
       context->AddTrailingMetadata("retry-after", std::to_string(refusal->retry_after_seconds));
     }
-    return grpc_access::StatusOf(*refusal);
+    return grpc_access::StatusOf(*refusal, grpc_access::RequestIdOf(*context));
   }
 
   // Finishes the call at once with `status`.
@@ -272,8 +274,8 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   template <typename Request>
   grpc::ServerUnaryReactor* RepositoryControl(grpc::CallbackServerContext* context,
                                               const Request& request, bool load) {
-    if (auto refused =
-            Refused(context, load ? "model:load" : "model:unload", "model", request.model_name())) {
+    if (auto refused = Refused(context, load ? "RepositoryModelLoad" : "RepositoryModelUnload",
+                               request.model_name())) {
       return FinishNow(context, *refused);
     }
     Result<Control> control = ControlParameters(request, load);

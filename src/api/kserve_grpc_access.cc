@@ -1,6 +1,10 @@
 #include "api/kserve_grpc_access.h"
 
+#include <algorithm>
+
 #include "api/kserve_grpc_codec.h"
+#include "core/check.h"
+#include "core/trace.h"
 #include "net/peer_certificate.h"
 
 namespace rampart::api::grpc_access {
@@ -14,6 +18,31 @@ std::string_view Metadata(const grpc::ServerContextBase& context, std::string_vi
 }
 
 }  // namespace
+
+const std::vector<RpcAction>& RpcActions() {
+  static const std::vector<RpcAction> actions = {
+      {"ModelReady", "model:read", "model"},
+      {"ModelMetadata", "model:read", "model"},
+      {"ModelConfig", "model:read", "model"},
+      {"ModelStatistics", "model:read", "model"},
+      {"ServerMetadata", "server:read", "server"},
+      {"RepositoryIndex", "repository:read", "repository"},
+      {"RepositoryModelLoad", "model:load", "model"},
+      {"RepositoryModelUnload", "model:unload", "model"},
+      {"ModelInfer", "model:infer", "model"},
+      {"ModelStreamInfer", "model:infer", "model"},
+  };
+  return actions;
+}
+
+const RpcAction& RpcActionOf(std::string_view method) {
+  const std::vector<RpcAction>& actions = RpcActions();
+  const auto found = std::find_if(actions.begin(), actions.end(), [method](const RpcAction& entry) {
+    return entry.method == method;
+  });
+  CHECK(found != actions.end());  // an RPC of ours without an entry: a bug, caught by tests
+  return *found;
+}
 
 std::string AddressOfPeer(std::string_view grpc_peer) {
   if (grpc_peer.substr(0, 5) == "ipv4:") {
@@ -61,8 +90,18 @@ identity::Credentials CredentialsOf(const grpc::ServerContextBase& context, cons
   return credentials;
 }
 
-grpc::Status StatusOf(const policy::AccessRefusal& refusal) {
-  return ToGrpcStatus(refusal.ToStatus());
+std::string RequestIdOf(const grpc::ServerContextBase& context, std::string_view given) {
+  if (!given.empty()) return std::string(given);
+  const std::string_view sent = Metadata(context, "x-request-id");
+  const bool sane =
+      !sent.empty() && sent.size() <= 128 &&
+      std::all_of(sent.begin(), sent.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+  if (sane) return std::string(sent);
+  return "req_" + TraceContext::Start().TraceId();
+}
+
+grpc::Status StatusOf(const policy::AccessRefusal& refusal, std::string_view request_id) {
+  return ToGrpcStatus(Status(refusal.ToStatus().code(), refusal.AnswerMessage(request_id)));
 }
 
 }  // namespace rampart::api::grpc_access

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -18,6 +19,18 @@
 #include "policy/access.h"
 
 namespace rampart::api::grpc_access {
+
+// What an RPC of GRPCInferenceService is decided as: the policy action and the type of the
+// resource it acts on (docs/access.md). ServerLive and ServerReady are open (probes) and absent.
+struct RpcAction {
+  std::string_view method;  // "ModelInfer", "ModelMetadata", ...
+  std::string_view action;  // "model:infer", "model:read", ...
+  std::string_view resource_type;
+};
+// Every decided RPC, one entry each.
+const std::vector<RpcAction>& RpcActions();
+// The entry of `method`. REQUIRES: `method` is in RpcActions() (CHECKed).
+const RpcAction& RpcActionOf(std::string_view method);
 
 // "1.2.3.4" from "ipv4:1.2.3.4:5678", "::1" from "ipv6:[::1]:5678"; empty for anything else
 // (a Unix socket).
@@ -30,7 +43,13 @@ Peer PeerOf(const grpc::ServerContextBase& context);
 // valid while both live.
 identity::Credentials CredentialsOf(const grpc::ServerContextBase& context, const Peer& peer);
 
-// The gRPC status a refusal answers with (the message as HTTP's).
-grpc::Status StatusOf(const policy::AccessRefusal& refusal);
+// The request id a call's refusal names: `given` (the id the request carries, e.g.
+// ModelInferRequest.id) when not empty, else the call's `x-request-id` metadata when it is sane
+// (printable, at most 128 bytes, as HTTP takes the header), else a generated "req_<trace id>".
+std::string RequestIdOf(const grpc::ServerContextBase& context, std::string_view given = {});
+
+// The gRPC status a refusal answers with: the message as HTTP's, PERMISSION_DENIED naming
+// `request_id` as HTTP's 403 does.
+grpc::Status StatusOf(const policy::AccessRefusal& refusal, std::string_view request_id);
 
 }  // namespace rampart::api::grpc_access

@@ -10,6 +10,7 @@
 #include "api/kserve_grpc_codec.h"
 #include "core/clock.h"
 #include "core/exceptions.h"
+#include "core/trace.h"
 
 namespace rampart::api::grpc_calls {
 namespace {
@@ -141,9 +142,11 @@ class StreamCall final
     const SteadyTime arrival = Clock::Real().Now();
     policy::Reservation reservation;
     if (shared_.access != nullptr && shared_.access->enforcing()) {
+      const grpc_access::RpcAction& decided = grpc_access::RpcActionOf("ModelStreamInfer");
       const policy::Decision decision = shared_.access->Authorise(
-          identity_, "model:infer",
-          policy::Resource{.type = "model", .name = request_.model_name()}, peer_.address);
+          identity_, decided.action,
+          policy::Resource{.type = decided.resource_type, .name = request_.model_name()},
+          peer_.address);
       std::optional<policy::AccessRefusal> refusal;
       if (!decision.allowed) refusal = policy::AccessRefusal::Forbidden(decision);
       if (!refusal) {
@@ -152,8 +155,10 @@ class StreamCall final
         reservation = std::move(admission.reservation);
       }
       if (refusal) {
-        Respond(slot, Error(refusal->ToStatus(), request_.model_name(), request_.model_version(),
-                            request_.id()));
+        const std::string request_id =
+            request_.id().empty() ? "req_" + TraceContext::Start().TraceId() : request_.id();
+        Respond(slot, Error(Status(refusal->ToStatus().code(), refusal->AnswerMessage(request_id)),
+                            request_.model_name(), request_.model_version(), request_.id()));
         return;
       }
     }
@@ -313,15 +318,17 @@ grpc::ServerUnaryReactor* StartInferCall(CallShared& shared, grpc::CallbackServe
   policy::Reservation reservation;
   if (shared.access != nullptr && shared.access->enforcing()) {
     const Peer peer = grpc_access::PeerOf(*context);
-    policy::AccessOutcome outcome =
-        shared.access->Check(grpc_access::CredentialsOf(*context, peer), "model:infer",
-                             policy::Resource{.type = "model", .name = request->model_name()}, 0);
+    const grpc_access::RpcAction& decided = grpc_access::RpcActionOf("ModelInfer");
+    policy::AccessOutcome outcome = shared.access->Check(
+        grpc_access::CredentialsOf(*context, peer), decided.action,
+        policy::Resource{.type = decided.resource_type, .name = request->model_name()}, 0);
     if (const auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
       if (refusal->retry_after_seconds > 0) {
         context->AddTrailingMetadata("retry-after", std::to_string(refusal->retry_after_seconds));
       }
       InferCall* refused = call.release();  // gRPC owns a call once it is finished (OnDone)
-      refused->Finish(grpc_access::StatusOf(*refusal));
+      refused->Finish(
+          grpc_access::StatusOf(*refusal, grpc_access::RequestIdOf(*context, request->id())));
       return refused;
     }
     auto& grant = std::get<policy::AccessGrant>(outcome);
@@ -385,8 +392,8 @@ grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* StartStrea
   Result<identity::Identity> identity =
       shared.access->Authenticate(grpc_access::CredentialsOf(*context, peer));
   if (!identity.ok()) {
-    return new RefusedStream(
-        grpc_access::StatusOf(policy::AccessRefusal::Unauthenticated(identity.status())));
+    return new RefusedStream(grpc_access::StatusOf(
+        policy::AccessRefusal::Unauthenticated(identity.status()), /*request_id=*/""));
   }
   return new StreamCall(shared, std::move(identity).value(), std::move(peer));
 }

@@ -1,21 +1,18 @@
 // KServeHttp's routes: every path and method it answers, in one table, and the matching that
 // picks a route for a request.
 
+#include <algorithm>
 #include <charconv>
 
 #include "api/access_http.h"
 #include "api/http_status.h"
 #include "api/kserve_http.h"
+#include "core/strings.h"
+#include "core/trace.h"
+#include "gateway/gateway.h"
 
 namespace rampart::api {
 namespace {
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // Percent-decodes one path segment. nullopt on a malformed escape.
 std::optional<std::string> DecodeSegment(std::string_view segment) {
@@ -27,8 +24,8 @@ std::optional<std::string> DecodeSegment(std::string_view segment) {
       continue;
     }
     if (i + 2 >= segment.size()) return std::nullopt;
-    const int high = HexValue(segment[i + 1]);
-    const int low = HexValue(segment[i + 2]);
+    const int high = HexDigitValue(segment[i + 1]);
+    const int low = HexDigitValue(segment[i + 2]);
     if (high < 0 || low < 0) return std::nullopt;
     out.push_back(static_cast<char>(high * 16 + low));
     i += 2;
@@ -78,7 +75,7 @@ const std::vector<KServeHttp::Route>& KServeHttp::Routes() {
       table.push_back({method, {segments.begin(), segments.end()}, handler, action, resource_type});
     };
     using Request = net::HttpRequest;
-    using Responder = net::Responder;
+    using Responder = RecordedResponder;
 
     add("GET", "/v2", "server:read", "server",
         [](KServeHttp& self, RouteArgs&, Request&&, Responder&& responder) {
@@ -164,7 +161,18 @@ const std::vector<KServeHttp::Route>& KServeHttp::Routes() {
   return routes;
 }
 
-void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
+std::vector<std::string_view> KServeHttp::Actions() {
+  std::vector<std::string_view> actions;
+  for (const Route& route : Routes()) {
+    if (!route.action.empty() &&
+        std::find(actions.begin(), actions.end(), route.action) == actions.end()) {
+      actions.push_back(route.action);
+    }
+  }
+  return actions;
+}
+
+void KServeHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
   const std::vector<std::string_view> path = SplitPath(request.path());
   bool path_known = false;
   for (const Route& route : Routes()) {
@@ -178,36 +186,62 @@ void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     path_known = true;
     if (route.method != request.method) continue;
     RouteArgs args;
-    for (size_t i = 0; i < path.size(); ++i) {
+    Status path_error;  // a malformed model name or version
+    for (size_t i = 0; i < path.size() && path_error.ok(); ++i) {
       if (route.pattern[i] == kModel) {
         std::optional<std::string> model = DecodeSegment(path[i]);
-        if (!model) {
-          responder.Send(
-              KServeError(InvalidArgument("malformed model name in {}", request.path())));
-          return;
+        if (model) {
+          args.model = std::move(*model);
+        } else {
+          path_error = InvalidArgument("malformed model name in {}", request.path());
         }
-        args.model = std::move(*model);
       } else if (route.pattern[i] == kVersion) {
         Result<int64_t> version = ParseVersion(path[i]);
-        if (!version.ok()) {
-          responder.Send(KServeError(version.status()));
-          return;
+        if (version.ok()) {
+          args.version = *version;
+        } else {
+          path_error = version.status();
         }
-        args.version = *version;
       }
     }
+    std::optional<TraceContext> parent;
+    if (auto header = request.Header("traceparent")) parent = TraceContext::Parse(*header);
+    args.trace = parent ? parent->Child() : TraceContext::Start();
+    // Every model's (GET /v2/models/stats) is the resource "*" of its type.
+    const std::string_view name =
+        route.resource_type == "model" ? (args.model.empty() ? "*" : args.model) : "";
+    // Health probes (no action) are not a principal's requests: never recorded.
+    RecordedResponder responder =
+        options_.audit == nullptr || route.action.empty()
+            ? RecordedResponder(std::move(plain))
+            : RecordedResponder(std::move(plain), options_.audit,
+                                StartRecord(request, "kserve_http", args.trace.TraceId(),
+                                            gateway::RequestId(request, args.trace), route.action,
+                                            route.resource_type, name),
+                                request.received);
+    // An infer request's body is handed over once decoded (KServeHttp::Infer); other routes'
+    // are small.
+    if (route.action != "model:infer" || !path_error.ok()) {
+      responder.SetRequestContent(request.body);
+    }
+    if (!path_error.ok()) {
+      responder.Send(KServeError(path_error));
+      return;
+    }
     if (!route.action.empty() && Enforcing(options_.access)) {
-      // Every model's (GET /v2/models/stats) is the resource "*" of its type.
-      const std::string_view name =
-          route.resource_type == "model" ? (args.model.empty() ? "*" : args.model) : "";
+      const policy::Resource resource{.type = route.resource_type, .name = name};
+      audit::AuditRecord* record = responder.record();
       policy::AccessOutcome outcome =
-          CheckRequest(*options_.access, request, route.action,
-                       policy::Resource{.type = route.resource_type, .name = name});
+          record != nullptr
+              ? CheckRecorded(*options_.access, request, route.action, resource, 0, *record)
+              : CheckRequest(*options_.access, request, route.action, resource);
       if (auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
+        if (route.action == "model:infer") responder.SetRequestContent(request.body);
         responder.Send(RefusalResponse(*refusal, request, ErrorShape::kKServe));
         return;
       }
       auto& grant = std::get<policy::AccessGrant>(outcome);
+      responder.SetFull(grant.HasObligation(policy::kObligationAuditFull));
       args.tenant = std::move(grant.identity.tenant);
       args.reservation = std::move(grant.reservation);
     }
@@ -215,28 +249,28 @@ void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     return;
   }
   if (!path_known) {
-    responder.Send(KServeError(NotFound("no route for {}", request.path())));
+    plain.Send(KServeError(NotFound("no route for {}", request.path())));
     return;
   }
   // Triton answers a known route with the wrong method 405 (not a Status code of ours).
   net::HttpResponse response = KServeError(
       InvalidArgument("method {} is not allowed on {}", request.method, request.path()));
   response.status = 405;
-  responder.Send(std::move(response));
+  plain.Send(std::move(response));
 }
 
 void KServeHttp::QueueRepositoryControl(bool load, std::string model, std::string body,
-                                        net::Responder responder) {
+                                        RecordedResponder responder) {
   OffIoThread(control_, std::move(responder),
               [this, load, model = std::move(model), body = std::move(body)] {
                 return RepositoryControl(load, model, body);
               });
 }
 
-void KServeHttp::OffIoThread(SerialWorker& worker, net::Responder responder,
+void KServeHttp::OffIoThread(SerialWorker& worker, RecordedResponder responder,
                              UniqueFunction<net::HttpResponse()> work) {
   // Shared with the task, so that a refused task leaves the responder here to answer with.
-  auto held = std::make_shared<net::Responder>(std::move(responder));
+  auto held = std::make_shared<RecordedResponder>(std::move(responder));
   const Status queued =
       worker.Post([held, work = std::move(work)]() mutable { held->Send(work()); });
   if (queued.ok()) return;  // the task answers; `held` is not touched here again

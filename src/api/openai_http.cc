@@ -1,7 +1,9 @@
 #include "api/openai_http.h"
 
 #include "api/access_http.h"
+#include "api/audit_http.h"
 #include "core/trace.h"
+#include "gateway/access_stages.h"
 #include "gateway/openai_response.h"
 #include "json/writer.h"
 
@@ -41,11 +43,33 @@ void WriteModel(json::Writer& writer, const gateway::ModelEntry& model) {
   writer.EndObject();
 }
 
+// The gateway's operations (decided as gateway::ActionOf), and this front end's own actions.
+constexpr gateway::Operation kOperations[] = {gateway::Operation::kChatCompletions,
+                                              gateway::Operation::kCompletions,
+                                              gateway::Operation::kEmbeddings};
+constexpr std::string_view kModelsRead = "models:read";
+constexpr std::string_view kReload = "admin:reload";
+constexpr std::string_view kRoutesRead = "admin:routes:read";
+
 }  // namespace
 
+std::vector<std::string_view> OpenAiHttp::Actions() {
+  std::vector<std::string_view> actions;
+  for (gateway::Operation operation : kOperations) actions.push_back(gateway::ActionOf(operation));
+  for (std::string_view own : {kModelsRead, kReload, kRoutesRead}) actions.push_back(own);
+  for (std::string_view guard : GuardHttp::Actions()) actions.push_back(guard);
+  for (std::string_view admin : AdminHttp::Actions()) actions.push_back(admin);
+  return actions;
+}
+
 OpenAiHttp::OpenAiHttp(gateway::Gateway& gateway, std::function<Status()> reload,
-                       const policy::AccessControl* access, AdminHttp* admin)
-    : gateway_(gateway), access_(access), admin_(admin), reload_(std::move(reload)) {}
+                       const policy::AccessControl* access, AdminHttp* admin,
+                       audit::AuditSink* audit)
+    : gateway_(gateway),
+      access_(access),
+      admin_(admin),
+      audit_(audit),
+      reload_(std::move(reload)) {}
 
 std::optional<policy::AccessGrant> OpenAiHttp::Check(const net::HttpRequest& request,
                                                      net::Responder& responder,
@@ -93,7 +117,7 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       responder.Send(Error(request, 405, "use POST /v1/admin/reload"));
       return;
     }
-    if (!Check(request, responder, "admin:reload", {.type = "server"})) return;
+    if (!Check(request, responder, kReload, {.type = "server"})) return;
     auto held = std::make_shared<net::Responder>(std::move(responder));
     auto id = std::make_shared<net::HttpRequest>();
     id->headers = request.headers;
@@ -109,15 +133,34 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     return;
   }
   if (GuardHttp::Owns(path)) {
-    const std::string_view verb = path.substr(path.rfind('/') + 1);
-    const std::string action =
-        verb == "detect" || verb == "redact" || verb == "restore"
-            ? fmt::format("guard:{}", verb)
-            : "guard:detect";  // an unknown path: answered 404 by the guard once allowed
-    if (!Check(request, responder, action, {.type = "server", .name = "guard"})) return;
-    net::HttpResponse response = guard_.Answer(request);
-    response.headers.emplace_back("x-request-id", RequestIdOf(request));
-    responder.Send(std::move(response));
+    const std::string action(GuardHttp::ActionOf(path));
+    const TraceContext trace = TraceContext::Start();
+    const std::string request_id = gateway::RequestId(request, trace);
+    RecordedResponder recorded =
+        audit_ == nullptr ? RecordedResponder(std::move(responder))
+                          : RecordedResponder(std::move(responder), audit_,
+                                              StartRecord(request, "guard", trace.TraceId(),
+                                                          request_id, action, "server", "guard"),
+                                              request.received);
+    recorded.SetRequestContent(request.body);
+    std::string tenant;
+    if (Enforcing(access_)) {
+      const policy::Resource resource{.type = "server", .name = "guard"};
+      audit::AuditRecord* record = recorded.record();
+      policy::AccessOutcome outcome =
+          record != nullptr ? CheckRecorded(*access_, request, action, resource, 0, *record)
+                            : CheckRequest(*access_, request, action, resource);
+      if (auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
+        recorded.Send(RefusalResponse(*refusal, request, ErrorShape::kOpenAi));
+        return;
+      }
+      auto& grant = std::get<policy::AccessGrant>(outcome);
+      recorded.SetFull(grant.HasObligation(policy::kObligationAuditFull));
+      tenant = std::move(grant.identity.tenant);
+    }
+    net::HttpResponse response = guard_.Answer(request, tenant);
+    response.headers.emplace_back("x-request-id", request_id);
+    recorded.Send(std::move(response));
     return;
   }
   if (admin_ != nullptr && AdminHttp::Owns(path)) {
@@ -125,7 +168,7 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     return;
   }
   if (path == "/v1/admin/routes") {
-    if (!Check(request, responder, "admin:routes:read", {.type = "route", .name = "*"})) return;
+    if (!Check(request, responder, kRoutesRead, {.type = "route", .name = "*"})) return;
     responder.Send(Answer(request, 200, gateway_.Describe(), "text/plain; charset=utf-8"));
     return;
   }
@@ -135,7 +178,7 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
 void OpenAiHttp::Models(const net::HttpRequest& request, net::Responder responder,
                         std::string_view id) {
   std::optional<policy::AccessGrant> grant =
-      Check(request, responder, "models:read", {.type = "server", .name = "models"});
+      Check(request, responder, kModelsRead, {.type = "server", .name = "models"});
   if (!grant) return;
   std::vector<gateway::ModelEntry> models = gateway_.Models();
   if (Enforcing(access_)) {
@@ -144,7 +187,8 @@ void OpenAiHttp::Models(const net::HttpRequest& request, net::Responder responde
         request.peer != nullptr ? std::string_view(request.peer->address) : "";
     std::erase_if(models, [&](const gateway::ModelEntry& model) {
       const policy::Resource resource{.type = "model", .name = model.id};
-      for (std::string_view action : {"chat:create", "completions:create", "embeddings:create"}) {
+      for (gateway::Operation operation : kOperations) {
+        const std::string_view action = gateway::ActionOf(operation);
         if (access_->Authorise(grant->identity, action, resource, source).allowed) return false;
       }
       return true;

@@ -24,6 +24,7 @@
 
 #include "api/admin_http.h"
 #include "api/guard_http.h"
+#include "audit/sink.h"
 #include "core/serial_worker.h"
 #include "gateway/gateway.h"
 #include "net/http_server.h"
@@ -36,11 +37,17 @@ class OpenAiHttp {
   // `reload` reads the gateway's config again and applies it (Gateway::Reload); it runs on this
   // front end's own thread.
   // `access` (null: open) and `admin` (null: no admin API; 404) must outlive the front end.
+  // `audit` (null: nothing recorded) gets one record per guard API request (api "guard"); the
+  // gateway's calls are recorded by its own audit stage, the admin API's by AdminHttp.
   OpenAiHttp(gateway::Gateway& gateway, std::function<Status()> reload,
-             const policy::AccessControl* access = nullptr, AdminHttp* admin = nullptr);
+             const policy::AccessControl* access = nullptr, AdminHttp* admin = nullptr,
+             audit::AuditSink* audit = nullptr);
 
   // Whether `path` is this front end's (/v1 and below).
   static bool Owns(std::string_view path);
+  // Every policy action this front end decides (docs/access.md): the gateway's operations,
+  // models:read, admin:reload, admin:routes:read, the guard's and the admin API's.
+  static std::vector<std::string_view> Actions();
   void Handle(net::HttpRequest&& request, net::Responder responder);
   // Finishes a reload under way and stops its thread.
   void Shutdown() { reloads_.Stop(); }
@@ -56,6 +63,7 @@ class OpenAiHttp {
   gateway::Gateway& gateway_;
   const policy::AccessControl* access_;
   AdminHttp* admin_;
+  audit::AuditSink* audit_;
   GuardHttp guard_{gateway_};
   std::function<Status()> reload_;
   SerialWorker reloads_{"gateway-reload", 4};

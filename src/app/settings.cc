@@ -123,10 +123,9 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"ssl_root_cert", Field(settings.http_ssl_root_cert, "http.ssl_root_cert")},
       {"ssl_mutual", Field(settings.http_ssl_mutual, "http.ssl_mutual")},
   };
-  const std::map<std::string, const FieldMap*> sections = {{"server", &server_fields},
-                                                           {"http", &http_fields},
-                                                           {"gateway", nullptr},
-                                                           {"access", nullptr}};
+  const std::map<std::string, const FieldMap*> sections = {
+      {"server", &server_fields}, {"http", &http_fields}, {"gateway", nullptr},
+      {"access", nullptr},        {"audit", nullptr},     {"keyring", nullptr}};
 
   // Keys that are not scalars (`[a]: 1`) fail their conversion to a name.
   try {

@@ -19,10 +19,7 @@ Status Refuse(CallContext& call, const policy::AccessRefusal& refusal) {
     case policy::RefusalKind::kRateLimited: call.outcome = "rate_limited"; break;
     case policy::RefusalKind::kBudgetExhausted: call.outcome = "budget_exhausted"; break;
   }
-  if (refusal.kind == policy::RefusalKind::kForbidden) {
-    return PermissionDenied("{} (request id {})", refusal.message, call.request_id);
-  }
-  return refusal.ToStatus();
+  return Status(refusal.ToStatus().code(), refusal.AnswerMessage(call.request_id));
 }
 
 class AuthenticateStage final : public Stage {

@@ -45,7 +45,8 @@ class DirectionGuard {
   Result<std::optional<std::string>> Text(std::string_view text) {
     ASSIGN_OR_RETURN(std::vector<guard::Entity> entities, runtime_.detector->Detect(text, types_));
     if (entities.empty()) return std::optional<std::string>();
-    guard::RedactedText redacted = guard::Redact(text, entities, operators_, runtime_.tenant_keys);
+    guard::RedactedText redacted =
+        guard::Redact(text, entities, operators_, runtime_.KeysFor(call_.identity.tenant));
     Count(redacted.entities);
     if (!Redacts(mode_)) return std::optional<std::string>();
     return std::optional<std::string>(std::move(redacted.text));
@@ -151,7 +152,8 @@ class GuardOutputStage final : public Stage {
         GuardStreamState::Field& field = state.fields[text.path];
         if (!field.redactor) {
           field.redactor = std::make_unique<guard::StreamRedactor>(
-              *call.guard->detector, guard.operators(), call.guard->tenant_keys, guard.types());
+              *call.guard->detector, guard.operators(), call.guard->KeysFor(call.identity.tenant),
+              guard.types());
           field.choice = text.choice;
           field.tool = text.tool;
           field.field = std::string(text.field);

@@ -37,8 +37,15 @@ using DetectorFactory =
 struct GuardRuntime {
   std::shared_ptr<const guard::Detector> detector;  // null when the gateway has none
   std::shared_ptr<const guard::GuardKeys> keys;
-  guard::TenantKeys tenant_keys;          // keys->ForTenant(kDefaultTenant)
+  guard::TenantKeys tenant_keys;          // keys->ForTenant(kDefaultTenant), made once
   const GatewayConfig* config = nullptr;  // the Runtime's
+
+  // The keys of `tenant`'s hashes and tokens: the caller's tenant, so that one tenant's tokens
+  // never restore for another. Empty (access open, no identity) is the default tenant.
+  guard::TenantKeys KeysFor(std::string_view tenant) const {
+    if (tenant.empty() || tenant == guard::kDefaultTenant) return tenant_keys;
+    return keys->ForTenant(tenant);
+  }
 
   const GuardPolicy& PolicyFor(std::string_view route) const {
     return GuardPolicyFor(*config, route);

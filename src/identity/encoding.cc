@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/check.h"
+#include "core/strings.h"
 
 namespace rampart::identity {
 namespace {
@@ -26,13 +27,6 @@ constexpr std::array<int8_t, 256> MakeBase64UrlTable() {
   return table;
 }
 constexpr std::array<int8_t, 256> kBase64UrlTable = MakeBase64UrlTable();
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 }  // namespace
 
@@ -91,8 +85,8 @@ std::optional<std::string> HexDecode(std::string_view text) {
   std::string bytes;
   bytes.reserve(text.size() / 2);
   for (size_t i = 0; i < text.size(); i += 2) {
-    const int high = HexDigit(text[i]);
-    const int low = HexDigit(text[i + 1]);
+    const int high = HexDigitValue(text[i]);
+    const int low = HexDigitValue(text[i + 1]);
     if (high < 0 || low < 0) return std::nullopt;
     bytes.push_back(static_cast<char>(high * 16 + low));
   }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "identity/glob.h"
+#include "core/glob.h"
 
 namespace rampart::identity {
 namespace {

@@ -47,6 +47,13 @@ int AccessRefusal::http_status() const {
   return 403;
 }
 
+std::string AccessRefusal::AnswerMessage(std::string_view request_id) const {
+  if (kind != RefusalKind::kForbidden) return message;
+  std::string answer = message;
+  answer.append(" (request id ").append(request_id).append(")");
+  return answer;
+}
+
 Status AccessRefusal::ToStatus() const {
   switch (kind) {
     case RefusalKind::kUnauthenticated: return Status(StatusCode::kUnauthenticated, message);

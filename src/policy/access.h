@@ -63,6 +63,9 @@ struct AccessRefusal {
   static AccessRefusal Quota(const QuotaRefusal& refusal);
 
   int http_status() const;  // 401, 403 or 429
+  // What the answer says: `message`, and for a 403 (PERMISSION_DENIED) the request id too,
+  // "<message> (request id <id>)", so that the caller can quote it to an operator.
+  std::string AnswerMessage(std::string_view request_id) const;
   // Unauthenticated, PermissionDenied or ResourceExhausted with `message`.
   Status ToStatus() const;
   // The headers an HTTP answer carries besides its body: WWW-Authenticate: Bearer (401),

@@ -75,7 +75,9 @@ class GrpcTest : public ::testing::Test {
     options.repository = repository_;
     server_ = std::make_unique<serve::InferenceServer>(options, backends_);
     ASSERT_TRUE(server_->LoadStartupModels().ok());
-    auto started = KServeGrpc::Start(*server_, Options());
+    KServeGrpcOptions grpc_options = Options();
+    grpc_options.access = access_;
+    auto started = KServeGrpc::Start(*server_, grpc_options);
     ASSERT_TRUE(started.ok()) << started.status().ToString();
     grpc_ = std::move(started).value();
     channel_ = grpc::CreateChannel(Target(grpc_->port()), grpc::InsecureChannelCredentials());
@@ -146,6 +148,9 @@ class GrpcTest : public ::testing::Test {
     return "unexpected response";
   }
 
+  // Access control for the front end (null: open); a derived fixture sets it in its
+  // constructor.
+  const policy::AccessControl* access_ = nullptr;
   testing::Gate gate_;
   backend::BackendRegistry backends_;
   fs::path repository_;

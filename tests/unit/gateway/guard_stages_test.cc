@@ -195,6 +195,23 @@ TEST_F(GuardStagesTest, ABlockedTypeInAStreamEndsIt) {
   EXPECT_EQ(refused.message().find("sk-"), std::string::npos);
 }
 
+// The caller's tenant's keys make the tokens: tenant acme's restore with acme's keys only.
+TEST_F(GuardStagesTest, TokensAreMadeWithTheCallersTenantsKeys) {
+  config_.guard.defaults.input = GuardMode::kRedact;
+  config_.guard.defaults.operators["CN_MOBILE"] = {.kind = guard::OperatorKind::kTokenize};
+  CallContext call = Call(Operation::kChatCompletions,
+                          R"({"model":"m","messages":[{"role":"user","content":"13800138000"}]})");
+  call.identity.tenant = "acme";
+  ASSERT_TRUE(input_->OnRequest(call).ok());
+  const std::string& body = call.request.body;
+  const size_t open = body.find("<<PII:CN_MOBILE:");
+  ASSERT_NE(open, std::string::npos) << body;
+  const std::string token = body.substr(open, body.find(">>", open) + 2 - open);
+  EXPECT_EQ(guard::RestoreTokens(token, keys_->ForTenant("acme")), "13800138000");
+  EXPECT_EQ(guard::RestoreTokens(token, runtime_.tenant_keys), token);
+  EXPECT_EQ(guard::RestoreTokens(token, keys_->ForTenant("other")), token);
+}
+
 TEST(GuardJsonTest, RewritesOnlyGuardedTextsKeepingEverythingElse) {
   const std::string body =
       R"({"choices":[{"index":1,"delta":{"content":"a","role":"assistant","tool_calls":[{"index":2,"function":{"arguments":"b"}}]}}],"x":[1,2.5,"c"]})";

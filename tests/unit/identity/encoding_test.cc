@@ -4,8 +4,6 @@
 
 #include <set>
 
-#include "identity/glob.h"
-
 namespace rampart::identity {
 namespace {
 
@@ -60,22 +58,6 @@ TEST(RandomBase62Test, UsesTheWholeAlphabetAndNothingElse) {
   }
   // 6400 draws over 62 symbols: each is missed with probability ~e^-103.
   EXPECT_EQ(seen.size(), 62u);
-}
-
-TEST(GlobTest, StarAndQuestionMarkStayWithinOneSegment) {
-  EXPECT_TRUE(GlobMatches("*.svc.acme", "a.svc.acme", '.'));
-  EXPECT_FALSE(GlobMatches("*.svc.acme", "a.b.svc.acme", '.'));
-  EXPECT_FALSE(GlobMatches("*.svc.acme", ".svc.acme.x", '.'));
-  EXPECT_TRUE(GlobMatches("spiffe://td/ns/*/sa/*", "spiffe://td/ns/prod/sa/web", '/'));
-  EXPECT_FALSE(GlobMatches("spiffe://td/ns/*/sa/*", "spiffe://td/ns/a/b/sa/web", '/'));
-  EXPECT_FALSE(GlobMatches("spiffe://td/ns/*/sa/*", "spiffe://td/ns/prod/sa/web/x", '/'));
-  EXPECT_TRUE(GlobMatches("a?c", "abc", '/'));
-  EXPECT_FALSE(GlobMatches("a?c", "a/c", '/'));
-  EXPECT_TRUE(GlobMatches("*", "", '/'));
-  EXPECT_TRUE(GlobMatches("a*b*c", "axxbyybzc", '/'));
-  EXPECT_FALSE(GlobMatches("a*b*c", "axxbyybz", '/'));
-  EXPECT_TRUE(GlobMatches("exact", "exact", '/'));
-  EXPECT_FALSE(GlobMatches("exact", "exactly", '/'));
 }
 
 }  // namespace

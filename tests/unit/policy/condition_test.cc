@@ -236,6 +236,9 @@ TEST(GlobTest, MatchesStarsAndQuestionMarks) {
   EXPECT_TRUE(matches("chat:create", "chat:create"));
   EXPECT_FALSE(matches("chat:create", "chat:created"));
   EXPECT_TRUE(matches("admin:*:read", "admin:keys:read"));
+  // A '*' in the name (GET /v2/models/stats is the resource "*") is an ordinary character.
+  EXPECT_TRUE(matches("a*", "a*b"));
+  EXPECT_TRUE(matches("*", "*"));
   EXPECT_FALSE(Glob::Parse("").ok());
   EXPECT_FALSE(Glob::Parse("model[0-9]").ok());
   EXPECT_FALSE(Glob::Parse("a b").ok());

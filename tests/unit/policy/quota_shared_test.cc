@@ -13,9 +13,14 @@
 #include "testing/eventually.h"
 #include "testing/fake_clock.h"
 #include "testing/memory_store.h"
+#include "testing/postgres_server.h"
 
 namespace rampart::policy {
 namespace {
+
+// Stops the PostgreSQL server, if a test started one, when the binary ends.
+::testing::Environment* const kPostgres =
+    ::testing::AddGlobalTestEnvironment(new rampart::testing::PostgresEnvironment);
 
 using std::chrono::seconds;
 using testing::Eventually;
@@ -165,6 +170,35 @@ TEST(SharedQuotaSqliteTest, ReplicasOnOneSqliteStoreNeverPassTheLimit) {
     EXPECT_EQ(admitted.load(), 200);
   }
   std::filesystem::remove_all(dir);
+}
+
+// Two replicas, each with its own connection to one real PostgreSQL database (the shared store
+// of a multi-replica deployment), admitting from many threads at once: together they admit
+// exactly the limit, never one more.
+TEST(SharedQuotaPostgresTest, ReplicasOnOnePostgresStoreNeverPassTheLimit) {
+  Result<rampart::testing::PostgresServer*> server = rampart::testing::PostgresServer::Shared();
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  Result<std::string> database = (*server)->CreateDatabase();
+  ASSERT_TRUE(database.ok()) << database.status().ToString();
+  Result<std::unique_ptr<store::Store>> first = store::OpenPostgresStore(*database);
+  Result<std::unique_ptr<store::Store>> second = store::OpenPostgresStore(*database);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  {
+    testing::FakeClock clock;
+    QuotaRule rule{"key", "*", "*", {.requests_per_minute = 240}};
+    QuotaLedger one(QuotaOptions{.rules = {rule}, .clock = &clock}, first->get());
+    QuotaLedger two(QuotaOptions{.rules = {rule}, .clock = &clock}, second->get());
+    std::atomic<int> admitted{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&, t] { admitted += AdmitUntilExhausted(t % 2 == 0 ? one : two); });
+    }
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_EQ(admitted.load(), 240);
+  }
+  // The store agrees: every unit of the minute was leased, and no more.
+  EXPECT_EQ(Used(**first, kBudget, kStart), 240);
 }
 
 }  // namespace
