@@ -11,6 +11,7 @@
 
 #include "app/access_config.h"
 #include "app/access_setup.h"
+#include "app/audit_config.h"
 #include "audit/log_reader.h"
 #include "crypto/signature.h"
 #include "store/store.h"
@@ -110,7 +111,9 @@ void AuditCli::AddTo(CLI::App& app) {
                        "Config file whose access: section names the store")
           ->check(CLI::ExistingFile);
       command->add_option("--store", args_.store_url, "A PostgreSQL store's connection string");
-      command->add_option("--digest", args_.digest, "The log's hash: sha256 (default) or sm3");
+      command->add_option(
+          "--digest", args_.digest,
+          "The log's hash: sha256 or sm3 (default: the --config file's audit.digest, else sha256)");
     }
     commands_.emplace_back(command, name);
     return command;
@@ -161,7 +164,14 @@ int AuditCli::Run(const std::string& command) {
                 (long long)checked->sequence, (long long)checked->tree_size);
     return 0;
   }
-  Result<crypto::DigestAlgorithm> digest = crypto::ParseDigest(args_.digest);
+  Result<crypto::DigestAlgorithm> digest = crypto::DigestAlgorithm::kSha256;
+  if (!args_.digest.empty()) {
+    digest = crypto::ParseDigest(args_.digest);
+  } else if (!args_.config_file.empty()) {
+    Result<std::optional<AuditConfig>> config = LoadAuditConfig(args_.config_file);
+    if (!config.ok()) return Fail(config.status());
+    if (config->has_value()) digest = (*config)->log.digest;
+  }
   if (!digest.ok()) return Fail(digest.status());
   std::vector<crypto::VerifyingKey> keys;
   if (command == "verify") {

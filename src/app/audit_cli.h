@@ -20,6 +20,7 @@
 //   rampart audit prune --retention-days N
 //       prunes the epochs that ended more than N days ago (the server does this itself)
 //
+// --digest defaults to the --config file's audit.digest, else sha256.
 // --public-key is the checkpoints' verifying key (PEM, Ed25519 or SM2), repeatable for keys that
 // signed before a rotation. Exit status: 0 sound/done, 1 a problem found or the store failed (the
 // reason on standard error), 2 bad arguments.
@@ -47,7 +48,7 @@ class AuditCli {
     std::string config_file;
     std::string store_url;
     std::vector<std::string> public_keys;  // PEM files
-    std::string digest = "sha256";
+    std::string digest;                    // empty: the --config file's audit.digest, else sha256
     int64_t sequence = 0;
     int64_t checkpoint = 0;  // 0: the first covering the record
     std::string proof_file;

@@ -95,6 +95,22 @@ TEST_F(AuditCliTest, VerifyProveCheckAndExport) {
   EXPECT_EQ(Run({"verify", "--data-dir", dir_ + "/data", "--public-key", key}), 1);
 }
 
+TEST_F(AuditCliTest, TheDigestComesFromTheConfigUnlessGiven) {
+  const std::string key = dir_ + "/audit.pub.pem";
+  std::ofstream(dir_ + "/sm3.yaml") << "audit:\n  digest: sm3\n";
+  std::ofstream(dir_ + "/sha256.yaml") << "audit:\n  digest: sha256\n";
+  // The log was written with SHA-256: read as SM3, no leaf matches.
+  EXPECT_EQ(Run({"verify", "--config", dir_ + "/sm3.yaml", "--data-dir", dir_ + "/data",
+                 "--public-key", key}),
+            1);
+  EXPECT_EQ(Run({"verify", "--config", dir_ + "/sha256.yaml", "--data-dir", dir_ + "/data",
+                 "--public-key", key}),
+            0);
+  EXPECT_EQ(Run({"verify", "--config", dir_ + "/sm3.yaml", "--digest", "sha256", "--data-dir",
+                 dir_ + "/data", "--public-key", key}),
+            0);
+}
+
 TEST_F(AuditCliTest, BadArgumentsAreRefused) {
   EXPECT_EQ(Run({"verify", "--data-dir", dir_ + "/data"}), 2);  // no key
   EXPECT_EQ(Run({"verify", "--data-dir", dir_ + "/data", "--public-key", dir_ + "/none"}), 2);
