@@ -194,6 +194,53 @@ constexpr std::string_view kPrincipalsRead = "admin:principals:read";
 constexpr std::string_view kPrincipalsWrite = "admin:principals:write";
 constexpr std::string_view kKeysRead = "admin:keys:read";
 constexpr std::string_view kKeysWrite = "admin:keys:write";
+constexpr std::string_view kKeyringRead = "admin:keyring:read";
+constexpr std::string_view kKeyringWrite = "admin:keyring:write";
+
+net::HttpResponse NoKeyring() {
+  return Error(503,
+               "the keyring is not configured: start the server with --master-key-file or "
+               "RAMPART_MASTER_KEY");
+}
+
+// Reloads (a rotation by the CLI or another replica shows at once) and lists the keys.
+net::HttpResponse ListKeyring(crypto::Keyring& keyring) {
+  if (Status reloaded = keyring.Reload(); !reloaded.ok()) return StoreError(reloaded);
+  json::Writer writer;
+  writer.StartObject();
+  writer.Key("master_key");
+  writer.String(keyring.MasterKeyDescription());
+  writer.Key("keys");
+  writer.StartArray();
+  for (const crypto::KeyStatus& key : keyring.List()) {
+    writer.StartObject();
+    writer.Key("name");
+    writer.String(key.name);
+    writer.Key("purpose");
+    writer.String(key.purpose == crypto::KeyPurpose::kWrapping ? "wrapping" : "signing");
+    writer.Key("algorithm");
+    writer.String(key.algorithm);
+    writer.Key("current_version");
+    writer.Int64(key.current_version);
+    writer.Key("min_decryption_version");
+    writer.Int64(key.min_decryption_version);
+    writer.Key("versions");
+    writer.StartArray();
+    for (const auto& [version, created] : key.versions) {
+      writer.StartObject();
+      writer.Key("version");
+      writer.Int64(version);
+      writer.Key("created");
+      writer.Int64(created);
+      writer.EndObject();
+    }
+    writer.EndArray();
+    writer.EndObject();
+  }
+  writer.EndArray();
+  writer.EndObject();
+  return Json(200, writer.Take());
+}
 
 // One admin request, understood: what it asks and the work that answers it (on the worker).
 struct Operation {
@@ -232,17 +279,20 @@ Result<int64_t> ParseDuration(std::string_view text) {
 }
 
 AdminHttp::AdminHttp(store::Store& store, identity::ApiKeyTable* keys,
-                     const policy::AccessControl& access, audit::AuditSink* audit)
-    : store_(store), keys_(keys), access_(access), audit_(audit) {}
+                     const policy::AccessControl& access, crypto::Keyring* keyring,
+                     audit::AuditSink* audit)
+    : store_(store), keys_(keys), access_(access), keyring_(keyring), audit_(audit) {}
 
 AdminHttp::~AdminHttp() { worker_.Stop(); }
 
 std::vector<std::string_view> AdminHttp::Actions() {
-  return {kTenantsRead, kTenantsWrite, kPrincipalsRead, kPrincipalsWrite, kKeysRead, kKeysWrite};
+  return {kTenantsRead, kTenantsWrite, kPrincipalsRead, kPrincipalsWrite,
+          kKeysRead,    kKeysWrite,    kKeyringRead,    kKeyringWrite};
 }
 
 bool AdminHttp::Owns(std::string_view path) {
-  for (std::string_view prefix : {"/v1/admin/tenants", "/v1/admin/principals", "/v1/admin/keys"}) {
+  for (std::string_view prefix :
+       {"/v1/admin/tenants", "/v1/admin/principals", "/v1/admin/keys", "/v1/admin/keyring"}) {
     if (path.substr(0, prefix.size()) == prefix &&
         (path.size() == prefix.size() || path[prefix.size()] == '/')) {
       return true;
@@ -422,6 +472,30 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
       op = {kKeysWrite, "key", id, {}, [db, id, refreshed] {
               const Status revoked = db->RevokeApiKey(id, UnixNow());
               return revoked.ok() ? refreshed(Json(200, "{}")) : StoreError(revoked);
+            }};
+      return op;
+    }
+    crypto::Keyring* keyring = keyring_;
+    if (what == "keyring" && rest == 0 && method == "GET") {
+      op = {kKeyringRead, "keyring", "*", {}, [keyring] {
+              return keyring != nullptr ? ListKeyring(*keyring) : NoKeyring();
+            }};
+      return op;
+    }
+    if (what == "keyring" && rest == 2 && path[4] == "rotate" && method == "POST") {
+      std::string name(path[3]);
+      op = {kKeyringWrite, "keyring", name, {}, [keyring, name] {
+              if (keyring == nullptr) return NoKeyring();
+              Result<int> version = keyring->Rotate(name);
+              if (!version.ok()) return StoreError(version.status());
+              json::Writer writer;
+              writer.StartObject();
+              writer.Key("name");
+              writer.String(name);
+              writer.Key("version");
+              writer.Int64(*version);
+              writer.EndObject();
+              return Json(200, writer.Take());
             }};
       return op;
     }
