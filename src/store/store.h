@@ -98,7 +98,7 @@ inline constexpr size_t kMaxSealedBytes = 1 << 20;
 
 // The audit log's rows (audit/audit_log.h writes them; docs/audit.md describes them). Hashes are
 // lower-case hex; the store keeps what it is given and never recomputes them: verification is
-// the audit module's (audit/verify.h).
+// the audit module's (audit/log_reader.h).
 struct AuditRow {
   int64_t sequence = 0;  // 1, 2, ... with no gaps (the primary key)
   int64_t time_unix_ns = 0;
