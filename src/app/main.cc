@@ -24,6 +24,7 @@
 #include "app/access_cli.h"
 #include "app/access_config.h"
 #include "app/access_setup.h"
+#include "app/audit_cli.h"
 #include "app/gateway_config.h"
 #include "app/keyring_cli.h"
 #include "app/policy_cli.h"
@@ -690,6 +691,8 @@ int Main(int argc, char** argv) {
     access_cli.AddTo(*app);
     KeyringCli keyring_cli;  // rampart keyring
     keyring_cli.AddTo(*app);
+    AuditCli audit_cli;  // rampart audit verify|prove|check-proof|export|prune
+    audit_cli.AddTo(*app);
     try {
       app->parse(argc, argv);
     } catch (const CLI::ParseError& error) {
@@ -699,6 +702,7 @@ int Main(int argc, char** argv) {
     if (policy.chosen()) return policy.Run();
     if (std::optional<int> status = access_cli.RunIfChosen()) return *status;
     if (std::optional<int> status = keyring_cli.RunIfChosen()) return *status;
+    if (std::optional<int> status = audit_cli.RunIfChosen()) return *status;
   }
   if (!config_file.empty()) {
     if (Status applied = ApplyYamlFile(config_file, settings); !applied.ok()) {

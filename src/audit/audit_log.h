@@ -32,7 +32,7 @@ class Store;
 namespace rampart::audit {
 
 struct AuditOptions {
-  bool sync = false;  // fsync before the answer is released
+  bool sync = false;                        // fsync before the answer is released
   std::chrono::milliseconds max_delay{10};  // batched mode: the longest a record waits
   size_t max_batch = 1024;
   size_t max_queue = 65536;
@@ -40,12 +40,21 @@ struct AuditOptions {
   int64_t checkpoint_every_records = 1000;
   std::chrono::seconds checkpoint_every{60};
   std::chrono::hours retention{24 * 180};  // epochs older than this may be pruned
+  // An epoch ends at the first checkpoint written once it has lasted this long (0: every
+  // checkpoint ends one). When an epoch ends, the epochs that ended more than `retention` ago are
+  // pruned (audit/log_reader.h: PruneExpiredEpochs).
+  std::chrono::seconds epoch_length{24 * 3600};
 };
 
 class AuditLog {
  public:
   // `store` and the signing key's keyring must outlive the log. Reads the log's head from the
   // store (the last record's chain hash and the tree's frontier) and starts the writer thread.
+  // Several logs (replicas) may append to one shared store: each appends from its view of the
+  // head and, when another has taken those sequence numbers, reads what was appended and tries
+  // again, so the store holds one gap-free sequence and one tree (docs/audit.md). Errors: the
+  // store's; InvalidArgument for options out of range (max_batch or max_queue 0);
+  // FailedPrecondition when records a checkpoint covers are missing (a truncated log).
   static Result<std::unique_ptr<AuditLog>> Open(store::Store& store, AuditOptions options,
                                                 crypto::SigningKey signing_key,
                                                 std::string signing_key_id);
@@ -54,6 +63,11 @@ class AuditLog {
   // Queues `record`; `done` runs (on the writer thread in sync mode: it must not block) with
   // OK once the record is durable (sync) or queued (batched), or with the error.
   void Append(AuditRecord record, UniqueFunction<void(Status)> done);
+
+  // Blocks until every record queued before the call is durable and, with `checkpoint`, covered
+  // by a signed checkpoint. For shutdown paths, the CLI and tests; never on an I/O thread.
+  // Errors: the store's.
+  Status Flush(bool checkpoint);
 
  private:
   struct Impl;

@@ -38,10 +38,10 @@ struct AuditRecord {
   std::string model_version;
   int64_t tokens_in = 0;
   int64_t tokens_out = 0;
-  int64_t instance_ns = 0;                 // instance (accelerator) time the request used
+  int64_t instance_ns = 0;                   // instance (accelerator) time the request used
   std::map<std::string, int64_t> stages_ns;  // per-stage latency ("queue", "compute", "gateway")
   int64_t latency_ns = 0;
-  int status = 0;  // the HTTP status (gRPC: the HTTP equivalent) the caller got
+  int status = 0;       // the HTTP status (gRPC: the HTTP equivalent) the caller got
   std::string outcome;  // "ok" or the error's kind
 
   // The request's and answer's content: digests only ("sm3:..." / "sha256:..." of the bytes),

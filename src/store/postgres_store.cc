@@ -5,6 +5,7 @@
 
 #include <charconv>
 
+#include "store/postgres_audit.h"
 #include "store/postgres_connection.h"
 #include "store/records.h"
 #include "store/schema.h"
@@ -554,6 +555,46 @@ class PostgresStore final : public Store {
       if (found.rows() == 0) return NotFound("sealed secret '{}' does not exist", name);
       return FailedPrecondition("sealed secret '{}' changed meanwhile", name);
     });
+  }
+
+  Status AppendAuditRows(const std::vector<AuditRow>& rows) override {
+    return Write([&](PgConnection& c) { return internal::PgAppendAuditRows(c, rows); });
+  }
+  Result<std::vector<AuditRow>> ReadAuditRows(int64_t after_sequence, int64_t limit) override {
+    return Read<std::vector<AuditRow>>(
+        [&](PgConnection& c) { return internal::PgReadAuditRows(c, after_sequence, limit); });
+  }
+  Result<std::vector<AuditRow>> QueryAuditRows(const AuditQuery& query) override {
+    return Read<std::vector<AuditRow>>(
+        [&](PgConnection& c) { return internal::PgQueryAuditRows(c, query); });
+  }
+  Result<int64_t> LastAuditSequence() override {
+    return Read<int64_t>([&](PgConnection& c) { return internal::PgLastAuditSequence(c); });
+  }
+  Status PutAuditCheckpoint(const AuditCheckpointRow& checkpoint,
+                            const std::optional<AuditEpochRow>& closes) override {
+    return Write(
+        [&](PgConnection& c) { return internal::PgPutAuditCheckpoint(c, checkpoint, closes); });
+  }
+  Result<std::vector<AuditCheckpointRow>> ListAuditCheckpoints(int64_t from_size) override {
+    return Read<std::vector<AuditCheckpointRow>>([&](PgConnection& c) {
+      return internal::PgListAuditCheckpoints(c, from_size, /*last=*/false);
+    });
+  }
+  Result<std::optional<AuditCheckpointRow>> LastAuditCheckpoint() override {
+    return Read<std::optional<AuditCheckpointRow>>(
+        [&](PgConnection& c) -> Result<std::optional<AuditCheckpointRow>> {
+          ASSIGN_OR_RETURN(auto last, internal::PgListAuditCheckpoints(c, 0, /*last=*/true));
+          if (last.empty()) return std::optional<AuditCheckpointRow>();
+          return std::optional<AuditCheckpointRow>(std::move(last.front()));
+        });
+  }
+  Result<std::vector<AuditEpochRow>> ListAuditEpochs() override {
+    return Read<std::vector<AuditEpochRow>>(
+        [&](PgConnection& c) { return internal::PgListAuditEpochs(c); });
+  }
+  Status PruneAuditEpoch(int64_t epoch) override {
+    return Write([&](PgConnection& c) { return internal::PgPruneAuditEpoch(c, epoch); });
   }
 
  private:

@@ -75,10 +75,50 @@ CREATE TABLE sealed_secrets (
 )
 )sql";
 
+// The audit log (docs/audit.md). Hashes are lower-case hex TEXT. Records are append-only: the
+// sequence is the primary key, so two replicas cannot both write record N, and the indexes serve
+// the admin API's queries (by time, by tenant and principal, by trace id).
+constexpr std::string_view kAuditSchema = R"sql(
+CREATE TABLE audit_records (
+  sequence BIGINT NOT NULL PRIMARY KEY,
+  time_unix_ns BIGINT NOT NULL,
+  tenant TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  trace_id TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  action TEXT NOT NULL,
+  record TEXT NOT NULL,
+  leaf_hash TEXT NOT NULL,
+  chain_hash TEXT NOT NULL
+);
+CREATE INDEX audit_records_by_time ON audit_records (time_unix_ns);
+CREATE INDEX audit_records_by_principal ON audit_records (tenant, principal, time_unix_ns);
+CREATE INDEX audit_records_by_trace ON audit_records (trace_id);
+CREATE TABLE audit_checkpoints (
+  tree_size BIGINT NOT NULL PRIMARY KEY,
+  root_hash TEXT NOT NULL,
+  time_unix_ns BIGINT NOT NULL,
+  key_id TEXT NOT NULL,
+  algorithm TEXT NOT NULL,
+  signature TEXT NOT NULL,
+  frontier TEXT NOT NULL,
+  chain_hash TEXT NOT NULL
+);
+CREATE TABLE audit_epochs (
+  epoch BIGINT NOT NULL PRIMARY KEY,
+  first_sequence BIGINT NOT NULL,
+  last_sequence BIGINT NOT NULL,
+  start_unix_ns BIGINT NOT NULL,
+  end_unix_ns BIGINT NOT NULL,
+  pruned INTEGER NOT NULL
+)
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "tenants, principals, API keys, budgets and the generation counter", kInitialSchema},
     {2, "the keyring's key versions and minimum decryption versions, and sealed secrets",
      kKeyringSchema},
+    {3, "the audit log: records, checkpoints and retention epochs", kAuditSchema},
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "store/records.h"
 #include "store/schema.h"
+#include "store/sqlite_audit.h"
 #include "store/sqlite_connection.h"
 #include "store/store.h"
 
@@ -529,6 +530,48 @@ class SqliteStore final : public Store {
       if (!found) return NotFound("sealed secret '{}' does not exist", name);
       return FailedPrecondition("sealed secret '{}' changed meanwhile", name);
     });
+  }
+
+  Status AppendAuditRows(const std::vector<AuditRow>& rows) override {
+    return Write([&](SqliteConnection& c) { return internal::SqliteAppendAuditRows(c, rows); });
+  }
+  Result<std::vector<AuditRow>> ReadAuditRows(int64_t after_sequence, int64_t limit) override {
+    return Read<std::vector<AuditRow>>([&](SqliteConnection& c) {
+      return internal::SqliteReadAuditRows(c, after_sequence, limit);
+    });
+  }
+  Result<std::vector<AuditRow>> QueryAuditRows(const AuditQuery& query) override {
+    return Read<std::vector<AuditRow>>(
+        [&](SqliteConnection& c) { return internal::SqliteQueryAuditRows(c, query); });
+  }
+  Result<int64_t> LastAuditSequence() override {
+    return Read<int64_t>([&](SqliteConnection& c) { return internal::SqliteLastAuditSequence(c); });
+  }
+  Status PutAuditCheckpoint(const AuditCheckpointRow& checkpoint,
+                            const std::optional<AuditEpochRow>& closes) override {
+    return Write([&](SqliteConnection& c) {
+      return internal::SqlitePutAuditCheckpoint(c, checkpoint, closes);
+    });
+  }
+  Result<std::vector<AuditCheckpointRow>> ListAuditCheckpoints(int64_t from_size) override {
+    return Read<std::vector<AuditCheckpointRow>>([&](SqliteConnection& c) {
+      return internal::SqliteListAuditCheckpoints(c, from_size, /*last=*/false);
+    });
+  }
+  Result<std::optional<AuditCheckpointRow>> LastAuditCheckpoint() override {
+    return Read<std::optional<AuditCheckpointRow>>(
+        [&](SqliteConnection& c) -> Result<std::optional<AuditCheckpointRow>> {
+          ASSIGN_OR_RETURN(auto last, internal::SqliteListAuditCheckpoints(c, 0, /*last=*/true));
+          if (last.empty()) return std::optional<AuditCheckpointRow>();
+          return std::optional<AuditCheckpointRow>(std::move(last.front()));
+        });
+  }
+  Result<std::vector<AuditEpochRow>> ListAuditEpochs() override {
+    return Read<std::vector<AuditEpochRow>>(
+        [&](SqliteConnection& c) { return internal::SqliteListAuditEpochs(c); });
+  }
+  Status PruneAuditEpoch(int64_t epoch) override {
+    return Write([&](SqliteConnection& c) { return internal::SqlitePruneAuditEpoch(c, epoch); });
   }
 
  private:

@@ -1,8 +1,8 @@
 #pragma once
 
 // Store: Rampart's persistent state behind one small interface (tenants, principals, API keys,
-// shared quota budgets, the keyring's wrapped key versions and sealed secrets; later the audit
-// log and documents), with two implementations:
+// shared quota budgets, the keyring's wrapped key versions and sealed secrets, the audit log;
+// later documents), with two implementations:
 //
 //   OpenSqliteStore(dir)        the embedded default: <dir>/rampart.db, WAL mode, one writer
 //   OpenPostgresStore(conninfo)  PostgreSQL through libpq, shared by several replicas
@@ -96,6 +96,61 @@ struct SealedSecret {
 // The largest wrapped key or envelope the store keeps (bytes).
 inline constexpr size_t kMaxSealedBytes = 1 << 20;
 
+// The audit log's rows (audit/audit_log.h writes them; docs/audit.md describes them). Hashes are
+// lower-case hex; the store keeps what it is given and never recomputes them: verification is
+// the audit module's (audit/log_reader.h).
+struct AuditRow {
+  int64_t sequence = 0;  // 1, 2, ... with no gaps (the primary key)
+  int64_t time_unix_ns = 0;
+  // Copies of the record's fields, for queries; the record itself is authoritative.
+  std::string tenant;
+  std::string principal;
+  std::string trace_id;
+  std::string request_id;
+  std::string action;
+  std::string record;      // the canonical encoding (audit/record_codec.h)
+  std::string leaf_hash;   // H(0x00 || record)
+  std::string chain_hash;  // H(chain of sequence - 1 || leaf hash)
+};
+
+// A signed tree head. One per tree size: the first written for a size is kept.
+struct AuditCheckpointRow {
+  int64_t tree_size = 0;
+  std::string root_hash;
+  int64_t time_unix_ns = 0;
+  std::string key_id;
+  std::string algorithm;  // the signature's: "ed25519", "sm2-sm3"
+  std::string signature;  // base64, over the checkpoint's text (audit/checkpoint.h)
+  // The tree's compact range at tree_size (hashes joined by ','), and the chain hash of record
+  // tree_size: where a writer resumes and, once older records are pruned, where verification
+  // starts from.
+  std::string frontier;
+  std::string chain_hash;
+};
+
+// A retention epoch: records first_sequence..last_sequence, closed by the checkpoint at tree
+// size last_sequence. Pruning deletes an epoch's records and keeps its row and checkpoints.
+struct AuditEpochRow {
+  int64_t epoch = 0;  // 1, 2, ...
+  int64_t first_sequence = 0;
+  int64_t last_sequence = 0;
+  int64_t start_unix_ns = 0;
+  int64_t end_unix_ns = 0;
+  bool pruned = false;
+};
+
+// Records matching every non-empty field, by sequence, after `after_sequence` (paging), at most
+// `limit` (1..10000).
+struct AuditQuery {
+  int64_t from_unix_ns = 0;  // time >= from; 0: no bound
+  int64_t to_unix_ns = 0;    // time < to; 0: no bound
+  std::string tenant;
+  std::string principal;
+  std::string trace_id;
+  int64_t after_sequence = 0;
+  int64_t limit = 100;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -164,6 +219,33 @@ class Store {
   virtual Result<std::vector<SealedSecret>> ListSealedSecrets() = 0;
   virtual Status ReplaceSealedSecret(const std::string& name, const std::string& expected,
                                      const std::string& envelope) = 0;
+
+  // The audit log. Nothing in Rampart updates or deletes its records except PruneAuditEpoch.
+  //
+  // Appends `rows` (consecutive sequences starting right after the log's last) in one
+  // transaction: all or none. AlreadyExists when the first sequence is not the next one (another
+  // writer appended first; nothing is written): the caller reads the new rows, advances and
+  // retries. InvalidArgument when `rows` is empty or not consecutive.
+  virtual Status AppendAuditRows(const std::vector<AuditRow>& rows) = 0;
+  // Rows with sequence > after_sequence, by sequence, at most `limit`.
+  virtual Result<std::vector<AuditRow>> ReadAuditRows(int64_t after_sequence, int64_t limit) = 0;
+  virtual Result<std::vector<AuditRow>> QueryAuditRows(const AuditQuery& query) = 0;
+  // The last record's sequence; 0 when the log is empty.
+  virtual Result<int64_t> LastAuditSequence() = 0;
+  // Writes `checkpoint` (kept as it was if one of that size exists) and, in the same
+  // transaction, `closes` (an epoch ending at this checkpoint; kept as it was if that epoch
+  // exists).
+  virtual Status PutAuditCheckpoint(const AuditCheckpointRow& checkpoint,
+                                    const std::optional<AuditEpochRow>& closes) = 0;
+  // By tree size; only those with tree_size >= `from_size`.
+  virtual Result<std::vector<AuditCheckpointRow>> ListAuditCheckpoints(int64_t from_size) = 0;
+  virtual Result<std::optional<AuditCheckpointRow>> LastAuditCheckpoint() = 0;
+  virtual Result<std::vector<AuditEpochRow>> ListAuditEpochs() = 0;  // by epoch
+  // Deletes epoch `epoch`'s records and marks it pruned, in one transaction. NotFound for an
+  // unknown epoch; FailedPrecondition while an earlier epoch is not pruned (pruning goes
+  // oldest first, so the records kept are always one suffix of the log). Pruning a pruned
+  // epoch is OK.
+  virtual Status PruneAuditEpoch(int64_t epoch) = 0;
 };
 
 // Opens (creating the directory and the database if needed) `<dir>/rampart.db` and migrates it.

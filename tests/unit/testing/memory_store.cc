@@ -294,4 +294,113 @@ Status MemoryStore::ReplaceSealedSecret(const std::string& name, const std::stri
   return Status::Ok();
 }
 
+Status MemoryStore::AppendAuditRows(const std::vector<store::AuditRow>& rows) {
+  RETURN_IF_ERROR(CheckAvailable());
+  if (rows.empty()) return InvalidArgument("no audit records to append");
+  for (size_t i = 1; i < rows.size(); ++i) {
+    if (rows[i].sequence != rows[i - 1].sequence + 1) {
+      return InvalidArgument("audit sequences {} and {} are not consecutive", rows[i - 1].sequence,
+                             rows[i].sequence);
+    }
+  }
+  std::lock_guard lock(mutex_);
+  if (rows.front().sequence != audit_last_ + 1) {
+    return AlreadyExists("audit sequence {} is taken or out of order: the log's last is {}",
+                         rows.front().sequence, audit_last_);
+  }
+  for (const store::AuditRow& row : rows) audit_rows_[row.sequence] = row;
+  audit_last_ = rows.back().sequence;
+  return Status::Ok();
+}
+
+Result<std::vector<store::AuditRow>> MemoryStore::ReadAuditRows(int64_t after_sequence,
+                                                                int64_t limit) {
+  RETURN_IF_ERROR(CheckAvailable());
+  std::lock_guard lock(mutex_);
+  std::vector<store::AuditRow> rows;
+  for (auto it = audit_rows_.upper_bound(after_sequence);
+       it != audit_rows_.end() && static_cast<int64_t>(rows.size()) < limit; ++it) {
+    rows.push_back(it->second);
+  }
+  return rows;
+}
+
+Result<std::vector<store::AuditRow>> MemoryStore::QueryAuditRows(const store::AuditQuery& query) {
+  RETURN_IF_ERROR(CheckAvailable());
+  if (query.limit < 1 || query.limit > 10000) {
+    return InvalidArgument("limit must be 1..10000, not {}", query.limit);
+  }
+  std::lock_guard lock(mutex_);
+  std::vector<store::AuditRow> rows;
+  for (auto it = audit_rows_.upper_bound(query.after_sequence);
+       it != audit_rows_.end() && static_cast<int64_t>(rows.size()) < query.limit; ++it) {
+    const store::AuditRow& row = it->second;
+    if (query.from_unix_ns != 0 && row.time_unix_ns < query.from_unix_ns) continue;
+    if (query.to_unix_ns != 0 && row.time_unix_ns >= query.to_unix_ns) continue;
+    if (!query.tenant.empty() && row.tenant != query.tenant) continue;
+    if (!query.principal.empty() && row.principal != query.principal) continue;
+    if (!query.trace_id.empty() && row.trace_id != query.trace_id) continue;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+Result<int64_t> MemoryStore::LastAuditSequence() {
+  RETURN_IF_ERROR(CheckAvailable());
+  std::lock_guard lock(mutex_);
+  return audit_last_;
+}
+
+Status MemoryStore::PutAuditCheckpoint(const store::AuditCheckpointRow& checkpoint,
+                                       const std::optional<store::AuditEpochRow>& closes) {
+  RETURN_IF_ERROR(CheckAvailable());
+  std::lock_guard lock(mutex_);
+  audit_checkpoints_.emplace(checkpoint.tree_size, checkpoint);
+  if (closes.has_value()) audit_epochs_.emplace(closes->epoch, *closes);
+  return Status::Ok();
+}
+
+Result<std::vector<store::AuditCheckpointRow>> MemoryStore::ListAuditCheckpoints(
+    int64_t from_size) {
+  RETURN_IF_ERROR(CheckAvailable());
+  std::lock_guard lock(mutex_);
+  std::vector<store::AuditCheckpointRow> checkpoints;
+  for (auto it = audit_checkpoints_.lower_bound(from_size); it != audit_checkpoints_.end(); ++it) {
+    checkpoints.push_back(it->second);
+  }
+  return checkpoints;
+}
+
+Result<std::optional<store::AuditCheckpointRow>> MemoryStore::LastAuditCheckpoint() {
+  RETURN_IF_ERROR(CheckAvailable());
+  std::lock_guard lock(mutex_);
+  if (audit_checkpoints_.empty()) return std::optional<store::AuditCheckpointRow>();
+  return std::optional<store::AuditCheckpointRow>(audit_checkpoints_.rbegin()->second);
+}
+
+Result<std::vector<store::AuditEpochRow>> MemoryStore::ListAuditEpochs() {
+  RETURN_IF_ERROR(CheckAvailable());
+  std::lock_guard lock(mutex_);
+  std::vector<store::AuditEpochRow> epochs;
+  for (const auto& [number, epoch] : audit_epochs_) epochs.push_back(epoch);
+  return epochs;
+}
+
+Status MemoryStore::PruneAuditEpoch(int64_t epoch) {
+  RETURN_IF_ERROR(CheckAvailable());
+  std::lock_guard lock(mutex_);
+  const auto found = audit_epochs_.find(epoch);
+  if (found == audit_epochs_.end()) return NotFound("audit epoch {} does not exist", epoch);
+  if (found->second.pruned) return Status::Ok();
+  for (auto it = audit_epochs_.begin(); it != found; ++it) {
+    if (!it->second.pruned) {
+      return FailedPrecondition("audit epoch {}: earlier epochs must be pruned first", epoch);
+    }
+  }
+  audit_rows_.erase(audit_rows_.lower_bound(found->second.first_sequence),
+                    audit_rows_.upper_bound(found->second.last_sequence));
+  found->second.pruned = true;
+  return Status::Ok();
+}
+
 }  // namespace rampart::testing

@@ -48,6 +48,17 @@ class MemoryStore : public store::Store {
   Status ReplaceSealedSecret(const std::string& name, const std::string& expected,
                              const std::string& envelope) override;
 
+  Status AppendAuditRows(const std::vector<store::AuditRow>& rows) override;
+  Result<std::vector<store::AuditRow>> ReadAuditRows(int64_t after_sequence,
+                                                     int64_t limit) override;
+  Result<std::vector<store::AuditRow>> QueryAuditRows(const store::AuditQuery& query) override;
+  Result<int64_t> LastAuditSequence() override;
+  Status PutAuditCheckpoint(const store::AuditCheckpointRow& checkpoint,
+                            const std::optional<store::AuditEpochRow>& closes) override;
+  Result<std::vector<store::AuditCheckpointRow>> ListAuditCheckpoints(int64_t from_size) override;
+  Result<std::optional<store::AuditCheckpointRow>> LastAuditCheckpoint() override;
+  Result<std::vector<store::AuditEpochRow>> ListAuditEpochs() override;
+  Status PruneAuditEpoch(int64_t epoch) override;
   // While set, every call answers Unavailable "store unavailable (test)".
   void SetUnavailable(bool unavailable) { unavailable_ = unavailable; }
   int64_t touch_calls() const { return touch_calls_; }
@@ -65,6 +76,10 @@ class MemoryStore : public store::Store {
   std::map<std::pair<std::string, int>, store::KeyVersion> key_versions_;
   std::map<std::string, int> min_versions_;
   std::map<std::string, store::SealedSecret> sealed_secrets_;
+  std::map<int64_t, store::AuditRow> audit_rows_;                   // by sequence
+  int64_t audit_last_ = 0;                                          // the last sequence ever
+  std::map<int64_t, store::AuditCheckpointRow> audit_checkpoints_;  // by tree size
+  std::map<int64_t, store::AuditEpochRow> audit_epochs_;            // by epoch
   std::atomic<bool> unavailable_{false};
   std::atomic<int64_t> touch_calls_{0};
   std::atomic<int64_t> list_key_calls_{0};

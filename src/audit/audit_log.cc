@@ -1,0 +1,368 @@
+// The audit log's writer: one thread takes what Append queued, hashes it from the log's head,
+// writes it in one store transaction (one fsync for the batch) and signs checkpoints.
+
+#include "audit/audit_log.h"
+
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "audit/checkpoint.h"
+#include "audit/log_reader.h"
+#include "audit/merkle.h"
+#include "audit/record_codec.h"
+#include "core/clock.h"
+#include "core/logging.h"
+#include "core/thread_name.h"
+#include "store/store.h"
+
+namespace rampart::audit {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+// How many times a batch is rebuilt after other writers took its sequence numbers before the
+// writer gives up on it (each retry first catches up with what they wrote).
+constexpr int kMaxConflicts = 1000;
+constexpr int64_t kCatchUpPage = 4096;
+
+int64_t NowUnixNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct Pending {
+  // The record's query columns and its encoding, made by the appending thread; the writer only
+  // joins in the sequence number and hashes.
+  store::AuditRow row;
+  EncodedRecord encoded;
+  UniqueFunction<void(Status)> done;  // sync mode and flushes; empty otherwise
+  Steady::time_point queued;
+  bool flush = false;  // a Flush marker, not a record
+  bool checkpoint = false;
+};
+
+}  // namespace
+
+struct AuditLog::Impl {
+  Impl(store::Store& store_in, AuditOptions options_in, crypto::SigningKey key_in,
+       std::string key_id_in)
+      : store(store_in),
+        options(options_in),
+        key(std::move(key_in)),
+        key_id(std::move(key_id_in)),
+        frontier(options.digest) {}
+
+  store::Store& store;
+  const AuditOptions options;
+  const crypto::SigningKey key;
+  const std::string key_id;
+
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<Pending> queue;  // guarded by mutex
+  bool stopping = false;      // guarded by mutex
+
+  // The head, touched by the writer thread only (and by Open before it starts).
+  int64_t size = 0;
+  Digest chain{};
+  Frontier frontier;
+  int64_t checkpoint_size = 0;
+  Steady::time_point checkpoint_time = Steady::now();
+
+  std::thread writer;
+
+  Status LoadHead();
+  Status CatchUp();
+  void Run();
+  Status Commit(std::vector<Pending>& batch);
+  Status WriteCheckpoint();
+  Status MaybeCheckpoint(bool force);
+};
+
+Status AuditLog::Impl::LoadHead() {
+  ASSIGN_OR_RETURN(const std::optional<store::AuditCheckpointRow> last,
+                   store.LastAuditCheckpoint());
+  if (last.has_value()) {
+    ASSIGN_OR_RETURN(frontier, Frontier::Decode(options.digest, last->tree_size, last->frontier));
+    if (last->tree_size > 0) {
+      ASSIGN_OR_RETURN(chain, ParseHashHex(last->chain_hash));
+    }
+    size = last->tree_size;
+    checkpoint_size = size;
+  }
+  RETURN_IF_ERROR(CatchUp());
+  // Records a signed checkpoint covers are gone (the log was truncated): appending after them
+  // would leave a hole in the sequence. The operator must look first.
+  ASSIGN_OR_RETURN(const int64_t last_sequence, store.LastAuditSequence());
+  if (last_sequence != size) {
+    return FailedPrecondition(
+        "the audit log's records end at {}, but its checkpoint at tree size {} covers more: "
+        "records were deleted (run `rampart audit verify`)",
+        last_sequence, size);
+  }
+  return Status::Ok();
+}
+
+Status AuditLog::Impl::CatchUp() {
+  while (true) {
+    ASSIGN_OR_RETURN(const std::vector<store::AuditRow> rows,
+                     store.ReadAuditRows(size, kCatchUpPage));
+    if (rows.empty()) return Status::Ok();
+    for (const store::AuditRow& row : rows) {
+      if (row.sequence != size + 1) {
+        return Internal("the audit log skips from record {} to {}: run `rampart audit verify`",
+                        size, row.sequence);
+      }
+      ASSIGN_OR_RETURN(const Digest leaf, ParseHashHex(row.leaf_hash));
+      ASSIGN_OR_RETURN(chain, ParseHashHex(row.chain_hash));
+      frontier.Append(leaf);
+      ++size;
+    }
+  }
+}
+
+Status AuditLog::Impl::Commit(std::vector<Pending>& batch) {
+  std::vector<store::AuditRow> rows;
+  for (int conflicts = 0;; ++conflicts) {
+    rows.clear();
+    Frontier next_frontier = frontier;
+    Digest next_chain = chain;
+    int64_t sequence = size;
+    for (Pending& pending : batch) {
+      if (pending.flush) continue;
+      store::AuditRow row = pending.row;
+      row.sequence = ++sequence;
+      row.record = pending.encoded.Join(sequence);
+      const Digest leaf = LeafHash(options.digest, row.record);
+      next_chain = ChainHash(options.digest, next_chain, leaf);
+      next_frontier.Append(leaf);
+      row.leaf_hash = HashHex(leaf);
+      row.chain_hash = HashHex(next_chain);
+      rows.push_back(std::move(row));
+    }
+    if (rows.empty()) return Status::Ok();
+    const Status appended = store.AppendAuditRows(rows);
+    if (appended.ok()) {
+      size = sequence;
+      chain = next_chain;
+      frontier = std::move(next_frontier);
+      return Status::Ok();
+    }
+    if (appended.code() != StatusCode::kAlreadyExists || conflicts >= kMaxConflicts) {
+      return appended;
+    }
+    RETURN_IF_ERROR(CatchUp());  // another replica appended first: build on what it wrote
+  }
+}
+
+Status AuditLog::Impl::WriteCheckpoint() {
+  const int64_t now = NowUnixNs();
+  const Checkpoint checkpoint{
+      .tree_size = size, .root = frontier.Root(), .time_unix_ns = now, .digest = options.digest};
+  ASSIGN_OR_RETURN(const SignedCheckpoint signed_checkpoint,
+                   SignCheckpoint(checkpoint, key, key_id));
+  store::AuditCheckpointRow row{.tree_size = size,
+                                .root_hash = HashHex(checkpoint.root),
+                                .time_unix_ns = now,
+                                .key_id = key_id,
+                                .algorithm = std::string(crypto::SignatureName(key.algorithm())),
+                                .signature = Base64Encode(signed_checkpoint.signature),
+                                .frontier = frontier.Encode(),
+                                .chain_hash = size > 0 ? HashHex(chain) : std::string()};
+  // Does this checkpoint end the current epoch? The epochs are read afresh: another replica may
+  // have ended one since.
+  std::optional<store::AuditEpochRow> closes;
+  ASSIGN_OR_RETURN(const std::vector<store::AuditEpochRow> epochs, store.ListAuditEpochs());
+  store::AuditEpochRow next{.epoch = 1, .first_sequence = 1};
+  if (!epochs.empty()) {
+    next.epoch = epochs.back().epoch + 1;
+    next.first_sequence = epochs.back().last_sequence + 1;
+    next.start_unix_ns = epochs.back().end_unix_ns;
+  } else {
+    ASSIGN_OR_RETURN(const std::vector<store::AuditRow> first, store.ReadAuditRows(0, 1));
+    next.start_unix_ns = first.empty() ? now : first.front().time_unix_ns;
+  }
+  const int64_t length_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options.epoch_length).count();
+  if (size >= next.first_sequence && now - next.start_unix_ns >= length_ns) {
+    next.last_sequence = size;
+    next.end_unix_ns = now;
+    closes = next;
+  }
+  RETURN_IF_ERROR(store.PutAuditCheckpoint(row, closes));
+  checkpoint_size = size;
+  checkpoint_time = Steady::now();
+  if (closes.has_value()) {
+    const Result<int> pruned = PruneExpiredEpochs(store, now, options.retention);
+    if (!pruned.ok()) {
+      LOG_WARN("audit log: pruning expired epochs failed: {}", pruned.status().ToString());
+    } else if (*pruned > 0) {
+      LOG_INFO("audit log: pruned {} epochs older than the retention", *pruned);
+    }
+  }
+  return Status::Ok();
+}
+
+Status AuditLog::Impl::MaybeCheckpoint(bool force) {
+  if (size == checkpoint_size) return Status::Ok();
+  const bool due = force || size - checkpoint_size >= options.checkpoint_every_records ||
+                   Steady::now() - checkpoint_time >= options.checkpoint_every;
+  if (!due) return Status::Ok();
+  const Status written = WriteCheckpoint();
+  if (!written.ok()) checkpoint_time = Steady::now();  // retried a period later
+  return written;
+}
+
+void AuditLog::Impl::Run() {
+  NameThisThread("audit-writer");
+  std::vector<Pending> batch;
+  while (true) {
+    bool stop = false;
+    {
+      std::unique_lock lock(mutex);
+      const auto ready = [&] { return !queue.empty() || stopping; };
+      if (size > checkpoint_size) {
+        wake.wait_until(lock, checkpoint_time + options.checkpoint_every, ready);
+      } else {
+        wake.wait(lock, ready);  // nothing to sign until records come
+      }
+      if (!options.sync && !stopping && !queue.empty() && queue.size() < options.max_batch &&
+          !queue.front().flush) {
+        // Batched mode: let a batch fill for up to max_delay from its oldest record.
+        wake.wait_until(lock, queue.front().queued + options.max_delay, [&] {
+          return stopping || queue.size() >= options.max_batch || queue.back().flush;
+        });
+      }
+      size_t records = 0;
+      while (!queue.empty() && records < options.max_batch) {
+        const bool flush = queue.front().flush;
+        batch.push_back(std::move(queue.front()));
+        queue.pop_front();
+        if (flush) break;
+        ++records;
+      }
+      stop = stopping && queue.empty();
+    }
+    Status committed = Status::Ok();
+    if (!batch.empty()) {
+      committed = Commit(batch);
+      while (!committed.ok() && !options.sync) {
+        // Batched mode answered these records already: keep them and retry, while new ones wait
+        // in the queue (which, once full, makes Append refuse).
+        LOG_ERROR("audit log: writing {} records failed, retrying: {}", batch.size(),
+                  committed.ToString());
+        std::unique_lock lock(mutex);
+        if (wake.wait_for(lock, std::chrono::seconds(1), [&] { return stopping; })) break;
+        lock.unlock();
+        committed = Commit(batch);
+      }
+      if (!committed.ok() && !options.sync) {
+        LOG_ERROR("audit log: {} records were not written at shutdown: {}", batch.size(),
+                  committed.ToString());
+      }
+    }
+    bool checkpoint_asked = false;
+    for (Pending& pending : batch) {
+      if (pending.flush) {
+        checkpoint_asked = checkpoint_asked || pending.checkpoint;
+        continue;
+      }
+      if (pending.done) pending.done(committed);
+    }
+    Status checkpointed = MaybeCheckpoint(checkpoint_asked || stop);
+    if (!checkpointed.ok()) {
+      LOG_WARN("audit log: writing a checkpoint failed: {}", checkpointed.ToString());
+    }
+    for (Pending& pending : batch) {
+      if (!pending.flush) continue;
+      pending.done(!committed.ok() ? committed : pending.checkpoint ? checkpointed : Status::Ok());
+    }
+    batch.clear();
+    if (stop) return;
+  }
+}
+
+Result<std::unique_ptr<AuditLog>> AuditLog::Open(store::Store& store, AuditOptions options,
+                                                 crypto::SigningKey signing_key,
+                                                 std::string signing_key_id) {
+  if (options.max_batch == 0 || options.max_queue == 0) {
+    return InvalidArgument("the audit log's max_batch and max_queue must be positive");
+  }
+  auto impl =
+      std::make_unique<Impl>(store, options, std::move(signing_key), std::move(signing_key_id));
+  RETURN_IF_ERROR(impl->LoadHead());
+  Impl* raw = impl.get();
+  raw->writer = std::thread([raw] { raw->Run(); });
+  return std::unique_ptr<AuditLog>(new AuditLog(std::move(impl)));
+}
+
+AuditLog::AuditLog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+AuditLog::~AuditLog() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->stopping = true;
+  }
+  impl_->wake.notify_all();
+  impl_->writer.join();
+}
+
+void AuditLog::Append(AuditRecord record, UniqueFunction<void(Status)> done) {
+  if (record.time_unix_ns == 0) record.time_unix_ns = NowUnixNs();
+  const bool sync = impl_->options.sync;
+  // Encoding happens here, on the appending thread, outside the lock: the writer thread, which
+  // every record goes through, only joins in the sequence and hashes.
+  Pending pending{.encoded = EncodeRecordAroundSequence(record),
+                  .done = sync ? std::move(done) : UniqueFunction<void(Status)>(),
+                  .queued = Steady::now()};
+  pending.row.time_unix_ns = record.time_unix_ns;
+  pending.row.tenant = IndexText(record.tenant);
+  pending.row.principal = IndexText(record.principal);
+  pending.row.trace_id = IndexText(record.trace_id);
+  pending.row.request_id = IndexText(record.request_id);
+  pending.row.action = IndexText(record.action);
+  Status refused = Status::Ok();
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->stopping) {
+      refused = Unavailable("the audit log is shutting down");
+    } else if (impl_->queue.size() >= impl_->options.max_queue) {
+      refused = Unavailable("the audit log's queue is full ({} records)", impl_->options.max_queue);
+    } else {
+      impl_->queue.push_back(std::move(pending));
+    }
+  }
+  if (!refused.ok()) {
+    if (sync) {
+      pending.done(refused);  // `done` was moved into the record's entry
+    } else {
+      done(refused);
+    }
+    return;
+  }
+  impl_->wake.notify_one();
+  if (!sync) done(Status::Ok());
+}
+
+Status AuditLog::Flush(bool checkpoint) {
+  std::promise<Status> flushed;
+  std::future<Status> result = flushed.get_future();
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->stopping) return Unavailable("the audit log is shutting down");
+    impl_->queue.push_back(
+        Pending{.done = [&flushed](Status status) { flushed.set_value(std::move(status)); },
+                .queued = Steady::now(),
+                .flush = true,
+                .checkpoint = checkpoint});
+  }
+  impl_->wake.notify_one();
+  return result.get();
+}
+
+}  // namespace rampart::audit

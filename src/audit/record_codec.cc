@@ -1,0 +1,351 @@
+#include "audit/record_codec.h"
+
+#include <algorithm>
+#include <bitset>
+#include <functional>
+#include <limits>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "json/reader.h"
+
+namespace rampart::audit {
+namespace {
+
+// The length of the valid UTF-8 sequence at text[i], or 0 when the bytes there are not one.
+size_t Utf8Length(std::string_view text, size_t i) {
+  const auto byte = [&](size_t at) { return static_cast<unsigned char>(text[at]); };
+  const unsigned char lead = byte(i);
+  if (lead < 0x80) return 1;
+  size_t length = 0;
+  unsigned char low = 0x80;
+  unsigned char high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;   // no overlong forms
+    if (lead == 0xED) high = 0x9F;  // no surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;  // <= U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  if (byte(i + 1) < low || byte(i + 1) > high) return 0;
+  for (size_t k = 2; k < length; ++k) {
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  }
+  return length;
+}
+
+void AppendString(std::string& out, std::string_view value) {
+  out += '"';
+  for (size_t i = 0; i < value.size();) {
+    const char c = value[i];
+    const size_t length = Utf8Length(value, i);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+      continue;
+    }
+    if (length > 1) {
+      out.append(value.substr(i, length));
+      i += length;
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+        } else {
+          out += c;
+        }
+    }
+    ++i;
+  }
+  out += '"';
+}
+
+std::string String(std::string_view value) {
+  std::string out;
+  AppendString(out, value);
+  return out;
+}
+
+std::string Strings(const std::vector<std::string>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    AppendString(out, values[i]);
+  }
+  return out + "]";
+}
+
+template <typename Map>
+std::string Counts(const Map& counts) {
+  // std::map orders std::string keys by their bytes; keys made valid UTF-8 keep that order
+  // except where replacement characters tie, which a sort settles.
+  std::vector<std::pair<std::string, int64_t>> sorted;
+  for (const auto& [key, value] : counts) sorted.emplace_back(String(key), int64_t{value});
+  std::sort(sorted.begin(), sorted.end());
+  std::string out = "{";
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (i > 0) out += ',';
+    out += sorted[i].first;
+    out += ':';
+    out += std::to_string(sorted[i].second);
+  }
+  return out + "}";
+}
+
+Result<std::vector<std::string>> ReadStrings(const json::Value& value, std::string_view what) {
+  if (!value.IsArray()) return InvalidArgument("{} must be an array", what);
+  std::vector<std::string> strings;
+  for (simdjson::dom::element element : value.Array()) {
+    ASSIGN_OR_RETURN(const std::string_view text, json::Value(element).GetString(what));
+    strings.emplace_back(text);
+  }
+  return strings;
+}
+
+template <typename Number>
+Result<std::map<std::string, Number>> ReadCounts(const json::Value& value, std::string_view what) {
+  if (!value.IsObject()) return InvalidArgument("{} must be an object", what);
+  std::map<std::string, Number> counts;
+  for (auto [key, element] : value.Object()) {
+    ASSIGN_OR_RETURN(const int64_t count, json::Value(element).GetInt64(what));
+    if (count < std::numeric_limits<Number>::min() || count > std::numeric_limits<Number>::max()) {
+      return InvalidArgument("{} holds an out-of-range count", what);
+    }
+    counts.emplace(std::string(key), static_cast<Number>(count));
+  }
+  return counts;
+}
+
+}  // namespace
+
+std::string ValidUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = Utf8Length(text, i);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(text.substr(i, length));
+      i += length;
+    }
+  }
+  return out;
+}
+
+std::string IndexText(std::string_view text) {
+  std::string valid = ValidUtf8(text);
+  std::string out;
+  out.reserve(valid.size());
+  for (const char c : valid) {
+    if (c == '\0') {
+      out += "\xEF\xBF\xBD";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string EncodeRecord(const AuditRecord& record) {
+  const EncodedRecord parts = EncodeRecordAroundSequence(record);
+  return parts.Join(record.sequence);
+}
+
+std::string EncodedRecord::Join(int64_t sequence) const {
+  const std::string number = std::to_string(sequence);
+  std::string out;
+  out.reserve(before_sequence.size() + number.size() + after_sequence.size());
+  out += before_sequence;
+  out += number;
+  out += after_sequence;
+  return out;
+}
+
+EncodedRecord EncodeRecordAroundSequence(const AuditRecord& r) {
+  const auto number = [](int64_t value) { return std::to_string(value); };
+  // Every field, keyed by its name; sorted below, so the order here is free.
+  std::vector<std::pair<std::string_view, std::string>> fields = {
+      {"v", number(kRecordEncodingVersion)},
+      {"sequence", std::string()},  // joined in by EncodedRecord::Join
+      {"time_unix_ns", number(r.time_unix_ns)},
+      {"trace_id", String(r.trace_id)},
+      {"request_id", String(r.request_id)},
+      {"api", String(r.api)},
+      {"tenant", String(r.tenant)},
+      {"principal", String(r.principal)},
+      {"auth_method", String(r.auth_method)},
+      {"key_id", String(r.key_id)},
+      {"source_address", String(r.source_address)},
+      {"action", String(r.action)},
+      {"resource_type", String(r.resource_type)},
+      {"resource", String(r.resource)},
+      {"allowed", r.allowed ? "true" : "false"},
+      {"rules", Strings(r.rules)},
+      {"obligations", Strings(r.obligations)},
+      {"pii_input", Counts(r.pii_input)},
+      {"pii_output", Counts(r.pii_output)},
+      {"route", String(r.route)},
+      {"target", String(r.target)},
+      {"model_version", String(r.model_version)},
+      {"tokens_in", number(r.tokens_in)},
+      {"tokens_out", number(r.tokens_out)},
+      {"instance_ns", number(r.instance_ns)},
+      {"stages_ns", Counts(r.stages_ns)},
+      {"latency_ns", number(r.latency_ns)},
+      {"status", number(r.status)},
+      {"outcome", String(r.outcome)},
+      {"request_digest", String(r.request_digest)},
+      {"response_digest", String(r.response_digest)},
+      {"request_sealed", String(r.request_sealed)},
+      {"response_sealed", String(r.response_sealed)},
+  };
+  std::sort(fields.begin(), fields.end());
+  size_t size = 2;
+  for (const auto& [key, value] : fields) size += key.size() + value.size() + 4;
+  EncodedRecord parts;
+  std::string* out = &parts.before_sequence;
+  out->reserve(size);
+  *out += '{';
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i > 0) *out += ',';
+    *out += '"';
+    *out += fields[i].first;
+    *out += "\":";
+    if (fields[i].first == "sequence") {
+      out = &parts.after_sequence;
+      out->reserve(size - parts.before_sequence.size());
+      continue;
+    }
+    *out += fields[i].second;
+  }
+  *out += '}';
+  return parts;
+}
+
+Result<AuditRecord> DecodeRecord(std::string_view text) {
+  thread_local json::Parser parser;
+  ASSIGN_OR_RETURN(const json::Value root, parser.Parse(text));
+  if (!root.IsObject()) return InvalidArgument("an audit record must be a JSON object");
+  AuditRecord r;
+  const auto text_field = [](std::string* field) {
+    return [field](const json::Value& value, std::string_view what) -> Status {
+      ASSIGN_OR_RETURN(const std::string_view read, value.GetString(what));
+      *field = std::string(read);
+      return Status::Ok();
+    };
+  };
+  const auto int_field = [](int64_t* field) {
+    return [field](const json::Value& value, std::string_view what) -> Status {
+      ASSIGN_OR_RETURN(*field, value.GetInt64(what));
+      return Status::Ok();
+    };
+  };
+  int64_t version = 0;
+  int64_t status = 0;
+  using Reader = std::function<Status(const json::Value&, std::string_view)>;
+  const std::pair<std::string_view, Reader> readers[] = {
+      {"v", int_field(&version)},
+      {"sequence", int_field(&r.sequence)},
+      {"time_unix_ns", int_field(&r.time_unix_ns)},
+      {"trace_id", text_field(&r.trace_id)},
+      {"request_id", text_field(&r.request_id)},
+      {"api", text_field(&r.api)},
+      {"tenant", text_field(&r.tenant)},
+      {"principal", text_field(&r.principal)},
+      {"auth_method", text_field(&r.auth_method)},
+      {"key_id", text_field(&r.key_id)},
+      {"source_address", text_field(&r.source_address)},
+      {"action", text_field(&r.action)},
+      {"resource_type", text_field(&r.resource_type)},
+      {"resource", text_field(&r.resource)},
+      {"allowed",
+       [&](const json::Value& value, std::string_view what) -> Status {
+         ASSIGN_OR_RETURN(r.allowed, value.GetBool(what));
+         return Status::Ok();
+       }},
+      {"rules",
+       [&](const json::Value& value, std::string_view what) -> Status {
+         ASSIGN_OR_RETURN(r.rules, ReadStrings(value, what));
+         return Status::Ok();
+       }},
+      {"obligations",
+       [&](const json::Value& value, std::string_view what) -> Status {
+         ASSIGN_OR_RETURN(r.obligations, ReadStrings(value, what));
+         return Status::Ok();
+       }},
+      {"pii_input",
+       [&](const json::Value& value, std::string_view what) -> Status {
+         ASSIGN_OR_RETURN(r.pii_input, ReadCounts<int>(value, what));
+         return Status::Ok();
+       }},
+      {"pii_output",
+       [&](const json::Value& value, std::string_view what) -> Status {
+         ASSIGN_OR_RETURN(r.pii_output, ReadCounts<int>(value, what));
+         return Status::Ok();
+       }},
+      {"route", text_field(&r.route)},
+      {"target", text_field(&r.target)},
+      {"model_version", text_field(&r.model_version)},
+      {"tokens_in", int_field(&r.tokens_in)},
+      {"tokens_out", int_field(&r.tokens_out)},
+      {"instance_ns", int_field(&r.instance_ns)},
+      {"stages_ns",
+       [&](const json::Value& value, std::string_view what) -> Status {
+         ASSIGN_OR_RETURN(r.stages_ns, ReadCounts<int64_t>(value, what));
+         return Status::Ok();
+       }},
+      {"latency_ns", int_field(&r.latency_ns)},
+      {"status", int_field(&status)},
+      {"outcome", text_field(&r.outcome)},
+      {"request_digest", text_field(&r.request_digest)},
+      {"response_digest", text_field(&r.response_digest)},
+      {"request_sealed", text_field(&r.request_sealed)},
+      {"response_sealed", text_field(&r.response_sealed)},
+  };
+  std::bitset<std::size(readers)> seen;
+  for (auto [key, element] : root.Object()) {
+    const auto reader = std::find_if(std::begin(readers), std::end(readers),
+                                     [&](const auto& entry) { return entry.first == key; });
+    if (reader == std::end(readers)) return InvalidArgument("unknown record field '{}'", key);
+    const size_t index = size_t(reader - std::begin(readers));
+    if (seen[index]) return InvalidArgument("record field '{}' appears twice", key);
+    seen[index] = true;
+    RETURN_IF_ERROR(reader->second(json::Value(element), reader->first));
+  }
+  if (!seen.all()) {
+    return InvalidArgument("an audit record has {} fields, not {}", seen.count(),
+                           std::size(readers));
+  }
+  if (version != kRecordEncodingVersion) {
+    return InvalidArgument("audit record encoding version {} is not {}", version,
+                           kRecordEncodingVersion);
+  }
+  if (status < std::numeric_limits<int>::min() || status > std::numeric_limits<int>::max()) {
+    return InvalidArgument("status {} is out of range", status);
+  }
+  r.status = static_cast<int>(status);
+  return r;
+}
+
+}  // namespace rampart::audit

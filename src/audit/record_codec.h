@@ -1,0 +1,51 @@
+#pragma once
+
+// The canonical encoding of an AuditRecord: the bytes its leaf hash is computed over, stored as
+// they are, so that anyone can recompute the hash from what the store holds (docs/audit.md).
+//
+// It is JSON in the manner of RFC 8785 (JCS) for the values records hold: one object with every
+// field present, keys sorted by their bytes, no whitespace, integers only (no floats), strings
+// with only '"', '\\' and control characters escaped (\b \f \n \r \t as such, the others as
+// \u00xx in lower case), everything else as UTF-8. Strings are UTF-8: a byte that is not part
+// of valid UTF-8 is replaced by U+FFFD before encoding (so what is stored is always valid). The
+// field "v" is the encoding's version, 1.
+//
+// Thread-safe, pure functions.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "audit/record.h"
+#include "core/status.h"
+
+namespace rampart::audit {
+
+inline constexpr int kRecordEncodingVersion = 1;
+
+std::string EncodeRecord(const AuditRecord& record);
+
+// The encoding split around the sequence number's digits, so that a record can be encoded before
+// its sequence is known (on the thread that appends it) and finished by the writer:
+// EncodeRecordAroundSequence(r).Join(r.sequence) == EncodeRecord(r).
+struct EncodedRecord {
+  std::string before_sequence;
+  std::string after_sequence;
+  std::string Join(int64_t sequence) const;
+};
+EncodedRecord EncodeRecordAroundSequence(const AuditRecord& record);
+
+// Reads an encoded record back (export, queries, verification). InvalidArgument naming the field
+// for text that is not an encoded record; unknown fields are errors too (a record is exactly
+// what was hashed).
+Result<AuditRecord> DecodeRecord(std::string_view text);
+
+// The copy of a field kept in a query column (tenant, principal, trace id, request id, action):
+// valid UTF-8 without NUL (PostgreSQL's TEXT holds none), a NUL becoming U+FFFD. Verification
+// checks each column against the record through this function.
+std::string IndexText(std::string_view text);
+
+// `text` with every byte that is not part of valid UTF-8 replaced by U+FFFD.
+std::string ValidUtf8(std::string_view text);
+
+}  // namespace rampart::audit

@@ -1,0 +1,247 @@
+#include "store/postgres_audit.h"
+
+#include <array>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "json/writer.h"
+#include "store/audit_rows.h"
+
+namespace rampart::store::internal {
+namespace {
+
+constexpr std::string_view kUniqueViolation = "23505";
+
+#define RAMPART_AUDIT_ROW_COLUMNS                                                                \
+  "sequence, time_unix_ns, tenant, principal, trace_id, request_id, action, record, leaf_hash, " \
+  "chain_hash"
+#define RAMPART_AUDIT_CHECKPOINT_COLUMNS \
+  "tree_size, root_hash, time_unix_ns, key_id, algorithm, signature, frontier, chain_hash"
+#define RAMPART_AUDIT_EPOCH_COLUMNS \
+  "epoch, first_sequence, last_sequence, start_unix_ns, end_unix_ns, pruned"
+
+constexpr PgQuery kLastSequence = {
+    "rampart_audit_last_sequence",
+    "SELECT GREATEST(COALESCE((SELECT MAX(sequence) FROM audit_records), 0), "
+    "COALESCE((SELECT MAX(last_sequence) FROM audit_epochs WHERE pruned = 1), 0))"};
+// A whole batch in one statement: the rows travel as one JSON array.
+constexpr PgQuery kAppend = {
+    "rampart_audit_append",
+    "INSERT INTO audit_records (" RAMPART_AUDIT_ROW_COLUMNS ") SELECT " RAMPART_AUDIT_ROW_COLUMNS
+    " FROM json_to_recordset($1::json) AS r(sequence bigint, time_unix_ns bigint, tenant text, "
+    "principal text, trace_id text, request_id text, action text, record text, leaf_hash text, "
+    "chain_hash text)"};
+constexpr PgQuery kPutCheckpoint = {
+    "rampart_audit_put_checkpoint",
+    "INSERT INTO audit_checkpoints (" RAMPART_AUDIT_CHECKPOINT_COLUMNS
+    ") VALUES ($1::bigint, $2, $3::bigint, $4, $5, $6, $7, $8) "
+    "ON CONFLICT (tree_size) DO NOTHING"};
+constexpr PgQuery kPutEpoch = {
+    "rampart_audit_put_epoch",
+    "INSERT INTO audit_epochs (" RAMPART_AUDIT_EPOCH_COLUMNS
+    ") VALUES ($1::bigint, $2::bigint, $3::bigint, $4::bigint, $5::bigint, 0) "
+    "ON CONFLICT (epoch) DO NOTHING"};
+constexpr PgQuery kFindEpoch = {
+    "rampart_audit_find_epoch",
+    "SELECT first_sequence, last_sequence, pruned, (SELECT COUNT(*) FROM audit_epochs WHERE "
+    "epoch < $1::bigint AND pruned = 0) FROM audit_epochs WHERE epoch = $1::bigint FOR UPDATE"};
+constexpr PgQuery kDeleteEpochRecords = {
+    "rampart_audit_delete_epoch_records",
+    "DELETE FROM audit_records WHERE sequence >= $1::bigint AND sequence <= $2::bigint"};
+constexpr PgQuery kMarkPruned = {"rampart_audit_mark_pruned",
+                                 "UPDATE audit_epochs SET pruned = 1 WHERE epoch = $1::bigint"};
+constexpr PgQuery kReadRows = {"rampart_audit_read_rows",
+                               "SELECT " RAMPART_AUDIT_ROW_COLUMNS
+                               " FROM audit_records WHERE sequence > $1::bigint "
+                               "ORDER BY sequence LIMIT $2::bigint"};
+constexpr PgQuery kListCheckpoints = {"rampart_audit_list_checkpoints",
+                                      "SELECT " RAMPART_AUDIT_CHECKPOINT_COLUMNS
+                                      " FROM audit_checkpoints WHERE tree_size >= $1::bigint "
+                                      "ORDER BY tree_size"};
+constexpr PgQuery kLastCheckpoint = {"rampart_audit_last_checkpoint",
+                                     "SELECT " RAMPART_AUDIT_CHECKPOINT_COLUMNS
+                                     " FROM audit_checkpoints ORDER BY tree_size DESC LIMIT 1"};
+constexpr PgQuery kListEpochs = {"rampart_audit_list_epochs", "SELECT " RAMPART_AUDIT_EPOCH_COLUMNS
+                                                              " FROM audit_epochs ORDER BY epoch"};
+
+std::string Number(int64_t value) { return std::to_string(value); }
+
+// One prepared statement per set of filters (32), named by the set.
+const PgQuery& QueryFor(int mask) {
+  struct Table {
+    std::array<std::string, 32> names;
+    std::array<std::string, 32> sql;
+    std::array<PgQuery, 32> queries;
+  };
+  static const Table* const table = [] {
+    auto* built = new Table;
+    for (int m = 0; m < 32; ++m) {
+      built->names[m] = fmt::format("rampart_audit_query_{}", m);
+      built->sql[m] = AuditQuerySql(m, [](int n, bool numeric) {
+        return fmt::format("${}{}", n, numeric ? "::bigint" : "");
+      });
+      built->queries[m] = {built->names[m].c_str(), built->sql[m].c_str()};
+    }
+    return built;
+  }();
+  return table->queries[mask];
+}
+
+std::vector<AuditRow> Rows(const PgResult& result) {
+  std::vector<AuditRow> rows;
+  rows.reserve(static_cast<size_t>(result.rows()));
+  for (int i = 0; i < result.rows(); ++i) {
+    AuditRow row;
+    row.sequence = result.Int(i, 0);
+    row.time_unix_ns = result.Int(i, 1);
+    row.tenant = result.Text(i, 2);
+    row.principal = result.Text(i, 3);
+    row.trace_id = result.Text(i, 4);
+    row.request_id = result.Text(i, 5);
+    row.action = result.Text(i, 6);
+    row.record = result.Text(i, 7);
+    row.leaf_hash = result.Text(i, 8);
+    row.chain_hash = result.Text(i, 9);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::vector<AuditCheckpointRow> Checkpoints(const PgResult& result) {
+  std::vector<AuditCheckpointRow> rows;
+  for (int i = 0; i < result.rows(); ++i) {
+    AuditCheckpointRow row;
+    row.tree_size = result.Int(i, 0);
+    row.root_hash = result.Text(i, 1);
+    row.time_unix_ns = result.Int(i, 2);
+    row.key_id = result.Text(i, 3);
+    row.algorithm = result.Text(i, 4);
+    row.signature = result.Text(i, 5);
+    row.frontier = result.Text(i, 6);
+    row.chain_hash = result.Text(i, 7);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string RowsJson(const std::vector<AuditRow>& rows) {
+  json::Writer writer;
+  writer.StartArray();
+  for (const AuditRow& row : rows) {
+    writer.StartObject();
+    writer.Key("sequence");
+    writer.Int64(row.sequence);
+    writer.Key("time_unix_ns");
+    writer.Int64(row.time_unix_ns);
+    const std::pair<const char*, const std::string*> texts[] = {
+        {"tenant", &row.tenant},       {"principal", &row.principal},
+        {"trace_id", &row.trace_id},   {"request_id", &row.request_id},
+        {"action", &row.action},       {"record", &row.record},
+        {"leaf_hash", &row.leaf_hash}, {"chain_hash", &row.chain_hash}};
+    for (const auto& [key, value] : texts) {
+      writer.Key(key);
+      writer.String(*value);
+    }
+    writer.EndObject();
+  }
+  writer.EndArray();
+  return writer.Take();
+}
+
+}  // namespace
+
+Result<int64_t> PgLastAuditSequence(PgConnection& connection) {
+  ASSIGN_OR_RETURN(const PgResult result, connection.Run(kLastSequence, {}));
+  return result.rows() == 1 ? result.Int(0, 0) : 0;
+}
+
+Status PgAppendAuditRows(PgConnection& connection, const std::vector<AuditRow>& rows) {
+  RETURN_IF_ERROR(ValidateAuditRows(rows));
+  ASSIGN_OR_RETURN(const int64_t last, PgLastAuditSequence(connection));
+  if (rows.front().sequence != last + 1) {
+    return AlreadyExists("audit sequence {} is taken or out of order: the log's last is {}",
+                         rows.front().sequence, last);
+  }
+  std::string sqlstate;
+  auto inserted = connection.Run(kAppend, {RowsJson(rows)}, &sqlstate);
+  if (!inserted.ok() && sqlstate == kUniqueViolation) {
+    return AlreadyExists("audit sequence {} was taken by another writer", rows.front().sequence);
+  }
+  return inserted.status();
+}
+
+Status PgPutAuditCheckpoint(PgConnection& connection, const AuditCheckpointRow& checkpoint,
+                            const std::optional<AuditEpochRow>& closes) {
+  RETURN_IF_ERROR(connection
+                      .Run(kPutCheckpoint, {Number(checkpoint.tree_size), checkpoint.root_hash,
+                                            Number(checkpoint.time_unix_ns), checkpoint.key_id,
+                                            checkpoint.algorithm, checkpoint.signature,
+                                            checkpoint.frontier, checkpoint.chain_hash})
+                      .status());
+  if (!closes.has_value()) return Status::Ok();
+  return connection
+      .Run(kPutEpoch,
+           {Number(closes->epoch), Number(closes->first_sequence), Number(closes->last_sequence),
+            Number(closes->start_unix_ns), Number(closes->end_unix_ns)})
+      .status();
+}
+
+Status PgPruneAuditEpoch(PgConnection& connection, int64_t epoch) {
+  ASSIGN_OR_RETURN(const PgResult found, connection.Run(kFindEpoch, {Number(epoch)}));
+  if (found.rows() == 0) return NotFound("audit epoch {} does not exist", epoch);
+  if (found.Int(0, 2) != 0) return Status::Ok();
+  if (found.Int(0, 3) > 0) {
+    return FailedPrecondition("audit epoch {}: earlier epochs must be pruned first", epoch);
+  }
+  RETURN_IF_ERROR(
+      connection.Run(kDeleteEpochRecords, {Number(found.Int(0, 0)), Number(found.Int(0, 1))})
+          .status());
+  return connection.Run(kMarkPruned, {Number(epoch)}).status();
+}
+
+Result<std::vector<AuditRow>> PgReadAuditRows(PgConnection& connection, int64_t after_sequence,
+                                              int64_t limit) {
+  ASSIGN_OR_RETURN(const PgResult result,
+                   connection.Run(kReadRows, {Number(after_sequence), Number(limit)}));
+  return Rows(result);
+}
+
+Result<std::vector<AuditRow>> PgQueryAuditRows(PgConnection& connection, const AuditQuery& query) {
+  RETURN_IF_ERROR(ValidateAuditQuery(query));
+  AuditQueryShape shape = ShapeAuditQuery(query);
+  std::vector<std::string> parameters;
+  parameters.push_back(Number(query.after_sequence));
+  for (std::string& parameter : shape.parameters) parameters.push_back(std::move(parameter));
+  parameters.push_back(Number(query.limit));
+  ASSIGN_OR_RETURN(const PgResult result, connection.Run(QueryFor(shape.mask), parameters));
+  return Rows(result);
+}
+
+Result<std::vector<AuditCheckpointRow>> PgListAuditCheckpoints(PgConnection& connection,
+                                                               int64_t from_size, bool last) {
+  if (last) {
+    ASSIGN_OR_RETURN(const PgResult result, connection.Run(kLastCheckpoint, {}));
+    return Checkpoints(result);
+  }
+  ASSIGN_OR_RETURN(const PgResult result, connection.Run(kListCheckpoints, {Number(from_size)}));
+  return Checkpoints(result);
+}
+
+Result<std::vector<AuditEpochRow>> PgListAuditEpochs(PgConnection& connection) {
+  ASSIGN_OR_RETURN(const PgResult result, connection.Run(kListEpochs, {}));
+  std::vector<AuditEpochRow> epochs;
+  for (int i = 0; i < result.rows(); ++i) {
+    AuditEpochRow epoch;
+    epoch.epoch = result.Int(i, 0);
+    epoch.first_sequence = result.Int(i, 1);
+    epoch.last_sequence = result.Int(i, 2);
+    epoch.start_unix_ns = result.Int(i, 3);
+    epoch.end_unix_ns = result.Int(i, 4);
+    epoch.pruned = result.Int(i, 5) != 0;
+    epochs.push_back(epoch);
+  }
+  return epochs;
+}
+
+}  // namespace rampart::store::internal

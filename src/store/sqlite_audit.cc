@@ -1,0 +1,207 @@
+#include "store/sqlite_audit.h"
+
+#include <fmt/format.h>
+
+#include "store/audit_rows.h"
+
+namespace rampart::store::internal {
+namespace {
+
+// The last sequence the log has had: its last record's, or, when every record was pruned, the
+// last pruned epoch's end.
+constexpr std::string_view kLastSequence =
+    "SELECT MAX(COALESCE((SELECT MAX(sequence) FROM audit_records), 0), "
+    "COALESCE((SELECT MAX(last_sequence) FROM audit_epochs WHERE pruned = 1), 0))";
+
+AuditRow ReadRow(const Statement& row) {
+  AuditRow audit;
+  audit.sequence = row.Int(0);
+  audit.time_unix_ns = row.Int(1);
+  audit.tenant = row.Text(2);
+  audit.principal = row.Text(3);
+  audit.trace_id = row.Text(4);
+  audit.request_id = row.Text(5);
+  audit.action = row.Text(6);
+  audit.record = row.Text(7);
+  audit.leaf_hash = row.Text(8);
+  audit.chain_hash = row.Text(9);
+  return audit;
+}
+
+AuditCheckpointRow ReadCheckpoint(const Statement& row) {
+  AuditCheckpointRow checkpoint;
+  checkpoint.tree_size = row.Int(0);
+  checkpoint.root_hash = row.Text(1);
+  checkpoint.time_unix_ns = row.Int(2);
+  checkpoint.key_id = row.Text(3);
+  checkpoint.algorithm = row.Text(4);
+  checkpoint.signature = row.Text(5);
+  checkpoint.frontier = row.Text(6);
+  checkpoint.chain_hash = row.Text(7);
+  return checkpoint;
+}
+
+template <typename T, typename Read>
+Result<std::vector<T>> Collect(Statement& statement, Read read) {
+  std::vector<T> rows;
+  while (true) {
+    ASSIGN_OR_RETURN(const bool row, statement.Step());
+    if (!row) return rows;
+    rows.push_back(read(statement));
+  }
+}
+
+}  // namespace
+
+Result<int64_t> SqliteLastAuditSequence(SqliteConnection& connection) {
+  ASSIGN_OR_RETURN(auto last, connection.Prepare(kLastSequence));
+  ASSIGN_OR_RETURN(const bool row, last->Step());
+  return row ? last->Int(0) : 0;
+}
+
+Status SqliteAppendAuditRows(SqliteConnection& connection, const std::vector<AuditRow>& rows) {
+  RETURN_IF_ERROR(ValidateAuditRows(rows));
+  // The write lock is held (BEGIN IMMEDIATE): no other writer can move the head meanwhile.
+  ASSIGN_OR_RETURN(const int64_t last, SqliteLastAuditSequence(connection));
+  if (rows.front().sequence != last + 1) {
+    return AlreadyExists("audit sequence {} is taken or out of order: the log's last is {}",
+                         rows.front().sequence, last);
+  }
+  for (const AuditRow& row : rows) {
+    ASSIGN_OR_RETURN(auto insert,
+                     connection.Prepare(fmt::format("INSERT INTO audit_records ({}) VALUES (?1, "
+                                                    "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                                    kAuditRowColumns)));
+    RETURN_IF_ERROR(insert->Bind(1, row.sequence)
+                        .Bind(2, row.time_unix_ns)
+                        .Bind(3, row.tenant)
+                        .Bind(4, row.principal)
+                        .Bind(5, row.trace_id)
+                        .Bind(6, row.request_id)
+                        .Bind(7, row.action)
+                        .Bind(8, row.record)
+                        .Bind(9, row.leaf_hash)
+                        .Bind(10, row.chain_hash)
+                        .Run());
+  }
+  return Status::Ok();
+}
+
+Status SqlitePutAuditCheckpoint(SqliteConnection& connection, const AuditCheckpointRow& checkpoint,
+                                const std::optional<AuditEpochRow>& closes) {
+  ASSIGN_OR_RETURN(auto insert, connection.Prepare(fmt::format(
+                                    "INSERT INTO audit_checkpoints ({}) VALUES (?1, ?2, ?3, ?4, "
+                                    "?5, ?6, ?7, ?8) ON CONFLICT (tree_size) DO NOTHING",
+                                    kAuditCheckpointColumns)));
+  RETURN_IF_ERROR(insert->Bind(1, checkpoint.tree_size)
+                      .Bind(2, checkpoint.root_hash)
+                      .Bind(3, checkpoint.time_unix_ns)
+                      .Bind(4, checkpoint.key_id)
+                      .Bind(5, checkpoint.algorithm)
+                      .Bind(6, checkpoint.signature)
+                      .Bind(7, checkpoint.frontier)
+                      .Bind(8, checkpoint.chain_hash)
+                      .Run());
+  if (!closes.has_value()) return Status::Ok();
+  ASSIGN_OR_RETURN(auto epoch, connection.Prepare(fmt::format(
+                                   "INSERT INTO audit_epochs ({}) VALUES (?1, ?2, ?3, ?4, ?5, 0) "
+                                   "ON CONFLICT (epoch) DO NOTHING",
+                                   kAuditEpochColumns)));
+  return epoch->Bind(1, closes->epoch)
+      .Bind(2, closes->first_sequence)
+      .Bind(3, closes->last_sequence)
+      .Bind(4, closes->start_unix_ns)
+      .Bind(5, closes->end_unix_ns)
+      .Run();
+}
+
+Status SqlitePruneAuditEpoch(SqliteConnection& connection, int64_t epoch) {
+  ASSIGN_OR_RETURN(auto find,
+                   connection.Prepare("SELECT first_sequence, last_sequence, pruned, (SELECT "
+                                      "COUNT(*) FROM audit_epochs WHERE epoch < ?1 AND pruned = 0) "
+                                      "FROM audit_epochs WHERE epoch = ?1"));
+  find->Bind(1, epoch);
+  ASSIGN_OR_RETURN(const bool found, find->Step());
+  if (!found) return NotFound("audit epoch {} does not exist", epoch);
+  const int64_t first = find->Int(0);
+  const int64_t last = find->Int(1);
+  const bool pruned = find->Int(2) != 0;
+  const int64_t earlier_kept = find->Int(3);
+  find.reset();
+  if (pruned) return Status::Ok();
+  if (earlier_kept > 0) {
+    return FailedPrecondition("audit epoch {}: earlier epochs must be pruned first", epoch);
+  }
+  ASSIGN_OR_RETURN(auto erase, connection.Prepare("DELETE FROM audit_records WHERE sequence >= ?1 "
+                                                  "AND sequence <= ?2"));
+  RETURN_IF_ERROR(erase->Bind(1, first).Bind(2, last).Run());
+  ASSIGN_OR_RETURN(auto mark, connection.Prepare("UPDATE audit_epochs SET pruned = 1 "
+                                                 "WHERE epoch = ?1"));
+  return mark->Bind(1, epoch).Run();
+}
+
+Result<std::vector<AuditRow>> SqliteReadAuditRows(SqliteConnection& connection,
+                                                  int64_t after_sequence, int64_t limit) {
+  ASSIGN_OR_RETURN(
+      auto read, connection.Prepare(fmt::format("SELECT {} FROM audit_records WHERE sequence > ?1 "
+                                                "ORDER BY sequence LIMIT ?2",
+                                                kAuditRowColumns)));
+  read->Bind(1, after_sequence).Bind(2, limit);
+  return Collect<AuditRow>(*read, ReadRow);
+}
+
+Result<std::vector<AuditRow>> SqliteQueryAuditRows(SqliteConnection& connection,
+                                                   const AuditQuery& query) {
+  RETURN_IF_ERROR(ValidateAuditQuery(query));
+  const AuditQueryShape shape = ShapeAuditQuery(query);
+  const std::string sql =
+      AuditQuerySql(shape.mask, [](int n, bool) { return fmt::format("?{}", n); });
+  ASSIGN_OR_RETURN(auto read, connection.Prepare(sql));
+  read->Bind(1, query.after_sequence);
+  int index = 2;
+  const auto numeric = [&](int bit) { return bit < 2; };
+  int bit = 0;
+  for (const std::string& parameter : shape.parameters) {
+    while ((shape.mask & (1 << bit)) == 0) ++bit;
+    if (numeric(bit)) {
+      read->Bind(index++, bit == 0 ? query.from_unix_ns : query.to_unix_ns);
+    } else {
+      read->Bind(index++, parameter);
+    }
+    ++bit;
+  }
+  read->Bind(index, query.limit);
+  return Collect<AuditRow>(*read, ReadRow);
+}
+
+Result<std::vector<AuditCheckpointRow>> SqliteListAuditCheckpoints(SqliteConnection& connection,
+                                                                   int64_t from_size, bool last) {
+  ASSIGN_OR_RETURN(
+      auto read,
+      connection.Prepare(last ? fmt::format("SELECT {} FROM audit_checkpoints ORDER BY tree_size "
+                                            "DESC LIMIT 1",
+                                            kAuditCheckpointColumns)
+                              : fmt::format("SELECT {} FROM audit_checkpoints WHERE tree_size >= "
+                                            "?1 ORDER BY tree_size",
+                                            kAuditCheckpointColumns)));
+  if (!last) read->Bind(1, from_size);
+  return Collect<AuditCheckpointRow>(*read, ReadCheckpoint);
+}
+
+Result<std::vector<AuditEpochRow>> SqliteListAuditEpochs(SqliteConnection& connection) {
+  ASSIGN_OR_RETURN(auto read,
+                   connection.Prepare(fmt::format("SELECT {} FROM audit_epochs ORDER BY epoch",
+                                                  kAuditEpochColumns)));
+  return Collect<AuditEpochRow>(*read, [](const Statement& row) {
+    AuditEpochRow epoch;
+    epoch.epoch = row.Int(0);
+    epoch.first_sequence = row.Int(1);
+    epoch.last_sequence = row.Int(2);
+    epoch.start_unix_ns = row.Int(3);
+    epoch.end_unix_ns = row.Int(4);
+    epoch.pruned = row.Int(5) != 0;
+    return epoch;
+  });
+}
+
+}  // namespace rampart::store::internal
