@@ -5,6 +5,7 @@
 #include "api/access_http.h"
 #include "core/clock.h"
 #include "core/trace.h"
+#include "gateway/access_stages.h"
 #include "gateway/gateway.h"
 #include "gateway/openai_response.h"
 #include "json/reader.h"
@@ -258,6 +259,18 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
   const std::string_view what = path.size() > 2 ? path[2] : "";
   const std::string_view method = request.method;
   const size_t rest = path.size() - 3;
+  // Who asks comes first: an unauthenticated caller learns nothing of the request's shape (no
+  // 404 for an unknown route, no 400 naming a field), only 401.
+  std::optional<identity::Identity> caller;
+  if (Enforcing(&access_)) {
+    Result<identity::Identity> identity = access_.Authenticate(gateway::CredentialsOf(request));
+    if (!identity.ok()) {
+      responder.Send(RefusalResponse(policy::AccessRefusal::Unauthenticated(identity.status()),
+                                     request, ErrorShape::kOpenAi));
+      return;
+    }
+    caller = std::move(identity).value();
+  }
   thread_local json::Parser parser;
   store::Store* db = &store_;
   identity::ApiKeyTable* keys = keys_;
@@ -430,12 +443,20 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     return;
   }
   Operation& op = *understood;
-  if (Enforcing(&access_)) {
+  if (caller) {
     const policy::Resource resource{
         .type = op.resource_type, .name = op.resource_name, .attributes = &op.resource_attributes};
-    policy::AccessOutcome outcome = CheckRequest(access_, request, op.action, resource);
-    if (auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
-      responder.Send(RefusalResponse(*refusal, request, ErrorShape::kOpenAi));
+    const std::string_view source = request.peer != nullptr ? request.peer->address : "";
+    policy::Decision decision = access_.Authorise(*caller, op.action, resource, source);
+    if (!decision.allowed) {
+      responder.Send(RefusalResponse(policy::AccessRefusal::Forbidden(decision), request,
+                                     ErrorShape::kOpenAi));
+      return;
+    }
+    policy::QuotaLedger::Admission admission = access_.Admit(*caller, 0);
+    if (!admission.admitted()) {
+      responder.Send(RefusalResponse(policy::AccessRefusal::Quota(*admission.refusal), request,
+                                     ErrorShape::kOpenAi));
       return;
     }
   }

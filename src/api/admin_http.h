@@ -16,6 +16,8 @@
 //
 // Resources: {type: tenant, name}, {type: principal, name, attributes {tenant}}, {type: key,
 // name: the key id or "*", attributes {tenant}}; listing every tenant's is name "*".
+// The caller is authenticated before anything else (401 for every request without valid
+// credentials, whatever its route or body), then the request is read and decided (403).
 // Bodies are read with src/json and checked field by field (400 naming the field); store errors
 // map to 404 (NotFound), 409 (AlreadyExists), 400 (InvalidArgument, FailedPrecondition), 503
 // (Unavailable). Store calls block, so they run on this API's own thread (a SerialWorker, at

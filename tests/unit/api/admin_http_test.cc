@@ -40,11 +40,17 @@ class AdminHttpTest : public ::testing::Test {
   // From loopback without credentials (the anonymous admin), or with `key` from elsewhere.
   net::HttpResponse Send(std::string method, std::string target, std::string body = "",
                          std::string key = "") {
+    std::string address = key.empty() ? "127.0.0.1" : "10.1.1.1";
+    return SendFrom(std::move(address), std::move(method), std::move(target), std::move(body),
+                    std::move(key));
+  }
+  net::HttpResponse SendFrom(std::string address, std::string method, std::string target,
+                             std::string body = "", std::string key = "") {
     net::HttpRequest request;
     request.method = std::move(method);
     request.target = std::move(target);
     request.body = std::move(body);
-    request.peer = std::make_shared<Peer>(Peer{.address = key.empty() ? "127.0.0.1" : "10.1.1.1"});
+    request.peer = std::make_shared<Peer>(Peer{.address = std::move(address)});
     if (!key.empty()) request.headers.emplace_back("x-api-key", key);
     request.headers.emplace_back("x-request-id", "req-admin-test");
     auto connection = std::make_shared<RecordingConnection>();
@@ -102,6 +108,32 @@ TEST_F(AdminHttpTest, BadBodiesAre400NamingTheField) {
   EXPECT_EQ(expiry.status, 400);
   EXPECT_NE(expiry.body.find("soon"), std::string::npos) << expiry.body;
   EXPECT_EQ(Send("PATCH", "/v1/admin/tenants").status, 404);
+}
+
+// The caller is authenticated before anything else is read: without credentials (or with a bad
+// key) every request is 401, never a 400 naming a field nor a 404 for an unknown route; a caller
+// who may not write gets 403 for a path-only write whatever it sends.
+TEST_F(AdminHttpTest, AuthenticatesBeforeReadingTheRequest) {
+  const std::pair<std::string, std::string> requests[] = {
+      {"POST /v1/admin/keys", "not json"},
+      {"POST /v1/admin/keys", R"({"tenant":"acme","name":"x","expires_in":"soon"})"},
+      {"POST /v1/admin/tenants", R"({"attributes":{}})"},
+      {"PUT /v1/admin/principals/acme/bob", R"({"roles":"admin"})"},
+      {"PATCH /v1/admin/tenants", ""},
+      {"GET /v1/admin/keys/too/deep", ""},
+      {"DELETE /v1/admin/tenants/acme", ""},
+  };
+  for (const auto& [line, body] : requests) {
+    const size_t space = line.find(' ');
+    const std::string method = line.substr(0, space), target = line.substr(space + 1);
+    for (const std::string& key : {std::string(), std::string("rk_live_000000000000_bogus")}) {
+      net::HttpResponse answer = SendFrom("10.1.1.1", method, target, body, key);
+      EXPECT_EQ(answer.status, 401) << line << " key '" << key << "': " << answer.body;
+      EXPECT_EQ(answer.body.find("required"), std::string::npos) << answer.body;
+    }
+  }
+  EXPECT_EQ(Send("DELETE", "/v1/admin/tenants/acme", "", fixture_.viewer_key()).status, 403);
+  EXPECT_TRUE(fixture_.store().GetTenant("acme").value().has_value());
 }
 
 TEST_F(AdminHttpTest, AKeyIsShownOnceWorksAtOnceAndRevokesAtOnce) {
