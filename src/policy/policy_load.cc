@@ -294,6 +294,7 @@ const std::vector<std::string_view>& KnownActions() {
       "admin:principals:write",
       "admin:keys:read",
       "admin:keys:write",
+      "admin:roles:grant",
       "admin:policy:read",
   };
   return kActions;
@@ -301,7 +302,8 @@ const std::vector<std::string_view>& KnownActions() {
 
 const std::vector<std::string_view>& KnownResourceTypes() {
   static const std::vector<std::string_view> kTypes = {
-      "model", "route", "server", "repository", "tenant", "principal", "key", "policy", "document"};
+      "model",     "route", "server", "repository", "tenant",
+      "principal", "key",   "policy", "document",   "role"};
   return kTypes;
 }
 

@@ -34,7 +34,8 @@ class RecordingConnection final : public net::Connection {
 
 class AdminHttpTest : public ::testing::Test {
  protected:
-  AdminHttpTest() : admin_(fixture_.store(), &fixture_.keys(), fixture_.control()) {}
+  explicit AdminHttpTest(std::string_view policy = testing::kAccessPolicy)
+      : fixture_(policy), admin_(fixture_.store(), &fixture_.keys(), fixture_.control()) {}
   ~AdminHttpTest() override { admin_.Shutdown(); }
 
   // From loopback without credentials (the anonymous admin), or with `key` from elsewhere.
@@ -175,6 +176,111 @@ TEST_F(AdminHttpTest, PrincipalsArePutListedAndDeleted) {
       << listed.body;
   EXPECT_EQ(Send("DELETE", "/v1/admin/principals/acme/bob").status, 200);
   EXPECT_EQ(Send("DELETE", "/v1/admin/principals/acme/bob").status, 404);
+}
+
+// A tenant admin: may manage keys and principals of its own tenant (the rule's condition on
+// resource.tenant), grant the roles it holds, and `auditor`, which a rule lets it grant.
+constexpr std::string_view kTenantAdminPolicy = R"(
+roles:
+  - name: viewer
+  - name: analyst
+    inherits: [viewer]
+  - name: tenant-admin
+    inherits: [analyst]
+  - name: admin
+    inherits: [tenant-admin]
+  - name: auditor
+rules:
+  - id: admins-all
+    effect: permit
+    principal: {role: admin}
+    action: "*"
+  - id: tenant-admins-own-tenant
+    effect: permit
+    principal: {role: tenant-admin}
+    action: [admin:keys:read, admin:keys:write, admin:principals:read, admin:principals:write]
+    when:
+      - resource.tenant == principal.tenant
+  - id: tenant-admins-grant-auditor
+    effect: permit
+    principal: {role: tenant-admin}
+    action: admin:roles:grant
+    resource: {type: role, name: auditor}
+    when:
+      - resource.tenant == principal.tenant
+)";
+
+class TenantAdminTest : public AdminHttpTest {
+ protected:
+  TenantAdminTest() : AdminHttpTest(kTenantAdminPolicy) {
+    // Made by the anonymous (loopback) admin, who may grant anything.
+    net::HttpResponse created =
+        Send("POST", "/v1/admin/keys", R"({"tenant":"acme","name":"ta","roles":["tenant-admin"]})");
+    EXPECT_EQ(created.status, 201) << created.body;
+    tenant_admin_ = Field(created.body, "key");
+  }
+
+  net::HttpResponse AsTenantAdmin(std::string method, std::string target, std::string body = "") {
+    return Send(std::move(method), std::move(target), std::move(body), tenant_admin_);
+  }
+
+  static std::string IdOf(const std::string& key) { return key.substr(0, 20); }
+
+  std::string tenant_admin_;
+};
+
+TEST_F(TenantAdminTest, StaysInItsTenant) {
+  net::HttpResponse own = AsTenantAdmin("POST", "/v1/admin/keys",
+                                        R"({"tenant":"acme","name":"a2","roles":["analyst"]})");
+  ASSERT_EQ(own.status, 201) << own.body;
+  net::HttpResponse other = AsTenantAdmin(
+      "POST", "/v1/admin/keys", R"({"tenant":"thrifty","name":"t2","roles":["analyst"]})");
+  EXPECT_EQ(other.status, 403) << other.body;
+  EXPECT_NE(other.body.find("req-admin-test"), std::string::npos) << other.body;
+  EXPECT_EQ(AsTenantAdmin("PUT", "/v1/admin/principals/thrifty/tom", R"({"roles":[]})").status,
+            403);
+  EXPECT_EQ(AsTenantAdmin("DELETE", "/v1/admin/principals/thrifty/tom").status, 403);
+  EXPECT_EQ(AsTenantAdmin("GET", "/v1/admin/keys?tenant=thrifty").status, 403);
+  EXPECT_EQ(AsTenantAdmin("GET", "/v1/admin/keys?tenant=acme").status, 200);
+
+  // Revocation is decided on the key's own tenant, looked up in the store.
+  const std::string thrifty = fixture_.thrifty_key();
+  EXPECT_EQ(AsTenantAdmin("DELETE", "/v1/admin/keys/" + IdOf(thrifty)).status, 403);
+  EXPECT_TRUE(fixture_.control().Authenticate({.api_key = thrifty}).ok());
+  EXPECT_EQ(AsTenantAdmin("DELETE", "/v1/admin/keys/" + Field(own.body, "id")).status, 200);
+  // An unknown id has no tenant: the rule does not apply (403, nothing learnt), while an admin
+  // gets 404.
+  EXPECT_EQ(AsTenantAdmin("DELETE", "/v1/admin/keys/rk_live_000000000000").status, 403);
+  EXPECT_EQ(Send("DELETE", "/v1/admin/keys/rk_live_000000000000").status, 404);
+}
+
+TEST_F(TenantAdminTest, GrantsOnlyRolesItHoldsOrMayGrant) {
+  net::HttpResponse admin =
+      AsTenantAdmin("POST", "/v1/admin/keys", R"({"tenant":"acme","name":"x","roles":["admin"]})");
+  EXPECT_EQ(admin.status, 403) << admin.body;
+  EXPECT_NE(admin.body.find("role 'admin' may not be granted"), std::string::npos) << admin.body;
+  EXPECT_EQ(AsTenantAdmin("PUT", "/v1/admin/principals/acme/eve", R"({"roles":["admin"]})").status,
+            403);
+  EXPECT_FALSE(fixture_.store().GetPrincipal("acme", "eve").value().has_value());
+
+  // A key for a principal that is already an admin would be an admin key.
+  ASSERT_EQ(Send("PUT", "/v1/admin/principals/acme/root", R"({"roles":["admin"]})").status, 200);
+  EXPECT_EQ(
+      AsTenantAdmin("POST", "/v1/admin/keys", R"({"tenant":"acme","name":"r","principal":"root"})")
+          .status,
+      403);
+
+  // Roles it holds (inherited ones too), and the one a rule lets it grant.
+  EXPECT_EQ(AsTenantAdmin("PUT", "/v1/admin/principals/acme/eve", R"({"roles":["viewer"]})").status,
+            200);
+  EXPECT_EQ(AsTenantAdmin("POST", "/v1/admin/keys",
+                          R"({"tenant":"acme","name":"y","roles":["tenant-admin","auditor"]})")
+                .status,
+            201);
+  // The loopback admin holds `admin`, and admins-all permits admin:roles:grant.
+  EXPECT_EQ(Send("POST", "/v1/admin/keys", R"({"tenant":"thrifty","name":"z","roles":["auditor"]})")
+                .status,
+            201);
 }
 
 TEST(ParseDuration, ReadsUnitsAndRefusesTheRest) {
