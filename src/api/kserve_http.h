@@ -77,11 +77,11 @@ class KServeHttp {
   static const std::vector<Route>& Routes();
 
   // Runs `work` on `worker` and answers with what it returns; a full queue answers 429, a
-  // stopping one 503.
+  // stopping one 503. `reservation` (the request's quota, if any) is held until the answer.
   void OffIoThread(SerialWorker& worker, net::Responder responder,
-                   UniqueFunction<net::HttpResponse()> work);
+                   UniqueFunction<net::HttpResponse()> work, policy::Reservation reservation);
   void QueueRepositoryControl(bool load, std::string model, std::string body,
-                              net::Responder responder);
+                              net::Responder responder, policy::Reservation reservation);
   void Infer(net::HttpRequest&& request, RouteArgs& args, net::Responder responder);
   net::HttpResponse ServerMetadata() const;
   net::HttpResponse ModelMetadata(std::string_view model, int64_t version) const;
