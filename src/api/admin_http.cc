@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "api/access_http.h"
+#include "api/audit_http.h"
 #include "core/clock.h"
 #include "core/trace.h"
 #include "gateway/access_stages.h"
@@ -193,6 +194,53 @@ constexpr std::string_view kPrincipalsRead = "admin:principals:read";
 constexpr std::string_view kPrincipalsWrite = "admin:principals:write";
 constexpr std::string_view kKeysRead = "admin:keys:read";
 constexpr std::string_view kKeysWrite = "admin:keys:write";
+constexpr std::string_view kKeyringRead = "admin:keyring:read";
+constexpr std::string_view kKeyringWrite = "admin:keyring:write";
+
+net::HttpResponse NoKeyring() {
+  return Error(503,
+               "the keyring is not configured: start the server with --master-key-file or "
+               "RAMPART_MASTER_KEY");
+}
+
+// Reloads (a rotation by the CLI or another replica shows at once) and lists the keys.
+net::HttpResponse ListKeyring(crypto::Keyring& keyring) {
+  if (Status reloaded = keyring.Reload(); !reloaded.ok()) return StoreError(reloaded);
+  json::Writer writer;
+  writer.StartObject();
+  writer.Key("master_key");
+  writer.String(keyring.MasterKeyDescription());
+  writer.Key("keys");
+  writer.StartArray();
+  for (const crypto::KeyStatus& key : keyring.List()) {
+    writer.StartObject();
+    writer.Key("name");
+    writer.String(key.name);
+    writer.Key("purpose");
+    writer.String(key.purpose == crypto::KeyPurpose::kWrapping ? "wrapping" : "signing");
+    writer.Key("algorithm");
+    writer.String(key.algorithm);
+    writer.Key("current_version");
+    writer.Int64(key.current_version);
+    writer.Key("min_decryption_version");
+    writer.Int64(key.min_decryption_version);
+    writer.Key("versions");
+    writer.StartArray();
+    for (const auto& [version, created] : key.versions) {
+      writer.StartObject();
+      writer.Key("version");
+      writer.Int64(version);
+      writer.Key("created");
+      writer.Int64(created);
+      writer.EndObject();
+    }
+    writer.EndArray();
+    writer.EndObject();
+  }
+  writer.EndArray();
+  writer.EndObject();
+  return Json(200, writer.Take());
+}
 
 constexpr std::string_view kRolesGrant = "admin:roles:grant";
 
@@ -287,17 +335,20 @@ Result<int64_t> ParseDuration(std::string_view text) {
 }
 
 AdminHttp::AdminHttp(store::Store& store, identity::ApiKeyTable* keys,
-                     const policy::AccessControl& access)
-    : store_(store), keys_(keys), access_(access) {}
+                     const policy::AccessControl& access, crypto::Keyring* keyring,
+                     audit::AuditSink* audit)
+    : store_(store), keys_(keys), access_(access), keyring_(keyring), audit_(audit) {}
 
 AdminHttp::~AdminHttp() { worker_.Stop(); }
 
 std::vector<std::string_view> AdminHttp::Actions() {
-  return {kTenantsRead, kTenantsWrite, kPrincipalsRead, kPrincipalsWrite, kKeysRead, kKeysWrite};
+  return {kTenantsRead, kTenantsWrite, kPrincipalsRead, kPrincipalsWrite,
+          kKeysRead,    kKeysWrite,    kKeyringRead,    kKeyringWrite};
 }
 
 bool AdminHttp::Owns(std::string_view path) {
-  for (std::string_view prefix : {"/v1/admin/tenants", "/v1/admin/principals", "/v1/admin/keys"}) {
+  for (std::string_view prefix :
+       {"/v1/admin/tenants", "/v1/admin/principals", "/v1/admin/keys", "/v1/admin/keyring"}) {
     if (path.substr(0, prefix.size()) == prefix &&
         (path.size() == prefix.size() || path[prefix.size()] == '/')) {
       return true;
@@ -306,9 +357,10 @@ bool AdminHttp::Owns(std::string_view path) {
   return false;
 }
 
-void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
-  const std::string request_id = gateway::RequestId(request, TraceContext::Start());
-  const auto send = [&request_id](net::Responder& to, net::HttpResponse response) {
+void AdminHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
+  const TraceContext trace = TraceContext::Start();
+  const std::string request_id = gateway::RequestId(request, trace);
+  const auto send = [&request_id](RecordedResponder& to, net::HttpResponse response) {
     response.headers.emplace_back("x-request-id", request_id);
     to.Send(std::move(response));
   };
@@ -316,12 +368,24 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
   const std::string_view what = path.size() > 2 ? path[2] : "";
   const std::string_view method = request.method;
   const size_t rest = path.size() - 3;
+  const auto record = [&](std::string_view action, std::string_view type, std::string_view name) {
+    if (audit_ == nullptr) return RecordedResponder(std::move(plain));
+    RecordedResponder recorded(
+        std::move(plain), audit_,
+        StartRecord(request, "admin", trace.TraceId(), request_id, action, type, name),
+        request.received);
+    recorded.SetRequestContent(request.body);
+    return recorded;
+  };
   // Who asks comes first: an unauthenticated caller learns nothing of the request's shape (no
-  // 404 for an unknown route, no 400 naming a field), only 401.
+  // 404 for an unknown route, no 400 naming a field), only 401 (recorded without an action: the
+  // request is not read).
   std::optional<identity::Identity> caller;
   if (Enforcing(&access_)) {
     Result<identity::Identity> identity = access_.Authenticate(gateway::CredentialsOf(request));
     if (!identity.ok()) {
+      RecordedResponder responder = record("", "", "");
+      if (audit::AuditRecord* noted = responder.record()) noted->allowed = false;
       responder.Send(RefusalResponse(policy::AccessRefusal::Unauthenticated(identity.status()),
                                      request, ErrorShape::kOpenAi));
       return;
@@ -522,45 +586,80 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       };
       return op;
     }
+    crypto::Keyring* keyring = keyring_;
+    if (what == "keyring" && rest == 0 && method == "GET") {
+      op = {kKeyringRead, "keyring", "*", {}, [keyring] {
+              return keyring != nullptr ? ListKeyring(*keyring) : NoKeyring();
+            }};
+      return op;
+    }
+    if (what == "keyring" && rest == 2 && path[4] == "rotate" && method == "POST") {
+      std::string name(path[3]);
+      op = {kKeyringWrite, "keyring", name, {}, [keyring, name] {
+              if (keyring == nullptr) return NoKeyring();
+              Result<int> version = keyring->Rotate(name);
+              if (!version.ok()) return StoreError(version.status());
+              json::Writer writer;
+              writer.StartObject();
+              writer.Key("name");
+              writer.String(name);
+              writer.Key("version");
+              writer.Int64(*version);
+              writer.EndObject();
+              return Json(200, writer.Take());
+            }};
+      return op;
+    }
     return NotFound("no route for {} {}", request.method, request.path());
   }();
   if (!understood.ok()) {
+    RecordedResponder responder = record("", "", "");
     send(responder, understood.status().code() == StatusCode::kNotFound
                         ? Error(404, understood.status().message())
                         : Error(400, understood.status().message()));
     return;
   }
+  Operation& op = *understood;
+  RecordedResponder recorded = record(op.action, op.resource_type, op.resource_name);
+  if (caller && recorded.record() != nullptr) NoteIdentity(*caller, *recorded.record());
   // The rest runs on the worker: the store lookups that name the resource, the decision, the
   // grant check, the quota (its reservation held until the work is done), then the work.
   const std::string source = request.peer != nullptr ? request.peer->address : "";
-  auto held = std::make_shared<net::Responder>(std::move(responder));
+  auto held = std::make_shared<RecordedResponder>(std::move(recorded));
   const policy::AccessControl* access = &access_;
-  const Status queued = worker_.Post([held, op = std::move(*understood), caller = std::move(caller),
-                                      source, access, request_id]() mutable {
-    net::HttpResponse response = [&] {
-      if (op.resolve && caller) {  // open: nothing to decide on
-        if (Status resolved = op.resolve(op); !resolved.ok()) return StoreError(resolved);
-      }
-      if (!caller) return op.work();  // open: nothing decided, nothing counted
-      const policy::Resource resource{.type = op.resource_type,
-                                      .name = op.resource_name,
-                                      .attributes = &op.resource_attributes};
-      policy::Decision decision = access->Authorise(*caller, op.action, resource, source);
-      if (!decision.allowed) {
-        return Refused(policy::AccessRefusal::Forbidden(decision), request_id);
-      }
-      if (auto refusal = CheckGrants(*access, *caller, source, op)) {
-        return Refused(*refusal, request_id);
-      }
-      policy::QuotaLedger::Admission admission = access->Admit(*caller, 0);
-      if (!admission.admitted()) {
-        return Refused(policy::AccessRefusal::Quota(*admission.refusal), request_id);
-      }
-      return op.work();  // the reservation is given back when `admission` goes, after the work
-    }();
-    response.headers.emplace_back("x-request-id", request_id);
-    held->Send(std::move(response));
-  });
+  const Status queued = worker_.Post(
+      [held, op = std::move(op), caller = std::move(caller), source, access, request_id]() mutable {
+        audit::AuditRecord* noted = held->record();
+        net::HttpResponse response = [&] {
+          if (op.resolve && caller) {  // open: nothing to decide on
+            if (Status resolved = op.resolve(op); !resolved.ok()) return StoreError(resolved);
+          }
+          if (!caller) return op.work();  // open: nothing decided, nothing counted
+          const policy::Resource resource{.type = op.resource_type,
+                                          .name = op.resource_name,
+                                          .attributes = &op.resource_attributes};
+          policy::Decision decision = access->Authorise(*caller, op.action, resource, source);
+          if (noted != nullptr) NoteDecision(decision, *noted);
+          if (!decision.allowed) {
+            return Refused(policy::AccessRefusal::Forbidden(decision), request_id);
+          }
+          if (auto refusal = CheckGrants(*access, *caller, source, op)) {
+            if (noted != nullptr) noted->allowed = false;
+            return Refused(*refusal, request_id);
+          }
+          policy::QuotaLedger::Admission admission = access->Admit(*caller, 0);
+          if (!admission.admitted()) {
+            if (noted != nullptr) noted->allowed = false;
+            return Refused(policy::AccessRefusal::Quota(*admission.refusal), request_id);
+          }
+          const auto& obligations = decision.obligations;
+          held->SetFull(std::find(obligations.begin(), obligations.end(),
+                                  policy::kObligationAuditFull) != obligations.end());
+          return op.work();  // the reservation is given back when `admission` goes, after the work
+        }();
+        response.headers.emplace_back("x-request-id", request_id);
+        held->Send(std::move(response));
+      });
   if (!queued.ok()) {
     net::HttpResponse refusal = Error(queued.code() == StatusCode::kResourceExhausted ? 429 : 503,
                                       "the admin API is busy; retry later");

@@ -178,12 +178,10 @@ void KServeHttp::Shutdown() {
   repository_reads_.Stop();
 }
 
-void KServeHttp::Infer(net::HttpRequest&& request, RouteArgs& args, net::Responder responder) {
+void KServeHttp::Infer(net::HttpRequest&& request, RouteArgs& args, RecordedResponder responder) {
   const std::string_view model = args.model;
   const int64_t version = args.version;
-  std::optional<TraceContext> parent;
-  if (auto header = request.Header("traceparent")) parent = TraceContext::Parse(*header);
-  const TraceContext trace = parent ? parent->Child() : TraceContext::Start();
+  const TraceContext trace = args.trace;
 
   const auto refuse = [&](net::HttpResponse response) {
     response.headers.emplace_back("traceparent", trace.Traceparent());
@@ -191,6 +189,7 @@ void KServeHttp::Infer(net::HttpRequest&& request, RouteArgs& args, net::Respond
       WriteAccessLog(request, trace.TraceId(), response.status, response.body.size(), {},
                      NanosBetween(request.received, Clock::Real().Now()));
     }
+    responder.SetRequestContent(std::move(request.body));
     responder.Send(std::move(response));
   };
   const std::optional<std::string_view> coding = request.Header("content-encoding");
@@ -228,7 +227,9 @@ void KServeHttp::Infer(net::HttpRequest&& request, RouteArgs& args, net::Respond
   infer->arrival = request.received;
   infer->cancelled = request.client_gone;
   infer->tenant = std::move(args.tenant);  // its share of the model's instance time
-  // Only what the answer needs travels with the callback; the body stays behind.
+  // Only what the answer needs travels with the callback; the body stays behind, unless the
+  // audit record digests (or seals) it once the answer is known.
+  responder.SetRequestContent(std::move(request.body));
   request.body.clear();
   request.body.shrink_to_fit();
   server_.Infer(
@@ -238,6 +239,18 @@ void KServeHttp::Infer(net::HttpRequest&& request, RouteArgs& args, net::Respond
           Result<std::unique_ptr<serve::InferResponse>> result) mutable {
         // KServe inference counts requests, not tokens: the concurrency slot goes back now.
         if (!reservation.empty()) reservation.Settle(0);
+        if (audit::AuditRecord* record = responder.record(); record != nullptr && result.ok()) {
+          const serve::InferResponse& answered = **result;
+          const serve::RequestTiming& timing = answered.timing;
+          record->target = answered.model_name;
+          record->model_version = std::to_string(answered.model_version);
+          record->instance_ns =
+              timing.compute_input_ns + timing.compute_infer_ns + timing.compute_output_ns;
+          record->stages_ns = {{"queue", timing.queue_ns},
+                               {"compute_input", timing.compute_input_ns},
+                               {"compute_infer", timing.compute_infer_ns},
+                               {"compute_output", timing.compute_output_ns}};
+        }
         responder.SendWith([this, trace, request = std::move(request), result = std::move(result),
                             encoding = std::move(encoding)]() mutable {
           net::HttpResponse response = EncodeResponse(result, encoding);

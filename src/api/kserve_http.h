@@ -16,7 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "api/audit_http.h"
+#include "audit/sink.h"
 #include "core/serial_worker.h"
+#include "core/trace.h"
 #include "net/http_server.h"
 #include "policy/access.h"
 #include "serve/server.h"
@@ -36,6 +39,10 @@ struct KServeHttpOptions {
   // Authentication, policy and quotas (docs/access.md): every route but health names an action
   // and a resource and is checked before it runs. Null = open. Must outlive the front end.
   const policy::AccessControl* access = nullptr;
+  // The audit log (docs/audit.md): every request but health probes yields one record, its
+  // answer held until the record is durable when the sink is sync. Null = nothing recorded.
+  // Must outlive the front end.
+  audit::AuditSink* audit = nullptr;
 };
 
 // Repository requests (index, load, unload) that may wait for their thread; more get 429.
@@ -60,8 +67,9 @@ class KServeHttp {
     int64_t version = serve::kLatestVersion;  // "{version}"
     std::string tenant;                       // the caller's (empty when open)
     policy::Reservation reservation;          // held until the request is answered
+    TraceContext trace;                       // this server's span of the caller's trace
   };
-  using RouteHandler = void (*)(KServeHttp&, RouteArgs&, net::HttpRequest&&, net::Responder&&);
+  using RouteHandler = void (*)(KServeHttp&, RouteArgs&, net::HttpRequest&&, RecordedResponder&&);
   struct Route {
     std::string_view method;
     // Literal path segments; "{model}" and "{version}" match any segment and capture it.
@@ -78,11 +86,11 @@ class KServeHttp {
 
   // Runs `work` on `worker` and answers with what it returns; a full queue answers 429, a
   // stopping one 503. `reservation` (the request's quota, if any) is held until the answer.
-  void OffIoThread(SerialWorker& worker, net::Responder responder,
+  void OffIoThread(SerialWorker& worker, RecordedResponder responder,
                    UniqueFunction<net::HttpResponse()> work, policy::Reservation reservation);
   void QueueRepositoryControl(bool load, std::string model, std::string body,
-                              net::Responder responder, policy::Reservation reservation);
-  void Infer(net::HttpRequest&& request, RouteArgs& args, net::Responder responder);
+                              RecordedResponder responder, policy::Reservation reservation);
+  void Infer(net::HttpRequest&& request, RouteArgs& args, RecordedResponder responder);
   net::HttpResponse ServerMetadata() const;
   net::HttpResponse ModelMetadata(std::string_view model, int64_t version) const;
   net::HttpResponse ModelConfig(std::string_view model, int64_t version) const;

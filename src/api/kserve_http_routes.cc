@@ -8,6 +8,8 @@
 #include "api/http_status.h"
 #include "api/kserve_http.h"
 #include "core/strings.h"
+#include "core/trace.h"
+#include "gateway/gateway.h"
 
 namespace rampart::api {
 namespace {
@@ -73,7 +75,7 @@ const std::vector<KServeHttp::Route>& KServeHttp::Routes() {
       table.push_back({method, {segments.begin(), segments.end()}, handler, action, resource_type});
     };
     using Request = net::HttpRequest;
-    using Responder = net::Responder;
+    using Responder = RecordedResponder;
 
     add("GET", "/v2", "server:read", "server",
         [](KServeHttp& self, RouteArgs&, Request&&, Responder&& responder) {
@@ -171,7 +173,7 @@ std::vector<std::string_view> KServeHttp::Actions() {
   return actions;
 }
 
-void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
+void KServeHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
   const std::vector<std::string_view> path = SplitPath(request.path());
   bool path_known = false;
   for (const Route& route : Routes()) {
@@ -185,36 +187,62 @@ void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     path_known = true;
     if (route.method != request.method) continue;
     RouteArgs args;
-    for (size_t i = 0; i < path.size(); ++i) {
+    Status path_error;  // a malformed model name or version
+    for (size_t i = 0; i < path.size() && path_error.ok(); ++i) {
       if (route.pattern[i] == kModel) {
         std::optional<std::string> model = DecodeSegment(path[i]);
-        if (!model) {
-          responder.Send(
-              KServeError(InvalidArgument("malformed model name in {}", request.path())));
-          return;
+        if (model) {
+          args.model = std::move(*model);
+        } else {
+          path_error = InvalidArgument("malformed model name in {}", request.path());
         }
-        args.model = std::move(*model);
       } else if (route.pattern[i] == kVersion) {
         Result<int64_t> version = ParseVersion(path[i]);
-        if (!version.ok()) {
-          responder.Send(KServeError(version.status()));
-          return;
+        if (version.ok()) {
+          args.version = *version;
+        } else {
+          path_error = version.status();
         }
-        args.version = *version;
       }
     }
+    std::optional<TraceContext> parent;
+    if (auto header = request.Header("traceparent")) parent = TraceContext::Parse(*header);
+    args.trace = parent ? parent->Child() : TraceContext::Start();
+    // Every model's (GET /v2/models/stats) is the resource "*" of its type.
+    const std::string_view name =
+        route.resource_type == "model" ? (args.model.empty() ? "*" : args.model) : "";
+    // Health probes (no action) are not a principal's requests: never recorded.
+    RecordedResponder responder =
+        options_.audit == nullptr || route.action.empty()
+            ? RecordedResponder(std::move(plain))
+            : RecordedResponder(std::move(plain), options_.audit,
+                                StartRecord(request, "kserve_http", args.trace.TraceId(),
+                                            gateway::RequestId(request, args.trace), route.action,
+                                            route.resource_type, name),
+                                request.received);
+    // An infer request's body is handed over once decoded (KServeHttp::Infer); other routes'
+    // are small.
+    if (route.action != "model:infer" || !path_error.ok()) {
+      responder.SetRequestContent(request.body);
+    }
+    if (!path_error.ok()) {
+      responder.Send(KServeError(path_error));
+      return;
+    }
     if (!route.action.empty() && Enforcing(options_.access)) {
-      // Every model's (GET /v2/models/stats) is the resource "*" of its type.
-      const std::string_view name =
-          route.resource_type == "model" ? (args.model.empty() ? "*" : args.model) : "";
+      const policy::Resource resource{.type = route.resource_type, .name = name};
+      audit::AuditRecord* record = responder.record();
       policy::AccessOutcome outcome =
-          CheckRequest(*options_.access, request, route.action,
-                       policy::Resource{.type = route.resource_type, .name = name});
+          record != nullptr
+              ? CheckRecorded(*options_.access, request, route.action, resource, 0, *record)
+              : CheckRequest(*options_.access, request, route.action, resource);
       if (auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
+        if (route.action == "model:infer") responder.SetRequestContent(request.body);
         responder.Send(RefusalResponse(*refusal, request, ErrorShape::kKServe));
         return;
       }
       auto& grant = std::get<policy::AccessGrant>(outcome);
+      responder.SetFull(grant.HasObligation(policy::kObligationAuditFull));
       args.tenant = std::move(grant.identity.tenant);
       args.reservation = std::move(grant.reservation);
     }
@@ -222,18 +250,19 @@ void KServeHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     return;
   }
   if (!path_known) {
-    responder.Send(KServeError(NotFound("no route for {}", request.path())));
+    plain.Send(KServeError(NotFound("no route for {}", request.path())));
     return;
   }
   // Triton answers a known route with the wrong method 405 (not a Status code of ours).
   net::HttpResponse response = KServeError(
       InvalidArgument("method {} is not allowed on {}", request.method, request.path()));
   response.status = 405;
-  responder.Send(std::move(response));
+  plain.Send(std::move(response));
 }
 
 void KServeHttp::QueueRepositoryControl(bool load, std::string model, std::string body,
-                                        net::Responder responder, policy::Reservation reservation) {
+                                        RecordedResponder responder,
+                                        policy::Reservation reservation) {
   OffIoThread(
       control_, std::move(responder),
       [this, load, model = std::move(model), body = std::move(body)] {
@@ -242,11 +271,11 @@ void KServeHttp::QueueRepositoryControl(bool load, std::string model, std::strin
       std::move(reservation));
 }
 
-void KServeHttp::OffIoThread(SerialWorker& worker, net::Responder responder,
+void KServeHttp::OffIoThread(SerialWorker& worker, RecordedResponder responder,
                              UniqueFunction<net::HttpResponse()> work,
                              policy::Reservation reservation) {
   // Shared with the task, so that a refused task leaves the responder here to answer with.
-  auto held = std::make_shared<net::Responder>(std::move(responder));
+  auto held = std::make_shared<RecordedResponder>(std::move(responder));
   // The task holds the reservation (its concurrency slot) until the work is done and answered;
   // a refused task drops it with the closure.
   const Status queued =

@@ -1,6 +1,7 @@
 #include "api/openai_http.h"
 
 #include "api/access_http.h"
+#include "api/audit_http.h"
 #include "core/trace.h"
 #include "gateway/access_stages.h"
 #include "gateway/openai_response.h"
@@ -62,8 +63,13 @@ std::vector<std::string_view> OpenAiHttp::Actions() {
 }
 
 OpenAiHttp::OpenAiHttp(gateway::Gateway& gateway, std::function<Status()> reload,
-                       const policy::AccessControl* access, AdminHttp* admin)
-    : gateway_(gateway), access_(access), admin_(admin), reload_(std::move(reload)) {}
+                       const policy::AccessControl* access, AdminHttp* admin,
+                       audit::AuditSink* audit)
+    : gateway_(gateway),
+      access_(access),
+      admin_(admin),
+      audit_(audit),
+      reload_(std::move(reload)) {}
 
 std::optional<policy::AccessGrant> OpenAiHttp::Check(const net::HttpRequest& request,
                                                      net::Responder& responder,
@@ -127,12 +133,34 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     return;
   }
   if (GuardHttp::Owns(path)) {
-    std::optional<policy::AccessGrant> grant =
-        Check(request, responder, GuardHttp::ActionOf(path), {.type = "server", .name = "guard"});
-    if (!grant) return;
-    net::HttpResponse response = guard_.Answer(request, grant->identity.tenant);
-    response.headers.emplace_back("x-request-id", RequestIdOf(request));
-    responder.Send(std::move(response));
+    const std::string action(GuardHttp::ActionOf(path));
+    const TraceContext trace = TraceContext::Start();
+    const std::string request_id = gateway::RequestId(request, trace);
+    RecordedResponder recorded =
+        audit_ == nullptr ? RecordedResponder(std::move(responder))
+                          : RecordedResponder(std::move(responder), audit_,
+                                              StartRecord(request, "guard", trace.TraceId(),
+                                                          request_id, action, "server", "guard"),
+                                              request.received);
+    recorded.SetRequestContent(request.body);
+    std::string tenant;
+    if (Enforcing(access_)) {
+      const policy::Resource resource{.type = "server", .name = "guard"};
+      audit::AuditRecord* record = recorded.record();
+      policy::AccessOutcome outcome =
+          record != nullptr ? CheckRecorded(*access_, request, action, resource, 0, *record)
+                            : CheckRequest(*access_, request, action, resource);
+      if (auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
+        recorded.Send(RefusalResponse(*refusal, request, ErrorShape::kOpenAi));
+        return;
+      }
+      auto& grant = std::get<policy::AccessGrant>(outcome);
+      recorded.SetFull(grant.HasObligation(policy::kObligationAuditFull));
+      tenant = std::move(grant.identity.tenant);
+    }
+    net::HttpResponse response = guard_.Answer(request, tenant);
+    response.headers.emplace_back("x-request-id", request_id);
+    recorded.Send(std::move(response));
     return;
   }
   if (admin_ != nullptr && AdminHttp::Owns(path)) {

@@ -24,6 +24,7 @@
 
 #include "api/admin_http.h"
 #include "api/guard_http.h"
+#include "audit/sink.h"
 #include "core/serial_worker.h"
 #include "gateway/gateway.h"
 #include "net/http_server.h"
@@ -36,8 +37,11 @@ class OpenAiHttp {
   // `reload` reads the gateway's config again and applies it (Gateway::Reload); it runs on this
   // front end's own thread.
   // `access` (null: open) and `admin` (null: no admin API; 404) must outlive the front end.
+  // `audit` (null: nothing recorded) gets one record per guard API request (api "guard"); the
+  // gateway's calls are recorded by its own audit stage, the admin API's by AdminHttp.
   OpenAiHttp(gateway::Gateway& gateway, std::function<Status()> reload,
-             const policy::AccessControl* access = nullptr, AdminHttp* admin = nullptr);
+             const policy::AccessControl* access = nullptr, AdminHttp* admin = nullptr,
+             audit::AuditSink* audit = nullptr);
 
   // Whether `path` is this front end's (/v1 and below).
   static bool Owns(std::string_view path);
@@ -59,6 +63,7 @@ class OpenAiHttp {
   gateway::Gateway& gateway_;
   const policy::AccessControl* access_;
   AdminHttp* admin_;
+  audit::AuditSink* audit_;
   GuardHttp guard_{gateway_};
   std::function<Status()> reload_;
   SerialWorker reloads_{"gateway-reload", 4};

@@ -25,9 +25,11 @@
 #include "app/access_config.h"
 #include "app/access_setup.h"
 #include "app/gateway_config.h"
+#include "app/keyring_cli.h"
 #include "app/policy_cli.h"
 #include "app/settings.h"
 #include "app/signals.h"
+#include "backend/model_decryptor.h"
 #include "backend/torch/torch_backend.h"
 #include "core/cpu_affinity.h"
 #include "core/logging.h"
@@ -163,8 +165,7 @@ int DefaultHttpThreads(const ServeSettings& settings, const serve::InferenceServ
 int Serve(const ServeSettings& settings) {
   ServeSignals signals;
 
-  backend::BackendRegistry backends;
-  backends.Register(backend::MakeTorchBackend());
+  backend::BackendRegistry backends;  // filled once the keyring is open (below)
 
   // Metrics outlive the server they observe.
   metrics::Registry registry;
@@ -254,6 +255,46 @@ int Serve(const ServeSettings& settings) {
     }
   }
   const policy::AccessControl* access_control = access ? access->control.get() : nullptr;
+
+  // The keyring (docs/crypto.md), when a master key is given: encrypted model files
+  // (model.pt.rpe) load with it. It keeps its versions in the access store, else in the SQLite
+  // store under --data-dir.
+  std::unique_ptr<store::Store> keyring_store;
+  std::optional<KeyringRuntime> keyring;
+  std::shared_ptr<const backend::ModelDecryptor> decryptor;
+  if (!settings.master_key_file.empty() ||
+      std::getenv(std::string(kMasterKeyVariable).c_str()) != nullptr) {
+    Result<std::unique_ptr<crypto::MasterKey>> master = ResolveMasterKey(settings.master_key_file);
+    if (!master.ok()) {
+      LOG_ERROR("keyring: {}", master.status().message());
+      return 1;
+    }
+    store::Store* store = access ? access->store.get() : nullptr;
+    if (store == nullptr) {
+      Result<std::unique_ptr<store::Store>> opened =
+          OpenConfiguredStore(nullptr, ResolveDataDir(settings.data_dir, nullptr));
+      if (!opened.ok()) {
+        LOG_ERROR("keyring: {}", opened.status().message());
+        return 1;
+      }
+      keyring_store = std::move(*opened);
+      store = keyring_store.get();
+    }
+    Result<KeyringRuntime> opened = OpenKeyring(*store, std::move(*master));
+    if (!opened.ok()) {
+      LOG_ERROR("keyring: {}", opened.status().message());
+      return 1;
+    }
+    keyring = std::move(*opened);
+    decryptor = std::make_shared<const backend::ModelDecryptor>(
+        *keyring->keyring, settings.model_region, settings.model_data_class);
+    LOG_INFO(
+        "keyring: master key from {}, {} key(s) in {}; encrypted models open for region "
+        "'{}', data class '{}'",
+        keyring->keyring->MasterKeyDescription(), keyring->keyring->List().size(),
+        store->Describe(), settings.model_region, settings.model_data_class);
+  }
+  backends.Register(backend::MakeTorchBackend(decryptor));
 
   auto server = std::make_unique<serve::InferenceServer>(options, backends);
   if (Status loaded = server->LoadStartupModels(); !loaded.ok()) {
@@ -351,7 +392,8 @@ int Serve(const ServeSettings& settings) {
   };
   std::unique_ptr<api::AdminHttp> admin;
   if (access)
-    admin = std::make_unique<api::AdminHttp>(*access->store, access->keys.get(), *access->control);
+    admin = std::make_unique<api::AdminHttp>(*access->store, access->keys.get(), *access->control,
+                                             keyring ? keyring->keyring.get() : nullptr);
   api::OpenAiHttp openai(**gateway, reload, access_control, admin.get());
   LOG_INFO("OpenAI gateway at /v1; routing table:\n{}", (*gateway)->Describe());
 
@@ -621,6 +663,14 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
                    "Directory of Rampart's persistent state (the SQLite store) when the config "
                    "has an access: section; unset, the config's access.data_dir, else ./data")
       ->default_str(std::string(kDefaultDataDir));
+  option("--master-key-file", settings.master_key_file,
+         "File holding the keyring's 32-byte master key (raw, hex or base64; mode "
+         "0600); default: the RAMPART_MASTER_KEY environment variable; neither: no "
+         "keyring (encrypted models do not load)");
+  option("--model-region", settings.model_region,
+         "Region bound into encrypted model files (model.pt.rpe)");
+  option("--model-data-class", settings.model_data_class,
+         "Data class bound into encrypted model files (model.pt.rpe)");
   switch_flag("--access-log", settings.access_log,
               "Log one JSON line per infer request with its trace id and per-stage timing");
 
@@ -638,6 +688,8 @@ int Main(int argc, char** argv) {
     PolicyCommands policy(*app);
     AccessCli access_cli;  // rampart keys|tenants|principals
     access_cli.AddTo(*app);
+    KeyringCli keyring_cli;  // rampart keyring
+    keyring_cli.AddTo(*app);
     try {
       app->parse(argc, argv);
     } catch (const CLI::ParseError& error) {
@@ -646,6 +698,7 @@ int Main(int argc, char** argv) {
     if (check.command->parsed()) return GatewayCheck(check);
     if (policy.chosen()) return policy.Run();
     if (std::optional<int> status = access_cli.RunIfChosen()) return *status;
+    if (std::optional<int> status = keyring_cli.RunIfChosen()) return *status;
   }
   if (!config_file.empty()) {
     if (Status applied = ApplyYamlFile(config_file, settings); !applied.ok()) {

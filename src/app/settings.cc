@@ -87,6 +87,9 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
        Field(settings.direct_execution_max_us, "server.direct_execution_max_us")},
       {"log_verbose", Field(settings.log_verbose, "server.log_verbose")},
       {"log_format", Field(settings.log_format, "server.log_format")},
+      {"master_key_file", Field(settings.master_key_file, "server.master_key_file")},
+      {"model_region", Field(settings.model_region, "server.model_region")},
+      {"model_data_class", Field(settings.model_data_class, "server.model_data_class")},
       {"access_log", Field(settings.access_log, "server.access_log")},
       {"allow_grpc", Field(settings.allow_grpc, "server.allow_grpc")},
       {"grpc_address", Field(settings.grpc_address, "server.grpc_address")},
@@ -123,10 +126,9 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"ssl_root_cert", Field(settings.http_ssl_root_cert, "http.ssl_root_cert")},
       {"ssl_mutual", Field(settings.http_ssl_mutual, "http.ssl_mutual")},
   };
-  const std::map<std::string, const FieldMap*> sections = {{"server", &server_fields},
-                                                           {"http", &http_fields},
-                                                           {"gateway", nullptr},
-                                                           {"access", nullptr}};
+  const std::map<std::string, const FieldMap*> sections = {
+      {"server", &server_fields}, {"http", &http_fields}, {"gateway", nullptr},
+      {"access", nullptr},        {"audit", nullptr},     {"keyring", nullptr}};
 
   // Keys that are not scalars (`[a]: 1`) fail their conversion to a name.
   try {

@@ -74,6 +74,13 @@ struct ServeSettings {
   // Where persistent state lives (the SQLite store) when the config has an access: section;
   // empty = the config's access.data_dir, else ./data.
   std::string data_dir;
+  // The keyring's master key file (docs/crypto.md); empty = the RAMPART_MASTER_KEY environment
+  // variable, or no keyring when that is unset too (the file's path may be in the config; the
+  // key itself never is).
+  std::string master_key_file;
+  // The region and data class encrypted model files (model.pt.rpe) are sealed for.
+  std::string model_region = "local";
+  std::string model_data_class = "CONFIDENTIAL";
 };
 
 // Reads a YAML config file into `settings` (only the keys present change). Unknown keys are an

@@ -82,8 +82,12 @@ class Keyring {
   Result<int> Rotate(const std::string& name);  // the new version
   // InvalidArgument above the current version; never lowered.
   Status SetMinDecryptionVersion(const std::string& name, int version);
-  Result<KeyStatus> Status(const std::string& name) const;
-  std::vector<KeyStatus> List() const;
+  // NotFound for an unknown key. (Named StatusOf, not Status: a member named Status would change
+  // what `Status` means inside the class, which C++ forbids.)
+  Result<KeyStatus> StatusOf(const std::string& name) const;
+  std::vector<KeyStatus> List() const;  // by name
+  // Where the master key comes from ("file:/etc/rampart/master.key"; never the key).
+  std::string MasterKeyDescription() const;
   // Picks up versions another process added (a rotation by the CLI or another replica).
   Status Reload();
 

@@ -32,7 +32,7 @@ Gateway::Gateway(GatewayOptions options, metrics::Registry& registry)
     : options_(options),
       created_(UnixSecondsNow()),
       metrics_(registry),
-      pipeline_(StandardPipeline(metrics_, options.access_log, options.access)) {
+      pipeline_(StandardPipeline(metrics_, options.access_log, options.access, options.audit)) {
   environment_ = CallEnvironment{.pipeline = &pipeline_,
                                  .metrics = &metrics_,
                                  .timers = &timers_,

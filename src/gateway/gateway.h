@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "audit/sink.h"
 #include "core/clock.h"
 #include "core/status.h"
 #include "core/trace.h"
@@ -48,6 +49,9 @@ struct GatewayOptions {
   // Authentication, policy and quotas for every call (the authenticate, authorise and quota
   // stages); null = open. Must outlive the gateway.
   const policy::AccessControl* access = nullptr;
+  // The audit log (the audit stage, gateway/audit_stage.h); null = nothing recorded. Must
+  // outlive the gateway.
+  audit::AuditSink* audit = nullptr;
 };
 
 // One upstream as calls use it.

@@ -96,6 +96,9 @@ struct CallContext {
   int64_t first_token_ns = -1;  // from `received`; -1 when none came
   int64_t upstream_ns = 0;      // spent waiting for upstreams
   int64_t gateway_ns = 0;       // the gateway's own time: everything else
+  // audit: the answer as the caller got it (a stream's events' data in order), kept only while
+  // an audit log records the call.
+  std::string audited_answer;
 };
 
 class Stage {
@@ -127,8 +130,7 @@ class Stage {
   virtual void OnComplete(const CallContext& call) { (void)call; }
 };
 
-// A stage that lets everything pass: the place holder for authentication, authorisation, quota,
-// the guards and audit until those are built.
+// A stage that lets everything pass (tests build pipelines of them).
 class PassThroughStage final : public Stage {
  public:
   explicit PassThroughStage(std::string_view name) : name_(name) {}

@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "core/logging.h"
 #include "gateway/access_stages.h"
+#include "gateway/audit_stage.h"
 #include "gateway/guard_stages.h"
 #include "json/writer.h"
 
@@ -179,7 +180,7 @@ std::unique_ptr<Stage> MakeAccountStage(GatewayMetrics& metrics, bool access_log
 }
 
 Pipeline StandardPipeline(GatewayMetrics& metrics, bool access_log,
-                          const policy::AccessControl* access) {
+                          const policy::AccessControl* access, audit::AuditSink* audit) {
   static const std::unique_ptr<policy::AccessControl> open = policy::AccessControl::Open();
   const policy::AccessControl& control = access != nullptr ? *access : *open;
   std::vector<std::unique_ptr<Stage>> stages;
@@ -191,7 +192,7 @@ Pipeline StandardPipeline(GatewayMetrics& metrics, bool access_log,
   stages.push_back(MakeGuardInputStage(metrics));
   stages.push_back(MakeGuardOutputStage(metrics));
   stages.push_back(MakeAccountStage(metrics, access_log));
-  stages.push_back(std::make_unique<PassThroughStage>("audit"));
+  stages.push_back(MakeAuditStage(audit));
   return Pipeline(std::move(stages));
 }
 

@@ -27,8 +27,8 @@ bool ParseVersion(const std::string& name, int64_t& version) {
 
 // A config naming neither platform nor backend is completed from the model's files, as Triton
 // completes it (AutoCompleteBackendFields): `default_model_filename: "model.pt"`, or no
-// default_model_filename and a file model.pt in the first version folder, make it a PyTorch
-// model. Triton looks in the first sub-folder by name, whatever its name; so does this.
+// default_model_filename and a file model.pt (or model.pt.rpe) in the first version folder, make it
+// a PyTorch model. Triton looks in the first sub-folder by name, whatever its name; so does this.
 void CompleteBackendFromFiles(const std::filesystem::path& model_directory, ModelConfig& config) {
   if (!config.platform().empty() || !config.backend().empty()) return;
   constexpr std::string_view kTorchFile = "model.pt";
@@ -44,7 +44,9 @@ void CompleteBackendFromFiles(const std::filesystem::path& model_directory, Mode
   }
   if (folders.empty()) return;
   const std::string first = *std::min_element(folders.begin(), folders.end());
-  if (std::filesystem::is_regular_file(model_directory / first / kTorchFile, error)) {
+  // model.pt.rpe: the same model, sealed in an envelope (backend/model_decryptor.h).
+  if (std::filesystem::is_regular_file(model_directory / first / kTorchFile, error) ||
+      std::filesystem::is_regular_file(model_directory / first / "model.pt.rpe", error)) {
     config.set_backend(std::string(kPytorchBackend));
   }
 }

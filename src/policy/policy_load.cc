@@ -294,6 +294,8 @@ const std::vector<std::string_view>& KnownActions() {
       "admin:principals:write",
       "admin:keys:read",
       "admin:keys:write",
+      "admin:keyring:read",
+      "admin:keyring:write",
       "admin:roles:grant",
       "admin:policy:read",
   };

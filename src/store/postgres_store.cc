@@ -118,6 +118,39 @@ constexpr PgQuery kLeaseBudget = {
 constexpr PgQuery kBumpGeneration = {"rampart_bump_generation",
                                      "UPDATE generation SET value = value + 1 WHERE id = 1"};
 constexpr PgQuery kGeneration = {"rampart_generation", "SELECT value FROM generation WHERE id = 1"};
+constexpr PgQuery kListKeyVersions = {
+    "rampart_list_key_versions",
+    "SELECT name, version, purpose, algorithm, wrapped_material, created_unix FROM key_versions "
+    "ORDER BY name COLLATE \"C\", version"};
+constexpr PgQuery kAddKeyVersion = {
+    "rampart_add_key_version",
+    "INSERT INTO key_versions (name, version, purpose, algorithm, wrapped_material, created_unix) "
+    "VALUES ($1, $2::integer, $3, $4, $5, $6::bigint) ON CONFLICT (name, version) DO NOTHING"};
+constexpr PgQuery kListMinVersions = {
+    "rampart_list_min_versions",
+    "SELECT name, min_decryption_version FROM key_min_versions ORDER BY name COLLATE \"C\""};
+constexpr PgQuery kRaiseMinVersion = {
+    "rampart_raise_min_version",
+    "INSERT INTO key_min_versions (name, min_decryption_version) VALUES ($1, $2::integer) "
+    "ON CONFLICT (name) DO UPDATE SET min_decryption_version = "
+    "GREATEST(key_min_versions.min_decryption_version, excluded.min_decryption_version)"};
+constexpr PgQuery kCreateSealedSecret = {
+    "rampart_create_sealed_secret",
+    "INSERT INTO sealed_secrets (name, envelope, updated_unix) VALUES ($1, $2, $3::bigint) "
+    "ON CONFLICT (name) DO NOTHING"};
+constexpr PgQuery kGetSealedSecret = {
+    "rampart_get_sealed_secret",
+    "SELECT name, envelope, updated_unix FROM sealed_secrets WHERE name = $1"};
+constexpr PgQuery kListSealedSecrets = {
+    "rampart_list_sealed_secrets",
+    "SELECT name, envelope, updated_unix FROM sealed_secrets ORDER BY name COLLATE \"C\""};
+constexpr PgQuery kReplaceSealedSecret = {
+    "rampart_replace_sealed_secret",
+    "UPDATE sealed_secrets SET envelope = $3, updated_unix = $4::bigint "
+    "WHERE name = $1 AND envelope = $2"};
+constexpr PgQuery kSealedSecretExists = {"rampart_sealed_secret_exists",
+                                         "SELECT 1 FROM sealed_secrets WHERE name = $1"};
+
 constexpr PgQuery kRecordMigration = {
     "rampart_record_migration",
     "INSERT INTO schema_version (version, description, applied_unix) "
@@ -158,6 +191,25 @@ Result<ApiKey> ReadKey(const PgResult& result, int row) {
   key.revoked_unix = result.Int(row, 9);
   key.last_used_unix = result.Int(row, 10);
   return key;
+}
+
+Result<KeyVersion> ReadKeyVersion(const PgResult& result, int row) {
+  KeyVersion version;
+  version.name = result.Text(row, 0);
+  version.version = static_cast<int>(result.Int(row, 1));
+  version.purpose = result.Text(row, 2);
+  version.algorithm = result.Text(row, 3);
+  ASSIGN_OR_RETURN(version.wrapped_material, internal::DecodeBytes(result.Text(row, 4)));
+  version.created_unix = result.Int(row, 5);
+  return version;
+}
+
+Result<SealedSecret> ReadSealedSecret(const PgResult& result, int row) {
+  SealedSecret secret;
+  secret.name = result.Text(row, 0);
+  ASSIGN_OR_RETURN(secret.envelope, internal::DecodeBytes(result.Text(row, 1)));
+  secret.updated_unix = result.Int(row, 2);
+  return secret;
 }
 
 template <typename T, typename Read>
@@ -409,6 +461,98 @@ class PostgresStore final : public Store {
       ASSIGN_OR_RETURN(const PgResult result, connection.Run(kGeneration, {}));
       if (result.rows() != 1) return Internal("the store has no generation row");
       return result.Int(0, 0);
+    });
+  }
+
+  Result<std::vector<KeyVersion>> ListKeyVersions() override {
+    return Read<std::vector<KeyVersion>>(
+        [&](PgConnection& connection) -> Result<std::vector<KeyVersion>> {
+          ASSIGN_OR_RETURN(const PgResult result, connection.Run(kListKeyVersions, {}));
+          return ReadAll<KeyVersion>(result, ReadKeyVersion);
+        });
+  }
+
+  Status AddKeyVersion(const KeyVersion& version) override {
+    RETURN_IF_ERROR(internal::ValidateKeyVersion(version));
+    const int64_t now = internal::NowUnix();
+    return Write([&](PgConnection& connection) -> Status {
+      ASSIGN_OR_RETURN(
+          const PgResult inserted,
+          connection.Run(kAddKeyVersion,
+                         {version.name, Number(version.version), version.purpose, version.algorithm,
+                          internal::EncodeBytes(version.wrapped_material),
+                          Number(version.created_unix != 0 ? version.created_unix : now)}));
+      if (inserted.affected() == 0) {
+        return AlreadyExists("key '{}' version {} already exists", version.name, version.version);
+      }
+      return Status::Ok();
+    });
+  }
+
+  Result<std::vector<std::pair<std::string, int>>> ListMinDecryptionVersions() override {
+    using Rows = std::vector<std::pair<std::string, int>>;
+    return Read<Rows>([&](PgConnection& connection) -> Result<Rows> {
+      ASSIGN_OR_RETURN(const PgResult result, connection.Run(kListMinVersions, {}));
+      Rows rows;
+      for (int row = 0; row < result.rows(); ++row) {
+        rows.emplace_back(result.Text(row, 0), static_cast<int>(result.Int(row, 1)));
+      }
+      return rows;
+    });
+  }
+
+  Status RaiseMinDecryptionVersion(const std::string& name, int version) override {
+    if (version < 1) return InvalidArgument("a minimum decryption version is >= 1");
+    return Write([&](PgConnection& connection) -> Status {
+      return connection.Run(kRaiseMinVersion, {name, Number(version)}).status();
+    });
+  }
+
+  Status CreateSealedSecret(const SealedSecret& secret) override {
+    RETURN_IF_ERROR(internal::ValidateSealedSecretName(secret.name));
+    RETURN_IF_ERROR(internal::ValidateSealedBytes("the envelope", secret.envelope));
+    const int64_t now = internal::NowUnix();
+    return Write([&](PgConnection& connection) -> Status {
+      ASSIGN_OR_RETURN(
+          const PgResult inserted,
+          connection.Run(kCreateSealedSecret,
+                         {secret.name, internal::EncodeBytes(secret.envelope), Number(now)}));
+      if (inserted.affected() == 0) {
+        return AlreadyExists("sealed secret '{}' already exists", secret.name);
+      }
+      return Status::Ok();
+    });
+  }
+
+  Result<std::optional<SealedSecret>> GetSealedSecret(const std::string& name) override {
+    return Read<std::optional<SealedSecret>>(
+        [&](PgConnection& connection) -> Result<std::optional<SealedSecret>> {
+          ASSIGN_OR_RETURN(const PgResult result, connection.Run(kGetSealedSecret, {name}));
+          return ReadOne<SealedSecret>(result, ReadSealedSecret);
+        });
+  }
+
+  Result<std::vector<SealedSecret>> ListSealedSecrets() override {
+    return Read<std::vector<SealedSecret>>(
+        [&](PgConnection& connection) -> Result<std::vector<SealedSecret>> {
+          ASSIGN_OR_RETURN(const PgResult result, connection.Run(kListSealedSecrets, {}));
+          return ReadAll<SealedSecret>(result, ReadSealedSecret);
+        });
+  }
+
+  Status ReplaceSealedSecret(const std::string& name, const std::string& expected,
+                             const std::string& envelope) override {
+    RETURN_IF_ERROR(internal::ValidateSealedBytes("the envelope", envelope));
+    const int64_t now = internal::NowUnix();
+    return Write([&](PgConnection& connection) -> Status {
+      ASSIGN_OR_RETURN(
+          const PgResult updated,
+          connection.Run(kReplaceSealedSecret, {name, internal::EncodeBytes(expected),
+                                                internal::EncodeBytes(envelope), Number(now)}));
+      if (updated.affected() > 0) return Status::Ok();
+      ASSIGN_OR_RETURN(const PgResult found, connection.Run(kSealedSecretExists, {name}));
+      if (found.rows() == 0) return NotFound("sealed secret '{}' does not exist", name);
+      return FailedPrecondition("sealed secret '{}' changed meanwhile", name);
     });
   }
 

@@ -119,6 +119,70 @@ Status ValidateLease(std::string_view key, int64_t limit, int64_t want) {
   return Status::Ok();
 }
 
+Status ValidateKeyVersion(const KeyVersion& version) {
+  if (!NameMatches(version.name, 64, "_.-")) {
+    return InvalidArgument("key name '{}' must be 1 to 64 of A-Z a-z 0-9 _ . -", version.name);
+  }
+  if (version.version < 1) {
+    return InvalidArgument("key '{}': version {} is not >= 1", version.name, version.version);
+  }
+  if (version.purpose != "wrapping" && version.purpose != "signing") {
+    return InvalidArgument("key '{}': purpose '{}' is neither wrapping nor signing", version.name,
+                           version.purpose);
+  }
+  if (!NameMatches(version.algorithm, 64, "_.-")) {
+    return InvalidArgument("key '{}': algorithm '{}' is not a name", version.name,
+                           version.algorithm);
+  }
+  if (version.created_unix < 0) return InvalidArgument("key '{}': negative time", version.name);
+  return ValidateSealedBytes(fmt::format("key '{}' version {}", version.name, version.version),
+                             version.wrapped_material);
+}
+
+Status ValidateSealedSecretName(std::string_view name) {
+  if (!NameMatches(name, 128, "_.:-")) {
+    return InvalidArgument("sealed secret name '{}' must be 1 to 128 of A-Z a-z 0-9 _ . : -", name);
+  }
+  return Status::Ok();
+}
+
+Status ValidateSealedBytes(std::string_view what, std::string_view bytes) {
+  if (bytes.empty()) return InvalidArgument("{} is empty", what);
+  if (bytes.size() > kMaxSealedBytes) {
+    return InvalidArgument("{} is over {} bytes", what, kMaxSealedBytes);
+  }
+  return Status::Ok();
+}
+
+std::string EncodeBytes(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string text;
+  text.reserve(bytes.size() * 2);
+  for (const char c : bytes) {
+    const auto byte = static_cast<unsigned char>(c);
+    text.push_back(kDigits[byte >> 4]);
+    text.push_back(kDigits[byte & 0xf]);
+  }
+  return text;
+}
+
+Result<std::string> DecodeBytes(std::string_view text) {
+  const auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  if (text.size() % 2 != 0) return Internal("the store holds hex of odd length");
+  std::string bytes(text.size() / 2, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const int high = digit(text[2 * i]);
+    const int low = digit(text[2 * i + 1]);
+    if (high < 0 || low < 0) return Internal("the store holds a byte string that is not hex");
+    bytes[i] = static_cast<char>(high * 16 + low);
+  }
+  return bytes;
+}
+
 std::string EncodeRoles(const std::vector<std::string>& roles) {
   json::Writer writer;
   writer.StartArray();

@@ -26,6 +26,14 @@ Status ValidateTenant(const Tenant& tenant);
 Status ValidatePrincipal(const Principal& principal);
 Status ValidateApiKey(const ApiKey& key);
 Status ValidateLease(std::string_view key, int64_t limit, int64_t want);
+Status ValidateKeyVersion(const KeyVersion& version);
+Status ValidateSealedSecretName(std::string_view name);  // [A-Za-z0-9_.:-]{1,128}
+Status ValidateSealedBytes(std::string_view what, std::string_view bytes);  // <= kMaxSealedBytes
+
+// Bytes as lower-case hex TEXT (wrapped keys, envelopes), so that both dialects keep them alike.
+// Decode fails with Internal on anything this build did not write.
+std::string EncodeBytes(std::string_view bytes);
+Result<std::string> DecodeBytes(std::string_view text);
 
 // Roles as a JSON array of strings, attributes as a JSON object of strings. Decode fails with
 // Internal (the database holds something this build did not write).

@@ -50,8 +50,35 @@ CREATE TABLE generation (
 INSERT INTO generation (id, value) VALUES (1, 0)
 )sql";
 
+// The keyring (crypto/keyring.h): every version of every key, its material wrapped by the master
+// key (hex), and each key's minimum decryption version; and the secrets Rampart keeps sealed in
+// envelopes under the keyring (the guard's key; hex). A version row is never updated or deleted:
+// a rotation inserts one, and the primary key makes two replicas rotating at once collide.
+constexpr std::string_view kKeyringSchema = R"sql(
+CREATE TABLE key_versions (
+  name TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  purpose TEXT NOT NULL,
+  algorithm TEXT NOT NULL,
+  wrapped_material TEXT NOT NULL,
+  created_unix BIGINT NOT NULL,
+  PRIMARY KEY (name, version)
+);
+CREATE TABLE key_min_versions (
+  name TEXT NOT NULL PRIMARY KEY,
+  min_decryption_version INTEGER NOT NULL
+);
+CREATE TABLE sealed_secrets (
+  name TEXT NOT NULL PRIMARY KEY,
+  envelope TEXT NOT NULL,
+  updated_unix BIGINT NOT NULL
+)
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "tenants, principals, API keys, budgets and the generation counter", kInitialSchema},
+    {2, "the keyring's key versions and minimum decryption versions, and sealed secrets",
+     kKeyringSchema},
 };
 
 }  // namespace

@@ -69,6 +69,28 @@ Result<ApiKey> ReadKey(const Statement& row) {
   return key;
 }
 
+constexpr std::string_view kKeyVersionColumns =
+    "name, version, purpose, algorithm, wrapped_material, created_unix";
+
+Result<KeyVersion> ReadKeyVersion(const Statement& row) {
+  KeyVersion version;
+  version.name = row.Text(0);
+  version.version = static_cast<int>(row.Int(1));
+  version.purpose = row.Text(2);
+  version.algorithm = row.Text(3);
+  ASSIGN_OR_RETURN(version.wrapped_material, internal::DecodeBytes(row.Text(4)));
+  version.created_unix = row.Int(5);
+  return version;
+}
+
+Result<SealedSecret> ReadSealedSecret(const Statement& row) {
+  SealedSecret secret;
+  secret.name = row.Text(0);
+  ASSIGN_OR_RETURN(secret.envelope, internal::DecodeBytes(row.Text(1)));
+  secret.updated_unix = row.Int(2);
+  return secret;
+}
+
 // Every row of a query, each read by `read`.
 template <typename T, typename Read>
 Result<std::vector<T>> ReadAll(Statement& statement, Read read) {
@@ -391,6 +413,121 @@ class SqliteStore final : public Store {
       ASSIGN_OR_RETURN(const bool row, statement->Step());
       if (!row) return Internal("the store has no generation row");
       return statement->Int(0);
+    });
+  }
+
+  Result<std::vector<KeyVersion>> ListKeyVersions() override {
+    return Read<std::vector<KeyVersion>>([&](SqliteConnection& connection) {
+      return Query(
+          connection,
+          fmt::format("SELECT {} FROM key_versions ORDER BY name, version", kKeyVersionColumns), {},
+          [](Statement& s) { return ReadAll<KeyVersion>(s, ReadKeyVersion); });
+    });
+  }
+
+  Status AddKeyVersion(const KeyVersion& version) override {
+    RETURN_IF_ERROR(internal::ValidateKeyVersion(version));
+    const int64_t now = internal::NowUnix();
+    return Write([&](SqliteConnection& connection) -> Status {
+      ASSIGN_OR_RETURN(auto insert, connection.Prepare(fmt::format(
+                                        "INSERT INTO key_versions ({}) VALUES (?1, ?2, ?3, ?4, "
+                                        "?5, ?6) ON CONFLICT (name, version) DO NOTHING",
+                                        kKeyVersionColumns)));
+      RETURN_IF_ERROR(insert->Bind(1, version.name)
+                          .Bind(2, int64_t{version.version})
+                          .Bind(3, version.purpose)
+                          .Bind(4, version.algorithm)
+                          .Bind(5, internal::EncodeBytes(version.wrapped_material))
+                          .Bind(6, version.created_unix != 0 ? version.created_unix : now)
+                          .Run());
+      if (connection.Changes() == 0) {
+        return AlreadyExists("key '{}' version {} already exists", version.name, version.version);
+      }
+      return Status::Ok();
+    });
+  }
+
+  Result<std::vector<std::pair<std::string, int>>> ListMinDecryptionVersions() override {
+    using Rows = std::vector<std::pair<std::string, int>>;
+    return Read<Rows>([&](SqliteConnection& connection) {
+      return Query(connection,
+                   "SELECT name, min_decryption_version FROM key_min_versions ORDER BY name", {},
+                   [](Statement& s) {
+                     return ReadAll<std::pair<std::string, int>>(
+                         s, [](const Statement& row) -> Result<std::pair<std::string, int>> {
+                           return std::pair(row.Text(0), static_cast<int>(row.Int(1)));
+                         });
+                   });
+    });
+  }
+
+  Status RaiseMinDecryptionVersion(const std::string& name, int version) override {
+    if (version < 1) return InvalidArgument("a minimum decryption version is >= 1");
+    return Write([&](SqliteConnection& connection) -> Status {
+      ASSIGN_OR_RETURN(
+          auto upsert,
+          connection.Prepare("INSERT INTO key_min_versions (name, min_decryption_version) VALUES "
+                             "(?1, ?2) ON CONFLICT (name) DO UPDATE SET min_decryption_version = "
+                             "MAX(key_min_versions.min_decryption_version, "
+                             "excluded.min_decryption_version)"));
+      return upsert->Bind(1, name).Bind(2, int64_t{version}).Run();
+    });
+  }
+
+  Status CreateSealedSecret(const SealedSecret& secret) override {
+    RETURN_IF_ERROR(internal::ValidateSealedSecretName(secret.name));
+    RETURN_IF_ERROR(internal::ValidateSealedBytes("the envelope", secret.envelope));
+    const int64_t now = internal::NowUnix();
+    return Write([&](SqliteConnection& connection) -> Status {
+      ASSIGN_OR_RETURN(auto insert,
+                       connection.Prepare("INSERT INTO sealed_secrets (name, envelope, "
+                                          "updated_unix) VALUES (?1, ?2, ?3) "
+                                          "ON CONFLICT (name) DO NOTHING"));
+      RETURN_IF_ERROR(insert->Bind(1, secret.name)
+                          .Bind(2, internal::EncodeBytes(secret.envelope))
+                          .Bind(3, now)
+                          .Run());
+      if (connection.Changes() == 0) {
+        return AlreadyExists("sealed secret '{}' already exists", secret.name);
+      }
+      return Status::Ok();
+    });
+  }
+
+  Result<std::optional<SealedSecret>> GetSealedSecret(const std::string& name) override {
+    return Read<std::optional<SealedSecret>>([&](SqliteConnection& connection) {
+      return Query(connection,
+                   "SELECT name, envelope, updated_unix FROM sealed_secrets WHERE name = ?1",
+                   {name}, [](Statement& s) { return ReadOne<SealedSecret>(s, ReadSealedSecret); });
+    });
+  }
+
+  Result<std::vector<SealedSecret>> ListSealedSecrets() override {
+    return Read<std::vector<SealedSecret>>([&](SqliteConnection& connection) {
+      return Query(connection,
+                   "SELECT name, envelope, updated_unix FROM sealed_secrets ORDER BY name", {},
+                   [](Statement& s) { return ReadAll<SealedSecret>(s, ReadSealedSecret); });
+    });
+  }
+
+  Status ReplaceSealedSecret(const std::string& name, const std::string& expected,
+                             const std::string& envelope) override {
+    RETURN_IF_ERROR(internal::ValidateSealedBytes("the envelope", envelope));
+    const int64_t now = internal::NowUnix();
+    return Write([&](SqliteConnection& connection) -> Status {
+      ASSIGN_OR_RETURN(auto update,
+                       connection.Prepare("UPDATE sealed_secrets SET envelope = ?3, updated_unix = "
+                                          "?4 WHERE name = ?1 AND envelope = ?2"));
+      RETURN_IF_ERROR(update->Bind(1, name)
+                          .Bind(2, internal::EncodeBytes(expected))
+                          .Bind(3, internal::EncodeBytes(envelope))
+                          .Bind(4, now)
+                          .Run());
+      if (connection.Changes() > 0) return Status::Ok();
+      ASSIGN_OR_RETURN(const bool found,
+                       Exists(connection, "SELECT 1 FROM sealed_secrets WHERE name = ?1", name));
+      if (!found) return NotFound("sealed secret '{}' does not exist", name);
+      return FailedPrecondition("sealed secret '{}' changed meanwhile", name);
     });
   }
 

@@ -1,7 +1,8 @@
 #pragma once
 
 // Store: Rampart's persistent state behind one small interface (tenants, principals, API keys,
-// shared quota budgets; later the audit log and documents), with two implementations:
+// shared quota budgets, the keyring's wrapped key versions and sealed secrets; later the audit
+// log and documents), with two implementations:
 //
 //   OpenSqliteStore(dir)        the embedded default: <dir>/rampart.db, WAL mode, one writer
 //   OpenPostgresStore(conninfo)  PostgreSQL through libpq, shared by several replicas
@@ -72,6 +73,29 @@ struct BudgetLease {
   int64_t used = 0;     // units granted to everyone in this window so far, this grant included
 };
 
+// One version of a keyring key as stored (crypto/keyring.h gives it meaning; the store only keeps
+// it): its material wrapped by the master key. Identified by (name, version); never changed once
+// written.
+struct KeyVersion {
+  std::string name;              // [A-Za-z0-9_.-]{1,64}
+  int version = 0;               // 1, 2, ...
+  std::string purpose;           // "wrapping" or "signing"
+  std::string algorithm;         // "aes-256-gcm", "sm4-ctr-hmac-sm3", "sm2-sm3", "ed25519"
+  std::string wrapped_material;  // bytes (any); at most kMaxSealedBytes
+  int64_t created_unix = 0;      // kept as given; the store sets it when 0
+};
+
+// A secret kept sealed in an envelope (crypto/envelope.h) under the keyring: the guard's key,
+// later others. The store never sees the plaintext.
+struct SealedSecret {
+  std::string name;          // [A-Za-z0-9_.:-]{1,128}, e.g. "guard:master"
+  std::string envelope;      // bytes (any); at most kMaxSealedBytes
+  int64_t updated_unix = 0;  // set by the store
+};
+
+// The largest wrapped key or envelope the store keeps (bytes).
+inline constexpr size_t kMaxSealedBytes = 1 << 20;
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -121,6 +145,25 @@ class Store {
   // this store; touches excepted), so readers can keep a snapshot and reload it only when needed.
   // Cheap: one small query.
   virtual Result<int64_t> Generation() = 0;
+
+  // The keyring's versions, by (name, version). AddKeyVersion: AlreadyExists when (name,
+  // version) is taken (another replica or the CLI rotated first: reload and retry).
+  virtual Result<std::vector<KeyVersion>> ListKeyVersions() = 0;
+  virtual Status AddKeyVersion(const KeyVersion& version) = 0;
+  // Each key's minimum decryption version (keys never raised are absent), by name. Raise sets it
+  // to `version` unless it is already that high: it never moves down, whoever writes.
+  virtual Result<std::vector<std::pair<std::string, int>>> ListMinDecryptionVersions() = 0;
+  virtual Status RaiseMinDecryptionVersion(const std::string& name, int version) = 0;
+
+  // Sealed secrets. CreateSealedSecret: AlreadyExists if the name is taken (another replica
+  // created it first: read theirs). ReplaceSealedSecret swaps the envelope only while it still is
+  // `expected` (a compare-and-set, so two rewraps never lose a write): FailedPrecondition when it
+  // changed meanwhile, NotFound when absent. ListSealedSecrets is by name.
+  virtual Status CreateSealedSecret(const SealedSecret& secret) = 0;
+  virtual Result<std::optional<SealedSecret>> GetSealedSecret(const std::string& name) = 0;
+  virtual Result<std::vector<SealedSecret>> ListSealedSecrets() = 0;
+  virtual Status ReplaceSealedSecret(const std::string& name, const std::string& expected,
+                                     const std::string& envelope) = 0;
 };
 
 // Opens (creating the directory and the database if needed) `<dir>/rampart.db` and migrates it.

@@ -6,9 +6,12 @@
 
 #include <dlfcn.h>
 
+#include <openssl/crypto.h>
+
 #include <charconv>
 #include <mutex>
 #include <optional>
+#include <sstream>
 
 #include <fmt/ranges.h>
 
@@ -338,6 +341,9 @@ Result<torch::Device> ChooseDevice(const model::ModelConfig& config, const Insta
 
 class TorchBackend final : public Backend {
  public:
+  explicit TorchBackend(std::shared_ptr<const ModelDecryptor> decryptor)
+      : decryptor_(std::move(decryptor)) {}
+
   std::string_view name() const override { return model::kPytorchBackend; }
 
   Result<std::unique_ptr<ModelInstance>> CreateInstance(const InstanceSpec& spec) override {
@@ -347,8 +353,14 @@ class TorchBackend final : public Backend {
     const std::filesystem::path path = spec.version_directory / file_name;
     const std::string where = fmt::format("model '{}' version {}", config.name(), spec.version);
     std::error_code error;
+    std::optional<std::string> decrypted;  // the model's bytes when its file is encrypted
+    const Wiped wipe{decrypted};
     if (!std::filesystem::is_regular_file(path, error)) {
-      return NotFound("{}: model file '{}' not found", where, path.string());
+      const std::string sealed_path = path.string() + std::string(kEncryptedModelSuffix);
+      if (!std::filesystem::is_regular_file(sealed_path, error)) {
+        return NotFound("{}: model file '{}' not found", where, path.string());
+      }
+      ASSIGN_OR_RETURN(decrypted, Decrypt(sealed_path, where));
     }
     ASSIGN_OR_RETURN(const int threads, ThreadCount(config, spec.default_threads));
     ASSIGN_OR_RETURN(const torch::Device device, ChooseDevice(config, spec));
@@ -358,7 +370,12 @@ class TorchBackend final : public Backend {
     std::vector<std::string> argument_names;
     c10::TypePtr return_type;
     try {
-      module = torch::jit::load(path.string(), device);
+      if (decrypted.has_value()) {
+        std::istringstream stream(*decrypted);
+        module = torch::jit::load(stream, device);
+      } else {
+        module = torch::jit::load(path.string(), device);
+      }
       module.eval();
       const auto& schema = module.get_method("forward").function().getSchema();
       // Argument 0 is `self`.
@@ -469,16 +486,49 @@ class TorchBackend final : public Backend {
     }
 
     const int blas_threads = RaiseBlasThreads(threads);
-    LOG_INFO("{}: loaded '{}' on {} with {} intra-op thread(s) (OpenBLAS pool: {})", where,
-             path.string(), device.str(), threads, blas_threads);
+    LOG_INFO("{}: loaded '{}{}' on {} with {} intra-op thread(s) (OpenBLAS pool: {})", where,
+             path.string(), decrypted.has_value() ? kEncryptedModelSuffix : "", device.str(),
+             threads, blas_threads);
     return std::unique_ptr<ModelInstance>(
         new TorchInstance(std::move(module), device, threads, argument_names.size(),
                           std::move(inputs), std::move(outputs), config.name(), return_name));
   }
+
+ private:
+  // Wipes the decrypted model bytes when the load is done, whatever happened.
+  struct Wiped {
+    std::optional<std::string>& bytes;
+    ~Wiped() {
+      if (bytes.has_value()) OPENSSL_cleanse(bytes->data(), bytes->size());
+    }
+  };
+
+  Result<std::string> Decrypt(const std::string& sealed_path, const std::string& where) const {
+    if (decryptor_ == nullptr) {
+      return FailedPrecondition(
+          "{}: model file '{}' is encrypted and no master key is configured "
+          "(--master-key-file or RAMPART_MASTER_KEY)",
+          where, sealed_path);
+    }
+    ASSIGN_OR_RETURN(const std::string sealed, ReadModelFile(sealed_path));
+    Result<std::string> plaintext = decryptor_->Decrypt(sealed);
+    if (!plaintext.ok()) {
+      return Status(plaintext.status().code(),
+                    fmt::format("{}: cannot load encrypted model file '{}' (tenant '{}', region "
+                                "'{}', data class '{}'): {}",
+                                where, sealed_path, kModelTenant, decryptor_->region(),
+                                decryptor_->data_class(), plaintext.status().message()));
+    }
+    return plaintext;
+  }
+
+  const std::shared_ptr<const ModelDecryptor> decryptor_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> MakeTorchBackend() { return std::make_unique<TorchBackend>(); }
+std::unique_ptr<Backend> MakeTorchBackend(std::shared_ptr<const ModelDecryptor> decryptor) {
+  return std::make_unique<TorchBackend>(std::move(decryptor));
+}
 
 }  // namespace rampart::backend

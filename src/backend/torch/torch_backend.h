@@ -12,13 +12,19 @@
 // Model `parameters`: INTRA_OP_THREAD_COUNT (threads per instance; default: the server's budget).
 // Instances run on CUDA when the instance group is KIND_GPU (or KIND_AUTO and LibTorch reports a
 // CUDA device); otherwise on CPU.
+// An encrypted model file (`model.pt.rpe`) is decrypted in memory and loaded from a stream.
 
 #include <memory>
 
 #include "backend/backend.h"
+#include "backend/model_decryptor.h"
 
 namespace rampart::backend {
 
-std::unique_ptr<Backend> MakeTorchBackend();
+// `decryptor` opens `model.pt.rpe` when a version folder has no `model.pt`
+// (backend/model_decryptor.h); without one, an encrypted model fails to load, saying that no
+// master key is configured. Shared by every instance; may be null.
+std::unique_ptr<Backend> MakeTorchBackend(
+    std::shared_ptr<const ModelDecryptor> decryptor = nullptr);
 
 }  // namespace rampart::backend

@@ -2,10 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <future>
 
+#include "crypto/keyring.h"
 #include "json/reader.h"
 #include "net/http_connection.h"
+#include "store/keyring_storage.h"
 #include "testing/access_fixture.h"
 
 namespace rampart::api {
@@ -38,15 +44,25 @@ class AdminHttpTest : public ::testing::Test {
       : fixture_(policy), admin_(fixture_.store(), &fixture_.keys(), fixture_.control()) {}
   ~AdminHttpTest() override { admin_.Shutdown(); }
 
-  // From loopback without credentials (the anonymous admin), or with `key` from elsewhere.
   net::HttpResponse Send(std::string method, std::string target, std::string body = "",
                          std::string key = "") {
+    return SendTo(admin_, std::move(method), std::move(target), std::move(body), std::move(key));
+  }
+
+  // From loopback without credentials (the anonymous admin), or with `key` from elsewhere.
+  static net::HttpResponse SendTo(AdminHttp& admin, std::string method, std::string target,
+                                  std::string body = "", std::string key = "") {
     std::string address = key.empty() ? "127.0.0.1" : "10.1.1.1";
-    return SendFrom(std::move(address), std::move(method), std::move(target), std::move(body),
-                    std::move(key));
+    return Deliver(admin, std::move(address), std::move(method), std::move(target), std::move(body),
+                   std::move(key));
   }
   net::HttpResponse SendFrom(std::string address, std::string method, std::string target,
                              std::string body = "", std::string key = "") {
+    return Deliver(admin_, std::move(address), std::move(method), std::move(target),
+                   std::move(body), std::move(key));
+  }
+  static net::HttpResponse Deliver(AdminHttp& admin, std::string address, std::string method,
+                                   std::string target, std::string body, std::string key) {
     net::HttpRequest request;
     request.method = std::move(method);
     request.target = std::move(target);
@@ -56,7 +72,7 @@ class AdminHttpTest : public ::testing::Test {
     request.headers.emplace_back("x-request-id", "req-admin-test");
     auto connection = std::make_shared<RecordingConnection>();
     std::future<net::HttpResponse> answer = connection->answer();
-    admin_.Handle(std::move(request), net::Responder(connection));
+    admin.Handle(std::move(request), net::Responder(connection));
     EXPECT_EQ(answer.wait_for(std::chrono::seconds(10)), std::future_status::ready);
     return answer.get();
   }
@@ -281,6 +297,67 @@ TEST_F(TenantAdminTest, GrantsOnlyRolesItHoldsOrMayGrant) {
   EXPECT_EQ(Send("POST", "/v1/admin/keys", R"({"tenant":"thrifty","name":"z","roles":["auditor"]})")
                 .status,
             201);
+}
+
+// The keyring routes, over a keyring kept in the fixture's store.
+class AdminKeyringTest : public AdminHttpTest {
+ protected:
+  void SetUp() override {
+    const std::filesystem::path key_file = std::filesystem::path(::testing::TempDir()) /
+                                           ("rampart-admin-master-" + std::to_string(::getpid()));
+    std::ofstream(key_file) << std::string(64, 'c');
+    std::filesystem::permissions(
+        key_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    auto master = crypto::MasterKeyFromFile(key_file.string());
+    std::filesystem::remove(key_file);
+    ASSERT_TRUE(master.ok()) << master.status().ToString();
+    auto keyring = crypto::Keyring::Open(storage_, std::move(*master));
+    ASSERT_TRUE(keyring.ok()) << keyring.status().ToString();
+    keyring_ = std::move(*keyring);
+    ASSERT_TRUE(keyring_->Ensure("models", crypto::KeyPurpose::kWrapping, "aes-256-gcm").ok());
+    with_keyring_ = std::make_unique<AdminHttp>(fixture_.store(), &fixture_.keys(),
+                                                fixture_.control(), keyring_.get());
+  }
+  void TearDown() override {
+    if (with_keyring_) with_keyring_->Shutdown();
+  }
+
+  store::StoreKeyringStorage storage_{fixture_.store()};
+  std::unique_ptr<crypto::Keyring> keyring_;
+  std::unique_ptr<AdminHttp> with_keyring_;
+};
+
+TEST_F(AdminKeyringTest, TheKeyringIsListedAndRotatedBehindPolicy) {
+  EXPECT_TRUE(AdminHttp::Owns("/v1/admin/keyring"));
+  EXPECT_TRUE(AdminHttp::Owns("/v1/admin/keyring/models/rotate"));
+  net::HttpResponse listed = SendTo(*with_keyring_, "GET", "/v1/admin/keyring");
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  EXPECT_NE(listed.body.find(R"("name":"models","purpose":"wrapping","algorithm":"aes-256-gcm",)"
+                             R"("current_version":1,"min_decryption_version":1)"),
+            std::string::npos)
+      << listed.body;
+
+  net::HttpResponse rotated = SendTo(*with_keyring_, "POST", "/v1/admin/keyring/models/rotate");
+  ASSERT_EQ(rotated.status, 200) << rotated.body;
+  EXPECT_EQ(rotated.body, R"({"name":"models","version":2})");
+  EXPECT_EQ(keyring_->StatusOf("models")->current_version, 2);
+  EXPECT_EQ(SendTo(*with_keyring_, "POST", "/v1/admin/keyring/nothing/rotate").status, 404);
+
+  // A viewer may read the key list but not the keyring; nobody without a key from elsewhere.
+  EXPECT_EQ(SendTo(*with_keyring_, "GET", "/v1/admin/keyring", "", fixture_.viewer_key()).status,
+            403);
+  EXPECT_EQ(
+      SendTo(*with_keyring_, "POST", "/v1/admin/keyring/models/rotate", "", fixture_.analyst_key())
+          .status,
+      403);
+  EXPECT_EQ(keyring_->StatusOf("models")->current_version, 2);
+}
+
+TEST_F(AdminKeyringTest, WithoutAMasterKeyTheKeyringRoutesAre503) {
+  net::HttpResponse listed = Send("GET", "/v1/admin/keyring");  // admin_ has no keyring
+  EXPECT_EQ(listed.status, 503);
+  EXPECT_NE(listed.body.find("--master-key-file"), std::string::npos) << listed.body;
+  EXPECT_EQ(Send("POST", "/v1/admin/keyring/models/rotate").status, 503);
 }
 
 TEST(ParseDuration, ReadsUnitsAndRefusesTheRest) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "testing/access_fixture.h"
+#include "testing/capturing_sink.h"
+#include "testing/eventually.h"
 #include "testing/fake_detector.h"
 #include "testing/fake_upstream.h"
 #include "testing/gateway_harness.h"
@@ -81,6 +83,45 @@ TEST_F(GatewayGuardTest, NoModelSeesThePromptsEntities) {
   EXPECT_NE(sent.find("@example.com"), std::string::npos) << sent;
   EXPECT_TRUE(MetricsShow(
       R"(rampart_guard_entities_total{type="CN_MOBILE",direction="input",action="redacted"} 1)"));
+}
+
+// The audit stage's record of a real call: PII counts by type (never values), tokens, route and
+// target; and the guard API's own record.
+TEST_F(GatewayGuardTest, EveryCallAndGuardRequestIsRecorded) {
+  testing::CapturingSink sink({});
+  audit_ = &sink;
+  Start(Config());
+  const std::string prompt =
+      R"({"model":"chat","messages":[{"role":"user","content":"call 13800138000"}]})";
+  auto [status, body] = Post("/v1/chat/completions", prompt);
+  ASSERT_EQ(status, 200) << body;
+  // The record is handed over once the call has completed, just after its answer went out.
+  ASSERT_TRUE(testing::Eventually([&] { return sink.captured().size() == 1; }));
+  const testing::CapturingSink::Captured call = sink.captured()[0];
+  EXPECT_EQ(call.record.api, "openai");
+  EXPECT_EQ(call.record.action, "chat:create");
+  EXPECT_EQ(call.record.resource, "chat");
+  EXPECT_EQ(call.record.target, "chat");
+  EXPECT_EQ(call.record.route, "direct");
+  EXPECT_EQ(call.record.status, 200);
+  EXPECT_EQ(call.record.pii_input, (std::map<std::string, int>{{"CN_MOBILE", 1}}));
+  EXPECT_GT(call.record.tokens_in, 0);
+  EXPECT_GT(call.record.tokens_out, 0);
+  EXPECT_EQ(call.record.source_address, "127.0.0.1");
+  EXPECT_FALSE(call.record.request_id.empty());
+  // The request as forwarded: the input guard's redaction holds in the log too.
+  EXPECT_EQ(call.request.find("13800138000"), std::string::npos) << call.request;
+  EXPECT_NE(call.request.find("138****8000"), std::string::npos) << call.request;
+  EXPECT_EQ(call.response, body);  // as the caller got it
+
+  std::tie(status, body) = Post("/v1/guard/pii/detect", R"({"text":"call 13800138000"})");
+  ASSERT_EQ(status, 200) << body;
+  const std::vector<testing::CapturingSink::Captured> captured = sink.captured();
+  ASSERT_EQ(captured.size(), 2u);
+  EXPECT_EQ(captured[1].record.api, "guard");
+  EXPECT_EQ(captured[1].record.action, "guard:detect");
+  EXPECT_EQ(captured[1].record.status, 200);
+  EXPECT_EQ(captured[1].response, body);
 }
 
 TEST_F(GatewayGuardTest, ABlockedPromptIsRefusedBeforeAnyModel) {

@@ -35,11 +35,12 @@ class GatewayHarness {
   // The front end decides with `options.access` too (null: open).
   void Start(GatewayConfig config, GatewayOptions options = {}) {
     const policy::AccessControl* access = options.access;
+    options.audit = audit_;
     auto gateway = Gateway::Create(std::move(config), std::move(options), registry_);
     ASSERT_TRUE(gateway.ok()) << gateway.status().ToString();
     gateway_ = std::move(gateway).value();
     front_ = std::make_unique<api::OpenAiHttp>(
-        *gateway_, [] { return Status::Ok(); }, access);
+        *gateway_, [] { return Status::Ok(); }, access, nullptr, audit_);
     net::HttpServerOptions server_options;
     server_options.address = "127.0.0.1";
     server_options.port = 0;
@@ -91,6 +92,7 @@ class GatewayHarness {
   }
 
   metrics::Registry registry_;
+  audit::AuditSink* audit_ = nullptr;  // set before Start to record the calls
   std::unique_ptr<Gateway> gateway_;
   std::unique_ptr<api::OpenAiHttp> front_;
   std::unique_ptr<net::HttpServer> server_;

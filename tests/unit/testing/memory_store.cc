@@ -211,4 +211,87 @@ Result<int64_t> MemoryStore::Generation() {
   return generation_;
 }
 
+Result<std::vector<store::KeyVersion>> MemoryStore::ListKeyVersions() {
+  RETURN_IF_ERROR(CheckAvailable());
+  std::lock_guard lock(mutex_);
+  std::vector<store::KeyVersion> versions;
+  for (const auto& [id, version] : key_versions_) versions.push_back(version);
+  return versions;
+}
+
+Status MemoryStore::AddKeyVersion(const store::KeyVersion& version) {
+  RETURN_IF_ERROR(CheckAvailable());
+  if (!ValidTenantName(version.name) || version.version < 1 || version.wrapped_material.empty() ||
+      (version.purpose != "wrapping" && version.purpose != "signing")) {
+    return InvalidArgument("invalid key version '{}' {}", version.name, version.version);
+  }
+  std::lock_guard lock(mutex_);
+  store::KeyVersion record = version;
+  if (record.created_unix == 0) record.created_unix = std::time(nullptr);
+  if (!key_versions_.emplace(std::pair(version.name, version.version), std::move(record)).second) {
+    return AlreadyExists("key '{}' version {} already exists", version.name, version.version);
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<std::pair<std::string, int>>> MemoryStore::ListMinDecryptionVersions() {
+  RETURN_IF_ERROR(CheckAvailable());
+  std::lock_guard lock(mutex_);
+  return std::vector<std::pair<std::string, int>>(min_versions_.begin(), min_versions_.end());
+}
+
+Status MemoryStore::RaiseMinDecryptionVersion(const std::string& name, int version) {
+  RETURN_IF_ERROR(CheckAvailable());
+  if (version < 1) return InvalidArgument("a minimum decryption version is >= 1");
+  std::lock_guard lock(mutex_);
+  int& current = min_versions_[name];
+  current = std::max(current, version);
+  return Status::Ok();
+}
+
+Status MemoryStore::CreateSealedSecret(const store::SealedSecret& secret) {
+  RETURN_IF_ERROR(CheckAvailable());
+  if (secret.name.empty() || secret.envelope.empty()) {
+    return InvalidArgument("invalid sealed secret '{}'", secret.name);
+  }
+  std::lock_guard lock(mutex_);
+  store::SealedSecret record = secret;
+  record.updated_unix = std::time(nullptr);
+  if (!sealed_secrets_.emplace(secret.name, std::move(record)).second) {
+    return AlreadyExists("sealed secret '{}' already exists", secret.name);
+  }
+  return Status::Ok();
+}
+
+Result<std::optional<store::SealedSecret>> MemoryStore::GetSealedSecret(const std::string& name) {
+  RETURN_IF_ERROR(CheckAvailable());
+  std::lock_guard lock(mutex_);
+  const auto found = sealed_secrets_.find(name);
+  if (found == sealed_secrets_.end()) return std::optional<store::SealedSecret>();
+  return std::optional<store::SealedSecret>(found->second);
+}
+
+Result<std::vector<store::SealedSecret>> MemoryStore::ListSealedSecrets() {
+  RETURN_IF_ERROR(CheckAvailable());
+  std::lock_guard lock(mutex_);
+  std::vector<store::SealedSecret> secrets;
+  for (const auto& [name, secret] : sealed_secrets_) secrets.push_back(secret);
+  return secrets;
+}
+
+Status MemoryStore::ReplaceSealedSecret(const std::string& name, const std::string& expected,
+                                        const std::string& envelope) {
+  RETURN_IF_ERROR(CheckAvailable());
+  if (envelope.empty()) return InvalidArgument("the envelope is empty");
+  std::lock_guard lock(mutex_);
+  const auto found = sealed_secrets_.find(name);
+  if (found == sealed_secrets_.end()) return NotFound("sealed secret '{}' does not exist", name);
+  if (found->second.envelope != expected) {
+    return FailedPrecondition("sealed secret '{}' changed meanwhile", name);
+  }
+  found->second.envelope = envelope;
+  found->second.updated_unix = std::time(nullptr);
+  return Status::Ok();
+}
+
 }  // namespace rampart::testing

@@ -38,6 +38,16 @@ class MemoryStore : public store::Store {
                                          int64_t limit, int64_t want) override;
   Result<int64_t> Generation() override;
 
+  Result<std::vector<store::KeyVersion>> ListKeyVersions() override;
+  Status AddKeyVersion(const store::KeyVersion& version) override;
+  Result<std::vector<std::pair<std::string, int>>> ListMinDecryptionVersions() override;
+  Status RaiseMinDecryptionVersion(const std::string& name, int version) override;
+  Status CreateSealedSecret(const store::SealedSecret& secret) override;
+  Result<std::optional<store::SealedSecret>> GetSealedSecret(const std::string& name) override;
+  Result<std::vector<store::SealedSecret>> ListSealedSecrets() override;
+  Status ReplaceSealedSecret(const std::string& name, const std::string& expected,
+                             const std::string& envelope) override;
+
   // While set, every call answers Unavailable "store unavailable (test)".
   void SetUnavailable(bool unavailable) { unavailable_ = unavailable; }
   int64_t touch_calls() const { return touch_calls_; }
@@ -52,6 +62,9 @@ class MemoryStore : public store::Store {
   std::map<std::pair<std::string, std::string>, store::Principal> principals_;
   std::map<std::string, store::ApiKey> keys_;
   std::map<std::pair<std::string, int64_t>, int64_t> budgets_;  // (key, window) -> used
+  std::map<std::pair<std::string, int>, store::KeyVersion> key_versions_;
+  std::map<std::string, int> min_versions_;
+  std::map<std::string, store::SealedSecret> sealed_secrets_;
   std::atomic<bool> unavailable_{false};
   std::atomic<int64_t> touch_calls_{0};
   std::atomic<int64_t> list_key_calls_{0};
