@@ -209,8 +209,11 @@ void KServeHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
     if (auto header = request.Header("traceparent")) parent = TraceContext::Parse(*header);
     args.trace = parent ? parent->Child() : TraceContext::Start();
     // Every model's (GET /v2/models/stats) is the resource "*" of its type.
-    const std::string_view name =
-        route.resource_type == "model" ? (args.model.empty() ? "*" : args.model) : "";
+    // (Views on both arms: a conditional between "*" and a std::string would make a temporary
+    // std::string, and the view would dangle.)
+    const std::string_view name = route.resource_type != "model" ? std::string_view()
+                                  : args.model.empty()           ? std::string_view("*")
+                                                                 : std::string_view(args.model);
     // Health probes (no action) are not a principal's requests: never recorded.
     RecordedResponder responder =
         options_.audit == nullptr || route.action.empty()
