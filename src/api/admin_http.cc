@@ -1,13 +1,13 @@
 #include "api/admin_http.h"
 
-#include "api/audit_http.h"
-
+#include <algorithm>
 #include <charconv>
 
 #include "api/access_http.h"
 #include "api/audit_http.h"
 #include "core/clock.h"
 #include "core/trace.h"
+#include "gateway/access_stages.h"
 #include "gateway/gateway.h"
 #include "gateway/openai_response.h"
 #include "json/reader.h"
@@ -242,6 +242,8 @@ net::HttpResponse ListKeyring(crypto::Keyring& keyring) {
   return Json(200, writer.Take());
 }
 
+constexpr std::string_view kRolesGrant = "admin:roles:grant";
+
 // One admin request, understood: what it asks and the work that answers it (on the worker).
 struct Operation {
   std::string_view action;
@@ -249,7 +251,61 @@ struct Operation {
   std::string resource_name;
   store::Attributes resource_attributes;
   UniqueFunction<net::HttpResponse()> work;
+  // Run on the worker before the decision, when what is decided lives in the store (the tenant
+  // of a key being revoked, the roles of its principal): fills resource_attributes and
+  // granted_roles. Empty when the request says it all.
+  UniqueFunction<Status(Operation&)> resolve;
+  // The roles the operation grants (a new key's, a principal's), each checked against the
+  // caller's own; and the tenant they are granted in.
+  std::vector<std::string> granted_roles;
+  std::string grant_tenant;
 };
+
+std::string JoinRoles(const std::vector<std::string>& roles) {
+  return fmt::format("{}", fmt::join(roles, ","));
+}
+
+// `roles` plus `more`, sorted and unique.
+std::vector<std::string> UnionOf(std::vector<std::string> roles,
+                                 const std::vector<std::string>& more) {
+  roles.insert(roles.end(), more.begin(), more.end());
+  std::sort(roles.begin(), roles.end());
+  roles.erase(std::unique(roles.begin(), roles.end()), roles.end());
+  return roles;
+}
+
+// The roles principal `name` of `tenant` holds in the store; empty when there is no such principal.
+Result<std::vector<std::string>> StoredRoles(store::Store& db, const std::string& tenant,
+                                             const std::string& name) {
+  ASSIGN_OR_RETURN(std::optional<store::Principal> principal, db.GetPrincipal(tenant, name));
+  return principal ? principal->roles : std::vector<std::string>{};
+}
+
+net::HttpResponse Refused(const policy::AccessRefusal& refusal, std::string_view request_id) {
+  net::HttpResponse response = Error(refusal.http_status(), refusal.AnswerMessage(request_id));
+  response.headers = refusal.HttpHeaders();
+  return response;
+}
+
+// Whether `caller` may grant every role of `op` (docs/access.md): one it holds itself (with the
+// policy's inheritance), or one a policy lets it grant (admin:roles:grant on {type: role}).
+// A refusal names the first role that is not the caller's to grant.
+std::optional<policy::AccessRefusal> CheckGrants(const policy::AccessControl& access,
+                                                 const identity::Identity& caller,
+                                                 std::string_view source, const Operation& op) {
+  const std::shared_ptr<const policy::PolicySet> policies = access.policy_set();
+  for (const std::string& role : op.granted_roles) {
+    if (policies != nullptr && policies->Holds(caller.tenant, caller.roles, role)) continue;
+    const store::Attributes attributes{{"tenant", op.grant_tenant}};
+    const policy::Resource resource{.type = "role", .name = role, .attributes = &attributes};
+    policy::Decision decision = access.Authorise(caller, kRolesGrant, resource, source);
+    if (decision.allowed) continue;
+    decision.reason = fmt::format(
+        "role '{}' may not be granted: the caller does not hold it and {}", role, decision.reason);
+    return policy::AccessRefusal::Forbidden(decision);
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -312,6 +368,30 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
   const std::string_view what = path.size() > 2 ? path[2] : "";
   const std::string_view method = request.method;
   const size_t rest = path.size() - 3;
+  const auto record = [&](std::string_view action, std::string_view type, std::string_view name) {
+    if (audit_ == nullptr) return RecordedResponder(std::move(plain));
+    RecordedResponder recorded(
+        std::move(plain), audit_,
+        StartRecord(request, "admin", trace.TraceId(), request_id, action, type, name),
+        request.received);
+    recorded.SetRequestContent(request.body);
+    return recorded;
+  };
+  // Who asks comes first: an unauthenticated caller learns nothing of the request's shape (no
+  // 404 for an unknown route, no 400 naming a field), only 401 (recorded without an action: the
+  // request is not read).
+  std::optional<identity::Identity> caller;
+  if (Enforcing(&access_)) {
+    Result<identity::Identity> identity = access_.Authenticate(gateway::CredentialsOf(request));
+    if (!identity.ok()) {
+      RecordedResponder responder = record("", "", "");
+      if (audit::AuditRecord* noted = responder.record()) noted->allowed = false;
+      responder.Send(RefusalResponse(policy::AccessRefusal::Unauthenticated(identity.status()),
+                                     request, ErrorShape::kOpenAi));
+      return;
+    }
+    caller = std::move(identity).value();
+  }
   thread_local json::Parser parser;
   store::Store* db = &store_;
   identity::ApiKeyTable* keys = keys_;
@@ -393,6 +473,12 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
                 const Status deleted = db->DeletePrincipal(principal.tenant, principal.name);
                 return deleted.ok() ? refreshed(Json(200, "{}")) : StoreError(deleted);
               }};
+        op.resolve = [db, principal](Operation& self) -> Status {
+          ASSIGN_OR_RETURN(std::optional<store::Principal> stored,
+                           db->GetPrincipal(principal.tenant, principal.name));
+          if (stored) self.resource_attributes["roles"] = JoinRoles(stored->roles);
+          return Status::Ok();
+        };
         return op;
       }
       ASSIGN_OR_RETURN(json::Value root, ParseBody(parser, request.body));
@@ -405,13 +491,18 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
       if (auto disabled = root.Find("disabled")) {
         ASSIGN_OR_RETURN(principal.disabled, disabled->GetBool("disabled"));
       }
-      op = {kPrincipalsWrite, "principal", principal.name, where, [db, principal, refreshed] {
+      principal.roles = UnionOf(std::move(principal.roles), {});
+      store::Attributes attributes = where;
+      attributes["roles"] = JoinRoles(principal.roles);
+      op = {kPrincipalsWrite, "principal", principal.name, attributes, [db, principal, refreshed] {
               const Status put = db->PutPrincipal(principal);
               if (!put.ok()) return StoreError(put);
               json::Writer writer;
               WritePrincipal(writer, principal);
               return refreshed(Json(200, writer.Take()));
             }};
+      op.granted_roles = principal.roles;
+      op.grant_tenant = principal.tenant;
       return op;
     }
     if (what == "keys" && rest == 0 && method == "GET") {
@@ -465,6 +556,15 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
               writer.EndObject();
               return refreshed(Json(201, writer.Take()));
             }};
+      // The key carries its principal's roles too (ApiKeyTable::Verify), so those are granted
+      // with it: a key for an existing admin principal is an admin key.
+      op.resolve = [db, tenant, principal, roles](Operation& self) -> Status {
+        ASSIGN_OR_RETURN(std::vector<std::string> stored, StoredRoles(*db, tenant, principal));
+        self.granted_roles = UnionOf(roles, stored);
+        self.resource_attributes["roles"] = JoinRoles(self.granted_roles);
+        return Status::Ok();
+      };
+      op.grant_tenant = tenant;
       return op;
     }
     if (what == "keys" && rest == 1 && method == "DELETE") {
@@ -473,6 +573,17 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
               const Status revoked = db->RevokeApiKey(id, UnixNow());
               return revoked.ok() ? refreshed(Json(200, "{}")) : StoreError(revoked);
             }};
+      // Decided on the key's tenant and roles; an unknown id is decided without them (a rule
+      // that needs them does not apply) and, when allowed, answered 404.
+      op.resolve = [db, id](Operation& self) -> Status {
+        ASSIGN_OR_RETURN(std::optional<store::ApiKey> key, db->GetApiKey(id));
+        if (!key) return Status::Ok();
+        ASSIGN_OR_RETURN(std::vector<std::string> stored,
+                         StoredRoles(*db, key->tenant, key->principal));
+        self.resource_attributes["tenant"] = key->tenant;
+        self.resource_attributes["roles"] = JoinRoles(UnionOf(key->roles, stored));
+        return Status::Ok();
+      };
       return op;
     }
     crypto::Keyring* keyring = keyring_;
@@ -501,15 +612,6 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
     }
     return NotFound("no route for {} {}", request.method, request.path());
   }();
-  const auto record = [&](std::string_view action, std::string_view type, std::string_view name) {
-    if (audit_ == nullptr) return RecordedResponder(std::move(plain));
-    RecordedResponder recorded(
-        std::move(plain), audit_,
-        StartRecord(request, "admin", trace.TraceId(), request_id, action, type, name),
-        request.received);
-    recorded.SetRequestContent(request.body);
-    return recorded;
-  };
   if (!understood.ok()) {
     RecordedResponder responder = record("", "", "");
     send(responder, understood.status().code() == StatusCode::kNotFound
@@ -518,27 +620,46 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
     return;
   }
   Operation& op = *understood;
-  RecordedResponder responder = record(op.action, op.resource_type, op.resource_name);
-  if (Enforcing(&access_)) {
-    const policy::Resource resource{
-        .type = op.resource_type, .name = op.resource_name, .attributes = &op.resource_attributes};
-    audit::AuditRecord* noted = responder.record();
-    policy::AccessOutcome outcome =
-        noted != nullptr ? CheckRecorded(access_, request, op.action, resource, 0, *noted)
-                         : CheckRequest(access_, request, op.action, resource);
-    if (auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
-      responder.Send(RefusalResponse(*refusal, request, ErrorShape::kOpenAi));
-      return;
-    }
-    responder.SetFull(
-        std::get<policy::AccessGrant>(outcome).HasObligation(policy::kObligationAuditFull));
-  }
-  auto held = std::make_shared<RecordedResponder>(std::move(responder));
-  const Status queued = worker_.Post([held, work = std::move(op.work), request_id]() mutable {
-    net::HttpResponse response = work();
-    response.headers.emplace_back("x-request-id", request_id);
-    held->Send(std::move(response));
-  });
+  RecordedResponder recorded = record(op.action, op.resource_type, op.resource_name);
+  if (caller && recorded.record() != nullptr) NoteIdentity(*caller, *recorded.record());
+  // The rest runs on the worker: the store lookups that name the resource, the decision, the
+  // grant check, the quota (its reservation held until the work is done), then the work.
+  const std::string source = request.peer != nullptr ? request.peer->address : "";
+  auto held = std::make_shared<RecordedResponder>(std::move(recorded));
+  const policy::AccessControl* access = &access_;
+  const Status queued = worker_.Post(
+      [held, op = std::move(op), caller = std::move(caller), source, access, request_id]() mutable {
+        audit::AuditRecord* noted = held->record();
+        net::HttpResponse response = [&] {
+          if (op.resolve && caller) {  // open: nothing to decide on
+            if (Status resolved = op.resolve(op); !resolved.ok()) return StoreError(resolved);
+          }
+          if (!caller) return op.work();  // open: nothing decided, nothing counted
+          const policy::Resource resource{.type = op.resource_type,
+                                          .name = op.resource_name,
+                                          .attributes = &op.resource_attributes};
+          policy::Decision decision = access->Authorise(*caller, op.action, resource, source);
+          if (noted != nullptr) NoteDecision(decision, *noted);
+          if (!decision.allowed) {
+            return Refused(policy::AccessRefusal::Forbidden(decision), request_id);
+          }
+          if (auto refusal = CheckGrants(*access, *caller, source, op)) {
+            if (noted != nullptr) noted->allowed = false;
+            return Refused(*refusal, request_id);
+          }
+          policy::QuotaLedger::Admission admission = access->Admit(*caller, 0);
+          if (!admission.admitted()) {
+            if (noted != nullptr) noted->allowed = false;
+            return Refused(policy::AccessRefusal::Quota(*admission.refusal), request_id);
+          }
+          const auto& obligations = decision.obligations;
+          held->SetFull(std::find(obligations.begin(), obligations.end(),
+                                  policy::kObligationAuditFull) != obligations.end());
+          return op.work();  // the reservation is given back when `admission` goes, after the work
+        }();
+        response.headers.emplace_back("x-request-id", request_id);
+        held->Send(std::move(response));
+      });
   if (!queued.ok()) {
     net::HttpResponse refusal = Error(queued.code() == StatusCode::kResourceExhausted ? 429 : 503,
                                       "the admin API is busy; retry later");

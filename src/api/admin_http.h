@@ -20,14 +20,21 @@
 //          409 when another process rotated at the same moment (the keyring is reloaded)
 //   (the keyring routes answer 503 when the server runs without a master key)
 //
-// Resources: {type: tenant, name}, {type: principal, name, attributes {tenant}}, {type: key,
-// name: the key id or "*", attributes {tenant}}, {type: keyring, name: the key's or "*"}; listing
-// every tenant's is name "*".
+// Resources: {type: tenant, name}, {type: principal, name, attributes {tenant, roles}}, {type:
+// key, name: the key id or "*", attributes {tenant, roles}}, {type: keyring, name: the key's or
+// "*"}; listing every tenant's is name "*".
+// `roles` (writes, comma-joined) are those the write grants (a new key's with its principal's,
+// a principal's new ones) or the target holds (deletions); a revoked key's tenant and roles are
+// looked up first. A caller may grant only roles it holds (PolicySet::Holds) unless a policy
+// permits admin:roles:grant on {type: role, name: <role>, attributes {tenant}}: 403 otherwise.
+// The caller is authenticated before anything else (401 for every request without valid
+// credentials, whatever its route or body), then the request is read and decided (403).
 // Bodies are read with src/json and checked field by field (400 naming the field); store errors
 // map to 404 (NotFound), 409 (AlreadyExists), 400 (InvalidArgument, FailedPrecondition), 503
 // (Unavailable). Store calls block, so they run on this API's own thread (a SerialWorker, at
-// most kMaxQueuedAdminRequests waiting; 429 past that); after a write that concerns keys or
-// principals the key table is refreshed, so the change holds for the next request at once.
+// most kMaxQueuedAdminRequests waiting; 429 past that), and so do the lookups, the decision
+// and the quota admission (its reservation held until the answer); after a write that concerns keys
+// or principals the key table is refreshed, so the change holds for the next request at once.
 // Handle runs on an HTTP I/O thread and never blocks. Errors in OpenAI's shape, with
 // x-request-id on every answer.
 

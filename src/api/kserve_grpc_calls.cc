@@ -72,10 +72,14 @@ class InferCall final : public grpc::ServerUnaryReactor {
 class StreamCall final
     : public grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse> {
  public:
-  // `identity` and `peer`: the caller's, authenticated when the stream opened (unused when
-  // access is open).
-  StreamCall(CallShared& shared, identity::Identity identity, Peer peer)
-      : shared_(shared), identity_(std::move(identity)), peer_(std::move(peer)) {
+  // `authorization`, `api_key` and `peer`: what the caller offered when the stream opened
+  // (unused when access is open). Each request is authenticated with them again, so a key
+  // revoked or a token expiring while the stream is open stops working at its next request.
+  StreamCall(CallShared& shared, std::string authorization, std::string api_key, Peer peer)
+      : shared_(shared),
+        authorization_(std::move(authorization)),
+        api_key_(std::move(api_key)),
+        peer_(std::move(peer)) {
     const bool registered = shared_.streams.Register(this);
     Progress([&] { stopping_ = !registered; });
   }
@@ -141,16 +145,23 @@ class StreamCall final
   void Handle(uint64_t slot) {
     const SteadyTime arrival = Clock::Real().Now();
     policy::Reservation reservation;
+    std::string tenant;
     if (shared_.access != nullptr && shared_.access->enforcing()) {
       const grpc_access::RpcAction& decided = grpc_access::RpcActionOf("ModelStreamInfer");
-      const policy::Decision decision = shared_.access->Authorise(
-          identity_, decided.action,
-          policy::Resource{.type = decided.resource_type, .name = request_.model_name()},
-          peer_.address);
       std::optional<policy::AccessRefusal> refusal;
-      if (!decision.allowed) refusal = policy::AccessRefusal::Forbidden(decision);
+      Result<identity::Identity> identity = shared_.access->Authenticate(identity::Credentials{
+          .authorization = authorization_, .api_key = api_key_, .peer = &peer_});
+      if (!identity.ok()) refusal = policy::AccessRefusal::Unauthenticated(identity.status());
       if (!refusal) {
-        policy::QuotaLedger::Admission admission = shared_.access->Admit(identity_, 0);
+        const policy::Decision decision = shared_.access->Authorise(
+            *identity, decided.action,
+            policy::Resource{.type = decided.resource_type, .name = request_.model_name()},
+            peer_.address);
+        if (!decision.allowed) refusal = policy::AccessRefusal::Forbidden(decision);
+      }
+      if (!refusal) {
+        tenant = identity->tenant;
+        policy::QuotaLedger::Admission admission = shared_.access->Admit(*identity, 0);
         if (!admission.admitted()) refusal = policy::AccessRefusal::Quota(*admission.refusal);
         reservation = std::move(admission.reservation);
       }
@@ -170,7 +181,7 @@ class StreamCall final
     }
     (*decoded)->arrival = arrival;
     (*decoded)->cancelled = cancelled_;
-    (*decoded)->tenant = identity_.tenant;
+    (*decoded)->tenant = std::move(tenant);
     shared_.server.Infer(
         std::move(decoded).value(),
         [this, slot, model = request_.model_name(), version = request_.model_version(),
@@ -257,7 +268,8 @@ class StreamCall final
   }
 
   CallShared& shared_;
-  const identity::Identity identity_;  // the caller, authenticated when the stream opened
+  const std::string authorization_;  // the caller's credentials, as the stream opened
+  const std::string api_key_;
   const Peer peer_;
   const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
   ModelInferRequest request_;  // target of the read in progress; used by the read path only
@@ -386,16 +398,17 @@ class RefusedStream final
 grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* StartStream(
     CallShared& shared, grpc::CallbackServerContext* context) {
   if (shared.access == nullptr || !shared.access->enforcing()) {
-    return new StreamCall(shared, identity::Identity{}, Peer{});
+    return new StreamCall(shared, "", "", Peer{});
   }
   Peer peer = grpc_access::PeerOf(*context);
-  Result<identity::Identity> identity =
-      shared.access->Authenticate(grpc_access::CredentialsOf(*context, peer));
+  const identity::Credentials credentials = grpc_access::CredentialsOf(*context, peer);
+  Result<identity::Identity> identity = shared.access->Authenticate(credentials);
   if (!identity.ok()) {
     return new RefusedStream(grpc_access::StatusOf(
         policy::AccessRefusal::Unauthenticated(identity.status()), /*request_id=*/""));
   }
-  return new StreamCall(shared, std::move(identity).value(), std::move(peer));
+  return new StreamCall(shared, std::string(credentials.authorization),
+                        std::string(credentials.api_key), std::move(peer));
 }
 
 }  // namespace rampart::api::grpc_calls

@@ -69,8 +69,7 @@ class KServeHttp {
     policy::Reservation reservation;          // held until the request is answered
     TraceContext trace;                       // this server's span of the caller's trace
   };
-  using RouteHandler = void (*)(KServeHttp&, RouteArgs&, net::HttpRequest&&,
-                                RecordedResponder&&);
+  using RouteHandler = void (*)(KServeHttp&, RouteArgs&, net::HttpRequest&&, RecordedResponder&&);
   struct Route {
     std::string_view method;
     // Literal path segments; "{model}" and "{version}" match any segment and capture it.
@@ -86,11 +85,11 @@ class KServeHttp {
   static const std::vector<Route>& Routes();
 
   // Runs `work` on `worker` and answers with what it returns; a full queue answers 429, a
-  // stopping one 503.
+  // stopping one 503. `reservation` (the request's quota, if any) is held until the answer.
   void OffIoThread(SerialWorker& worker, RecordedResponder responder,
-                   UniqueFunction<net::HttpResponse()> work);
+                   UniqueFunction<net::HttpResponse()> work, policy::Reservation reservation);
   void QueueRepositoryControl(bool load, std::string model, std::string body,
-                              RecordedResponder responder);
+                              RecordedResponder responder, policy::Reservation reservation);
   void Infer(net::HttpRequest&& request, RouteArgs& args, RecordedResponder responder);
   net::HttpResponse ServerMetadata() const;
   net::HttpResponse ModelMetadata(std::string_view model, int64_t version) const;

@@ -91,21 +91,22 @@ const std::vector<KServeHttp::Route>& KServeHttp::Routes() {
         });
     // Reads the repository's directory: on the repository thread.
     add("POST", "/v2/repository/index", "repository:read", "repository",
-        [](KServeHttp& self, RouteArgs&, Request&& request, Responder&& responder) {
+        [](KServeHttp& self, RouteArgs& args, Request&& request, Responder&& responder) {
           self.OffIoThread(
               self.repository_reads_, std::move(responder),
-              [&self, body = std::move(request.body)] { return self.RepositoryIndex(body); });
+              [&self, body = std::move(request.body)] { return self.RepositoryIndex(body); },
+              std::move(args.reservation));
         });
     // Loading reads files and builds models: on the control thread, one at a time.
     add("POST", "/v2/repository/models/{model}/load", "model:load", "model",
         [](KServeHttp& self, RouteArgs& args, Request&& request, Responder&& responder) {
           self.QueueRepositoryControl(true, std::move(args.model), std::move(request.body),
-                                      std::move(responder));
+                                      std::move(responder), std::move(args.reservation));
         });
     add("POST", "/v2/repository/models/{model}/unload", "model:unload", "model",
         [](KServeHttp& self, RouteArgs& args, Request&& request, Responder&& responder) {
           self.QueueRepositoryControl(false, std::move(args.model), std::move(request.body),
-                                      std::move(responder));
+                                      std::move(responder), std::move(args.reservation));
         });
     // Triton's logging extension.
     for (std::string_view method : {"GET", "POST"}) {
@@ -263,19 +264,34 @@ void KServeHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
 }
 
 void KServeHttp::QueueRepositoryControl(bool load, std::string model, std::string body,
-                                        RecordedResponder responder) {
-  OffIoThread(control_, std::move(responder),
-              [this, load, model = std::move(model), body = std::move(body)] {
-                return RepositoryControl(load, model, body);
-              });
+                                        RecordedResponder responder,
+                                        policy::Reservation reservation) {
+  OffIoThread(
+      control_, std::move(responder),
+      [this, load, model = std::move(model), body = std::move(body)] {
+        return RepositoryControl(load, model, body);
+      },
+      std::move(reservation));
 }
 
 void KServeHttp::OffIoThread(SerialWorker& worker, RecordedResponder responder,
-                             UniqueFunction<net::HttpResponse()> work) {
+                             UniqueFunction<net::HttpResponse()> work,
+                             policy::Reservation reservation) {
   // Shared with the task, so that a refused task leaves the responder here to answer with.
   auto held = std::make_shared<RecordedResponder>(std::move(responder));
+  // The task holds the reservation (its concurrency slot) until the work is done and answered;
+  // a refused task drops it with the closure.
   const Status queued =
-      worker.Post([held, work = std::move(work)]() mutable { held->Send(work()); });
+      worker.Post([held, work = std::move(work), reservation = std::move(reservation)]() mutable {
+        net::HttpResponse response = work();
+        {
+          // Its slot is given back when it goes: before the answer, so a client that sends
+          // its next request on the answer finds it free.
+          policy::Reservation done = std::move(reservation);
+          if (!done.empty()) done.Settle(0);
+        }
+        held->Send(std::move(response));
+      });
   if (queued.ok()) return;  // the task answers; `held` is not touched here again
   net::HttpResponse refusal = KServeError(queued);
   if (queued.code() == StatusCode::kResourceExhausted) {

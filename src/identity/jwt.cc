@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <fstream>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "core/logging.h"
+#include "core/thread_name.h"
 #include "identity/encoding.h"
 #include "identity/jwks.h"
 #include "json/reader.h"
@@ -123,13 +126,15 @@ Status Incomplete() { return Unauthenticated("token claims incomplete"); }
 struct JwtVerifier::Impl {
   JwtOptions options;
   std::vector<JwsAlgorithm> algorithms;
-  mutable std::atomic<std::shared_ptr<const JwkSet>> keys;
+  std::atomic<std::shared_ptr<const JwkSet>> keys;  // what Verify uses; swapped by CheckNow
 
-  // The file's change check: one caller at a time (try_lock; others go on with the keys they
-  // have), at most once per period.
-  mutable std::mutex check_mutex;
-  mutable std::atomic<int64_t> next_check_ns{0};
-  mutable FileVersion seen_version;  // guarded by check_mutex: the version last read
+  std::mutex check_mutex;    // serialises CheckNow (the thread and callers)
+  FileVersion seen_version;  // guarded by check_mutex: the version last read
+
+  std::mutex stop_mutex;
+  std::condition_variable stop_changed;
+  bool stopping = false;  // guarded by stop_mutex
+  std::thread thread;     // not started when options.jwks_check_period is 0
 
   Result<std::shared_ptr<const JwkSet>> Load() const {
     ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(options.jwks_file));
@@ -137,30 +142,39 @@ struct JwtVerifier::Impl {
     return std::shared_ptr<const JwkSet>(std::make_shared<JwkSet>(std::move(set)));
   }
 
-  void MaybeReload() const {
-    const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::steady_clock::now().time_since_epoch())
-                               .count();
-    if (now_ns < next_check_ns.load(std::memory_order_relaxed)) return;
-    std::unique_lock lock(check_mutex, std::try_to_lock);
-    if (!lock.owns_lock()) return;
-    next_check_ns.store(
-        now_ns +
-            std::chrono::duration_cast<std::chrono::nanoseconds>(options.jwks_check_period).count(),
-        std::memory_order_relaxed);
+  Status CheckNow() {
+    std::lock_guard lock(check_mutex);
     const Result<FileVersion> version = StatFile(options.jwks_file);
-    if (!version.ok() || *version == seen_version) return;
+    if (!version.ok()) {
+      return Unavailable("JWKS file {} cannot be read (keeping the previous keys)",
+                         options.jwks_file);
+    }
+    if (*version == seen_version) return Status::Ok();
     seen_version = *version;
-    // The file is small and only changes when an operator rotates keys: reading it here, on
-    // the one caller that won the check, keeps the verifier free of threads.
     Result<std::shared_ptr<const JwkSet>> loaded = Load();
     if (!loaded.ok()) {
-      LOG_WARN("JWKS file {} changed but cannot be used (keeping the previous keys): {}",
-               options.jwks_file, loaded.status().message());
-      return;
+      return InvalidArgument(
+          "JWKS file {} changed but cannot be used (keeping the previous keys): {}",
+          options.jwks_file, loaded.status().message());
     }
     LOG_INFO("JWKS file {} reloaded: {} keys", options.jwks_file, (*loaded)->keys.size());
     keys.store(std::move(*loaded));
+    return Status::Ok();
+  }
+
+  void Run() {
+    NameThisThread("jwks");
+    std::unique_lock lock(stop_mutex);
+    Status last = Status::Ok();  // warn once per new problem, not once per period
+    while (!stopping) {
+      stop_changed.wait_for(lock, options.jwks_check_period, [this] { return stopping; });
+      if (stopping) break;
+      lock.unlock();
+      Status checked = CheckNow();
+      if (!checked.ok() && checked.message() != last.message()) LOG_WARN("{}", checked.message());
+      last = std::move(checked);
+      lock.lock();
+    }
   }
 
   Result<Identity> Verify(std::string_view token, int64_t now_unix) const;
@@ -186,10 +200,6 @@ Result<std::unique_ptr<JwtVerifier>> JwtVerifier::Open(JwtOptions options) {
     impl->algorithms.push_back(*algorithm);
   }
   impl->options = std::move(options);
-  impl->next_check_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          (std::chrono::steady_clock::now() + impl->options.jwks_check_period).time_since_epoch())
-          .count();
   const Result<FileVersion> version = StatFile(impl->options.jwks_file);
   if (version.ok()) impl->seen_version = *version;
   Result<std::shared_ptr<const JwkSet>> loaded = impl->Load();
@@ -197,14 +207,28 @@ Result<std::unique_ptr<JwtVerifier>> JwtVerifier::Open(JwtOptions options) {
     return InvalidArgument("{}: {}", impl->options.jwks_file, loaded.status().message());
   }
   impl->keys.store(std::move(*loaded));
+  if (impl->options.jwks_check_period.count() > 0) {
+    Impl* raw = impl.get();
+    impl->thread = std::thread([raw] { raw->Run(); });
+  }
   return std::unique_ptr<JwtVerifier>(new JwtVerifier(std::move(impl)));
 }
 
 JwtVerifier::JwtVerifier(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-JwtVerifier::~JwtVerifier() = default;
+
+JwtVerifier::~JwtVerifier() {
+  if (!impl_->thread.joinable()) return;
+  {
+    std::lock_guard lock(impl_->stop_mutex);
+    impl_->stopping = true;
+  }
+  impl_->stop_changed.notify_all();
+  impl_->thread.join();
+}
+
+Status JwtVerifier::CheckNow() { return impl_->CheckNow(); }
 
 Result<Identity> JwtVerifier::Verify(std::string_view token, int64_t now_unix) const {
-  impl_->MaybeReload();
   return impl_->Verify(token, now_unix);
 }
 

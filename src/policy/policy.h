@@ -31,10 +31,10 @@
 namespace rampart::policy {
 
 // What is being acted on: a model ("model", its name), a route ("route"), a tenant ("tenant"),
-// the server or its repository ("server", "repository"), admin objects ("key", "principal"),
-// later documents ("document"). Attributes come from the request and from the policy files'
-// `resources` section (classification: PUBLIC < INTERNAL < CONFIDENTIAL < SECRET, owner, ...),
-// which win over the request's own.
+// the server or its repository ("server", "repository"), admin objects ("key", "principal",
+// "role": a role being granted), later documents ("document"). Attributes come from the request and
+// from the policy files' `resources` section (classification: PUBLIC < INTERNAL < CONFIDENTIAL <
+// SECRET, owner, ...), which win over the request's own.
 struct Resource {
   std::string_view type;
   std::string_view name;
@@ -45,7 +45,8 @@ struct Resource {
 // model:infer, model:read, model:load, model:unload, repository:read, server:read,
 // chat:create, completions:create, embeddings:create, guard:detect, guard:redact,
 // guard:restore, admin:tenants:read, admin:tenants:write, admin:principals:read,
-// admin:principals:write, admin:keys:read, admin:keys:write, admin:reload, admin:routes:read...
+// admin:principals:write, admin:keys:read, admin:keys:write, admin:roles:grant, admin:reload,
+// admin:routes:read...
 struct AccessRequest {
   const identity::Identity* principal = nullptr;  // required
   std::string_view action;
@@ -101,6 +102,11 @@ class PolicySet {
   virtual Decision Decide(const AccessRequest& request) const = 0;
   virtual Explanation Explain(const AccessRequest& request) const = 0;
   virtual size_t rule_count() const = 0;
+  // Whether roles `granted` in `tenant` include `role`, itself or through inheritance in that
+  // tenant (the closure decisions use). The admin API lets a caller grant only roles it holds
+  // (unless a policy permits admin:roles:grant on {type: role, name: <role>}).
+  virtual bool Holds(std::string_view tenant, const std::vector<std::string>& granted,
+                     std::string_view role) const = 0;
 };
 
 // Holds the set in force; reloads its files atomically (the old set stays when the new one is

@@ -296,6 +296,7 @@ const std::vector<std::string_view>& KnownActions() {
       "admin:keys:write",
       "admin:keyring:read",
       "admin:keyring:write",
+      "admin:roles:grant",
       "admin:policy:read",
   };
   return kActions;
@@ -303,7 +304,8 @@ const std::vector<std::string_view>& KnownActions() {
 
 const std::vector<std::string_view>& KnownResourceTypes() {
   static const std::vector<std::string_view> kTypes = {
-      "model", "route", "server", "repository", "tenant", "principal", "key", "policy", "document"};
+      "model",     "route", "server", "repository", "tenant",
+      "principal", "key",   "policy", "document",   "role"};
   return kTypes;
 }
 

@@ -279,6 +279,18 @@ class CompiledPolicySet final : public PolicySet {
 
   size_t rule_count() const override { return rules_.size(); }
 
+  bool Holds(std::string_view tenant, const std::vector<std::string>& granted,
+             std::string_view role) const override {
+    if (std::find(granted.begin(), granted.end(), role) != granted.end()) return true;
+    const std::optional<uint32_t> wanted = roles_.Id(role);
+    if (!wanted) return false;  // a role the policy never names is held only as itself
+    const RoleTable::Closures& closures = roles_.ForTenant(tenant);
+    return std::any_of(granted.begin(), granted.end(), [&](const std::string& each) {
+      const std::optional<uint32_t> id = roles_.Id(each);
+      return id && std::binary_search(closures[*id].begin(), closures[*id].end(), *wanted);
+    });
+  }
+
  private:
   explicit CompiledPolicySet(RoleTable roles) : roles_(std::move(roles)) {}
 

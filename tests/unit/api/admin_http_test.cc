@@ -40,7 +40,8 @@ class RecordingConnection final : public net::Connection {
 
 class AdminHttpTest : public ::testing::Test {
  protected:
-  AdminHttpTest() : admin_(fixture_.store(), &fixture_.keys(), fixture_.control()) {}
+  explicit AdminHttpTest(std::string_view policy = testing::kAccessPolicy)
+      : fixture_(policy), admin_(fixture_.store(), &fixture_.keys(), fixture_.control()) {}
   ~AdminHttpTest() override { admin_.Shutdown(); }
 
   net::HttpResponse Send(std::string method, std::string target, std::string body = "",
@@ -51,11 +52,22 @@ class AdminHttpTest : public ::testing::Test {
   // From loopback without credentials (the anonymous admin), or with `key` from elsewhere.
   static net::HttpResponse SendTo(AdminHttp& admin, std::string method, std::string target,
                                   std::string body = "", std::string key = "") {
+    std::string address = key.empty() ? "127.0.0.1" : "10.1.1.1";
+    return Deliver(admin, std::move(address), std::move(method), std::move(target), std::move(body),
+                   std::move(key));
+  }
+  net::HttpResponse SendFrom(std::string address, std::string method, std::string target,
+                             std::string body = "", std::string key = "") {
+    return Deliver(admin_, std::move(address), std::move(method), std::move(target),
+                   std::move(body), std::move(key));
+  }
+  static net::HttpResponse Deliver(AdminHttp& admin, std::string address, std::string method,
+                                   std::string target, std::string body, std::string key) {
     net::HttpRequest request;
     request.method = std::move(method);
     request.target = std::move(target);
     request.body = std::move(body);
-    request.peer = std::make_shared<Peer>(Peer{.address = key.empty() ? "127.0.0.1" : "10.1.1.1"});
+    request.peer = std::make_shared<Peer>(Peer{.address = std::move(address)});
     if (!key.empty()) request.headers.emplace_back("x-api-key", key);
     request.headers.emplace_back("x-request-id", "req-admin-test");
     auto connection = std::make_shared<RecordingConnection>();
@@ -115,6 +127,32 @@ TEST_F(AdminHttpTest, BadBodiesAre400NamingTheField) {
   EXPECT_EQ(Send("PATCH", "/v1/admin/tenants").status, 404);
 }
 
+// The caller is authenticated before anything else is read: without credentials (or with a bad
+// key) every request is 401, never a 400 naming a field nor a 404 for an unknown route; a caller
+// who may not write gets 403 for a path-only write whatever it sends.
+TEST_F(AdminHttpTest, AuthenticatesBeforeReadingTheRequest) {
+  const std::pair<std::string, std::string> requests[] = {
+      {"POST /v1/admin/keys", "not json"},
+      {"POST /v1/admin/keys", R"({"tenant":"acme","name":"x","expires_in":"soon"})"},
+      {"POST /v1/admin/tenants", R"({"attributes":{}})"},
+      {"PUT /v1/admin/principals/acme/bob", R"({"roles":"admin"})"},
+      {"PATCH /v1/admin/tenants", ""},
+      {"GET /v1/admin/keys/too/deep", ""},
+      {"DELETE /v1/admin/tenants/acme", ""},
+  };
+  for (const auto& [line, body] : requests) {
+    const size_t space = line.find(' ');
+    const std::string method = line.substr(0, space), target = line.substr(space + 1);
+    for (const std::string& key : {std::string(), std::string("rk_live_000000000000_bogus")}) {
+      net::HttpResponse answer = SendFrom("10.1.1.1", method, target, body, key);
+      EXPECT_EQ(answer.status, 401) << line << " key '" << key << "': " << answer.body;
+      EXPECT_EQ(answer.body.find("required"), std::string::npos) << answer.body;
+    }
+  }
+  EXPECT_EQ(Send("DELETE", "/v1/admin/tenants/acme", "", fixture_.viewer_key()).status, 403);
+  EXPECT_TRUE(fixture_.store().GetTenant("acme").value().has_value());
+}
+
 TEST_F(AdminHttpTest, AKeyIsShownOnceWorksAtOnceAndRevokesAtOnce) {
   net::HttpResponse created = Send(
       "POST", "/v1/admin/keys",
@@ -154,6 +192,111 @@ TEST_F(AdminHttpTest, PrincipalsArePutListedAndDeleted) {
       << listed.body;
   EXPECT_EQ(Send("DELETE", "/v1/admin/principals/acme/bob").status, 200);
   EXPECT_EQ(Send("DELETE", "/v1/admin/principals/acme/bob").status, 404);
+}
+
+// A tenant admin: may manage keys and principals of its own tenant (the rule's condition on
+// resource.tenant), grant the roles it holds, and `auditor`, which a rule lets it grant.
+constexpr std::string_view kTenantAdminPolicy = R"(
+roles:
+  - name: viewer
+  - name: analyst
+    inherits: [viewer]
+  - name: tenant-admin
+    inherits: [analyst]
+  - name: admin
+    inherits: [tenant-admin]
+  - name: auditor
+rules:
+  - id: admins-all
+    effect: permit
+    principal: {role: admin}
+    action: "*"
+  - id: tenant-admins-own-tenant
+    effect: permit
+    principal: {role: tenant-admin}
+    action: [admin:keys:read, admin:keys:write, admin:principals:read, admin:principals:write]
+    when:
+      - resource.tenant == principal.tenant
+  - id: tenant-admins-grant-auditor
+    effect: permit
+    principal: {role: tenant-admin}
+    action: admin:roles:grant
+    resource: {type: role, name: auditor}
+    when:
+      - resource.tenant == principal.tenant
+)";
+
+class TenantAdminTest : public AdminHttpTest {
+ protected:
+  TenantAdminTest() : AdminHttpTest(kTenantAdminPolicy) {
+    // Made by the anonymous (loopback) admin, who may grant anything.
+    net::HttpResponse created =
+        Send("POST", "/v1/admin/keys", R"({"tenant":"acme","name":"ta","roles":["tenant-admin"]})");
+    EXPECT_EQ(created.status, 201) << created.body;
+    tenant_admin_ = Field(created.body, "key");
+  }
+
+  net::HttpResponse AsTenantAdmin(std::string method, std::string target, std::string body = "") {
+    return Send(std::move(method), std::move(target), std::move(body), tenant_admin_);
+  }
+
+  static std::string IdOf(const std::string& key) { return key.substr(0, 20); }
+
+  std::string tenant_admin_;
+};
+
+TEST_F(TenantAdminTest, StaysInItsTenant) {
+  net::HttpResponse own = AsTenantAdmin("POST", "/v1/admin/keys",
+                                        R"({"tenant":"acme","name":"a2","roles":["analyst"]})");
+  ASSERT_EQ(own.status, 201) << own.body;
+  net::HttpResponse other = AsTenantAdmin(
+      "POST", "/v1/admin/keys", R"({"tenant":"thrifty","name":"t2","roles":["analyst"]})");
+  EXPECT_EQ(other.status, 403) << other.body;
+  EXPECT_NE(other.body.find("req-admin-test"), std::string::npos) << other.body;
+  EXPECT_EQ(AsTenantAdmin("PUT", "/v1/admin/principals/thrifty/tom", R"({"roles":[]})").status,
+            403);
+  EXPECT_EQ(AsTenantAdmin("DELETE", "/v1/admin/principals/thrifty/tom").status, 403);
+  EXPECT_EQ(AsTenantAdmin("GET", "/v1/admin/keys?tenant=thrifty").status, 403);
+  EXPECT_EQ(AsTenantAdmin("GET", "/v1/admin/keys?tenant=acme").status, 200);
+
+  // Revocation is decided on the key's own tenant, looked up in the store.
+  const std::string thrifty = fixture_.thrifty_key();
+  EXPECT_EQ(AsTenantAdmin("DELETE", "/v1/admin/keys/" + IdOf(thrifty)).status, 403);
+  EXPECT_TRUE(fixture_.control().Authenticate({.api_key = thrifty}).ok());
+  EXPECT_EQ(AsTenantAdmin("DELETE", "/v1/admin/keys/" + Field(own.body, "id")).status, 200);
+  // An unknown id has no tenant: the rule does not apply (403, nothing learnt), while an admin
+  // gets 404.
+  EXPECT_EQ(AsTenantAdmin("DELETE", "/v1/admin/keys/rk_live_000000000000").status, 403);
+  EXPECT_EQ(Send("DELETE", "/v1/admin/keys/rk_live_000000000000").status, 404);
+}
+
+TEST_F(TenantAdminTest, GrantsOnlyRolesItHoldsOrMayGrant) {
+  net::HttpResponse admin =
+      AsTenantAdmin("POST", "/v1/admin/keys", R"({"tenant":"acme","name":"x","roles":["admin"]})");
+  EXPECT_EQ(admin.status, 403) << admin.body;
+  EXPECT_NE(admin.body.find("role 'admin' may not be granted"), std::string::npos) << admin.body;
+  EXPECT_EQ(AsTenantAdmin("PUT", "/v1/admin/principals/acme/eve", R"({"roles":["admin"]})").status,
+            403);
+  EXPECT_FALSE(fixture_.store().GetPrincipal("acme", "eve").value().has_value());
+
+  // A key for a principal that is already an admin would be an admin key.
+  ASSERT_EQ(Send("PUT", "/v1/admin/principals/acme/root", R"({"roles":["admin"]})").status, 200);
+  EXPECT_EQ(
+      AsTenantAdmin("POST", "/v1/admin/keys", R"({"tenant":"acme","name":"r","principal":"root"})")
+          .status,
+      403);
+
+  // Roles it holds (inherited ones too), and the one a rule lets it grant.
+  EXPECT_EQ(AsTenantAdmin("PUT", "/v1/admin/principals/acme/eve", R"({"roles":["viewer"]})").status,
+            200);
+  EXPECT_EQ(AsTenantAdmin("POST", "/v1/admin/keys",
+                          R"({"tenant":"acme","name":"y","roles":["tenant-admin","auditor"]})")
+                .status,
+            201);
+  // The loopback admin holds `admin`, and admins-all permits admin:roles:grant.
+  EXPECT_EQ(Send("POST", "/v1/admin/keys", R"({"tenant":"thrifty","name":"z","roles":["auditor"]})")
+                .status,
+            201);
 }
 
 // The keyring routes, over a keyring kept in the fixture's store.

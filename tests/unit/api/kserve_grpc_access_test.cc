@@ -97,5 +97,52 @@ TEST_F(GrpcAccessTest, AStreamsDeniedRequestNamesItsId) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// Analysts may infer on `add` (the fake repository's) too.
+constexpr std::string_view kAnalystsAdd = R"(
+roles:
+  - name: analyst
+rules:
+  - id: analysts-add
+    effect: permit
+    principal: {role: analyst}
+    action: model:infer
+    resource: {type: model, name: add}
+)";
+
+class GrpcStreamAccessTest : public GrpcAccessTest {
+ protected:
+  GrpcStreamAccessTest() { access_fixture_.WritePolicy(kAnalystsAdd); }
+  void SetUp() override {
+    ASSERT_TRUE(access_fixture_.control().Reload(std::nullopt).ok());
+    GrpcAccessTest::SetUp();
+  }
+};
+
+// Each request in a stream is authenticated again: a key revoked while the stream is open is
+// refused at its next request, in the stream, as UNAUTHENTICATED's reason.
+TEST_F(GrpcStreamAccessTest, AKeyRevokedMidStreamIsRefusedAtItsNextRequest) {
+  std::unique_ptr<grpc::ClientContext> context = AsAnalyst();
+  auto stream = stub_->ModelStreamInfer(context.get());
+  ModelInferRequest request = AddRequest({1}, {2}, true);
+  request.set_id("before");
+  ASSERT_TRUE(stream->Write(request));
+  inference::ModelStreamInferResponse answer;
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(answer.error_message(), "");
+  EXPECT_EQ(answer.infer_response().id(), "before");
+
+  const std::string id = access_fixture_.analyst_key().substr(0, 20);
+  ASSERT_TRUE(access_fixture_.store().RevokeApiKey(id, 1).ok());
+  ASSERT_TRUE(access_fixture_.keys().Refresh().ok());
+
+  request.set_id("after");
+  ASSERT_TRUE(stream->Write(request));
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(answer.error_message(), "API key revoked");
+  EXPECT_EQ(answer.infer_response().id(), "after");
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
 }  // namespace
 }  // namespace rampart::api

@@ -186,6 +186,7 @@ TEST_F(JwtVerifierTest, ForgedAndConfusedSignaturesAreRefused) {
   // Without a kid the one key of the algorithm is used; with two, the token names neither.
   const TestSigningKey second_ec = TestSigningKey::Ec("ec-2");
   WriteJwks(JwksJson({&EcKey(), &second_ec}));
+  EXPECT_TRUE(verifier->CheckNow().ok());
   EXPECT_EQ(Reason(*verifier, second_ec.Token(Claims())), "ok");
   EXPECT_EQ(Reason(*verifier, second_ec.Sign(R"({"alg":"ES256"})", Claims())),
             "unknown signing key");
@@ -250,29 +251,50 @@ TEST_F(JwtVerifierTest, AChangedJwksFileIsReloadedAndABrokenOneIgnored) {
   const auto verifier = Open(Options());
   const TestSigningKey rotated = TestSigningKey::Ec("ec-2");
   EXPECT_EQ(Reason(*verifier, rotated.Token(Claims())), "unknown signing key");
+  EXPECT_TRUE(verifier->CheckNow().ok());  // unchanged
 
   WriteJwks(JwksJson({&rotated}));
+  EXPECT_TRUE(verifier->CheckNow().ok());
   EXPECT_EQ(Reason(*verifier, rotated.Token(Claims())), "ok");
   EXPECT_EQ(Reason(*verifier, EcKey().Token(Claims())), "unknown signing key");
 
   WriteJwks("{\"keys\": [");  // a half-written file: the keys in use stay
+  const Status broken = verifier->CheckNow();
+  EXPECT_EQ(broken.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(broken.message().find("keeping the previous keys"), std::string::npos);
   EXPECT_EQ(Reason(*verifier, rotated.Token(Claims())), "ok");
   std::filesystem::remove(directory_ / "jwks.json");
+  EXPECT_FALSE(verifier->CheckNow().ok());
   EXPECT_EQ(Reason(*verifier, rotated.Token(Claims())), "ok");
 }
 
-TEST_F(JwtVerifierTest, TheFileIsCheckedAtMostOncePerPeriod) {
-  JwtOptions options = Options();
-  options.jwks_check_period = std::chrono::hours(1);
-  const auto verifier = Open(options);
+// Verify reads only the keys in force: a request thread never stats or reads the file (without
+// the watching thread, a rotation takes effect at CheckNow and not before).
+TEST_F(JwtVerifierTest, VerifyNeverTouchesTheFile) {
+  const auto verifier = Open(Options());  // jwks_check_period 0: no thread
   const TestSigningKey rotated = TestSigningKey::Ec("ec-2");
   WriteJwks(JwksJson({&rotated}));
-  EXPECT_EQ(Reason(*verifier, rotated.Token(Claims())), "unknown signing key");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Reason(*verifier, rotated.Token(Claims())), "unknown signing key");
+  }
+  std::filesystem::remove(directory_ / "jwks.json");
+  EXPECT_EQ(Reason(*verifier, EcKey().Token(Claims())), "ok");
+}
+
+TEST_F(JwtVerifierTest, TheThreadReloadsAChangedFile) {
+  JwtOptions options = Options();
+  options.jwks_check_period = std::chrono::hours(1);
+  const auto idle = Open(options);  // its thread waits an hour, and stops at once when closed
+  const TestSigningKey rotated = TestSigningKey::Ec("ec-2");
+  WriteJwks(JwksJson({&rotated}));
+  EXPECT_EQ(Reason(*idle, rotated.Token(Claims())), "unknown signing key");
 
   options.jwks_check_period = std::chrono::milliseconds(20);
   const auto polling = Open(options);
   WriteJwks(JwksJson({&EcKey()}));
   EXPECT_TRUE(Eventually([&] { return Reason(*polling, EcKey().Token(Claims())) == "ok"; }));
+  WriteJwks("not json");  // the thread keeps the keys in force
+  EXPECT_EQ(Reason(*polling, EcKey().Token(Claims())), "ok");
 }
 
 TEST_F(JwtVerifierTest, OpenRefusesUnusableOptionsAndFiles) {

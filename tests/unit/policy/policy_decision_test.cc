@@ -247,6 +247,30 @@ rules:
   EXPECT_FALSE(allowed("initech", "model:read"));  // no lead role there: it implies nothing
 }
 
+// Holds answers "does a caller granted these roles hold that one" with the same inheritance.
+TEST(PolicyDecisionTest, HoldsFollowsInheritancePerTenant) {
+  const auto set = Load(R"(roles:
+  - name: viewer
+  - name: analyst
+    inherits: [viewer]
+  - name: lead
+    tenant: acme
+    inherits: [analyst]
+rules:
+  - {id: read, effect: permit, action: model:read, principal: {role: viewer}}
+)");
+  const std::vector<std::string> lead{"lead"};
+  EXPECT_TRUE(set->Holds("acme", lead, "lead"));
+  EXPECT_TRUE(set->Holds("acme", lead, "analyst"));
+  EXPECT_TRUE(set->Holds("acme", lead, "viewer"));
+  EXPECT_FALSE(set->Holds("globex", lead, "analyst"));  // lead implies nothing there
+  EXPECT_FALSE(set->Holds("acme", {"viewer"}, "analyst"));
+  EXPECT_FALSE(set->Holds("acme", lead, "admin"));           // never named by the policy
+  EXPECT_TRUE(set->Holds("acme", {"x", "admin"}, "admin"));  // ... but granted as itself
+  EXPECT_FALSE(set->Holds("acme", {}, "viewer"));
+  EXPECT_FALSE(PolicySet::Empty()->Holds("acme", {"viewer"}, "analyst"));
+}
+
 TEST(PolicyDecisionTest, ExplainListsMatchedUnmatchedAndErroringRules) {
   const auto set = Load(R"(rules:
   - id: analysts
