@@ -304,8 +304,8 @@ const std::vector<std::string_view>& KnownActions() {
 
 const std::vector<std::string_view>& KnownResourceTypes() {
   static const std::vector<std::string_view> kTypes = {
-      "model",     "route", "server", "repository", "tenant",
-      "principal", "key",   "policy", "document",   "role"};
+      "model", "route",  "server",   "repository", "tenant", "principal",
+      "key",   "policy", "document", "role",       "keyring"};
   return kTypes;
 }
 
