@@ -296,6 +296,7 @@ const std::vector<std::string_view>& KnownActions() {
       "admin:keys:write",
       "admin:keyring:read",
       "admin:keyring:write",
+      "admin:audit:read",
       "admin:policy:read",
   };
   return kActions;
