@@ -125,9 +125,10 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
 }
 
 api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings,
-                                   const policy::AccessControl* access) {
+                                   const policy::AccessControl* access, audit::AuditSink* audit) {
   api::KServeGrpcOptions options;
   options.access = access;
+  options.audit = audit;
   options.address = settings.grpc_address;
   options.port = settings.grpc_port;
   options.server_name = settings.server_name;
@@ -372,7 +373,8 @@ int Serve(const ServeSettings& settings) {
   // gRPC serves the same InferenceServer; it is shut down before the server goes away.
   std::unique_ptr<api::KServeGrpc> grpc;
   if (settings.allow_grpc) {
-    auto started = api::KServeGrpc::Start(*server, GrpcOptions(settings, access_control));
+    auto started =
+        api::KServeGrpc::Start(*server, GrpcOptions(settings, access_control, audit_sink));
     if (!started.ok()) {
       LOG_ERROR("gRPC: {}", started.status().message());
       return 1;
