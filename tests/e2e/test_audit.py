@@ -4,9 +4,10 @@ concurrent infer requests on `simple` with the server SIGKILLed mid-burst; every
 answer reached the client has its record (matched by x-request-id through `rampart audit
 export`), and `rampart audit verify --data-dir` (the key from the data directory's
 audit-signing-key.pem) exits 0; one record edited in the SQLite file makes verify exit 1 naming
-it. A 401 and a 403 are recorded too.
+it. A 401 and a 403 are recorded too, and gRPC infers (granted and refused).
 
 Usage: test_audit.py --binary build/rampart --repository examples/models
+                     --grpc-call build/tests/grpc_call
 """
 
 import argparse
@@ -188,11 +189,27 @@ access:
         granted = infer(client, "simple", {"x-api-key": api_key, "x-request-id": "audit-200"})
         check(granted.status == 200, f"analyst on simple: {granted!r}")
         client.close()
+        # gRPC: an infer granted and one refused, each recorded under the id it carries.
+        request = {"model_name": "simple", "id": "audit-grpc-200", "inputs": [
+            {"name": name, "datatype": "INT32", "shape": [1, 16],
+             "contents": {"int_contents": list(range(16))}} for name in ("INPUT0", "INPUT1")]}
+        for model, request_id, code in (("simple", "audit-grpc-200", 0),
+                                        ("mlp_classifier", "audit-grpc-403", 7)):
+            called = subprocess.run(
+                [ctx.args.grpc_call, "--target", f"127.0.0.1:{server.grpc_port}", "--method",
+                 "ModelInfer", "--metadata", f"x-api-key={api_key}"],
+                input=json.dumps(dict(request, model_name=model, id=request_id)) + "\n",
+                capture_output=True, text=True, timeout=60)
+            check(called.returncode == 0, f"grpc_call: {called.returncode} {called.stderr}")
+            answer = json.loads(called.stdout.strip().splitlines()[-1])
+            check(answer["code"] == code, f"gRPC {model}: {answer}")
+        server.stop()
         server.stop()
     finally:
         server.cleanup()
     by_id = {record["request_id"]: record for record in ctx.export(data_dir)}
-    for request_id, status in (("audit-403", 403), ("audit-401", 401), ("audit-200", 200)):
+    for request_id, status in (("audit-403", 403), ("audit-401", 401), ("audit-200", 200),
+                               ("audit-grpc-200", 200), ("audit-grpc-403", 403)):
         check(request_id in by_id and by_id[request_id]["status"] == status,
               f"{request_id}'s record: {by_id.get(request_id)}")
     check(by_id["audit-403"]["allowed"] is False and by_id["audit-403"]["tenant"] == "acme",
@@ -200,7 +217,9 @@ access:
     verified = ctx.rampart("audit", "verify", "--data-dir", data_dir)
     check(verified.returncode == 0 and "records are not yet covered" not in verified.stdout,
           f"verify after a clean stop (a final checkpoint): {verified.stdout} {verified.stderr}")
-    return "401, 403 and 200 recorded; a clean stop signs a final checkpoint"
+    check(by_id["audit-grpc-403"]["api"] == "kserve_grpc" and
+          by_id["audit-grpc-403"]["principal"] == "ci", f"gRPC 403: {by_id['audit-grpc-403']}")
+    return "401, 403 and 200 over HTTP, 200 and 403 over gRPC recorded; a final checkpoint"
 
 
 TESTS: List[Tuple[str, Callable[[Context], str]]] = [
@@ -213,10 +232,12 @@ def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--binary", required=True)
     parser.add_argument("--repository", required=True)
+    parser.add_argument("--grpc-call", required=True)
     parser.add_argument("--filter", default="")
     args = parser.parse_args(argv)
     args.binary = os.path.abspath(args.binary)
     args.repository = os.path.abspath(args.repository)
+    args.grpc_call = os.path.abspath(args.grpc_call)
     ctx = Context(args)
     tally = e2e.Tally()
     try:
