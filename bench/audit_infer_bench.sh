@@ -101,8 +101,11 @@ EOF2
   fi
   start_rampart "$binary" "$repository" "$start_timeout"
   port[$mode]="$rampart_port"
-  # The last one started stays rampart_pid (stopped by lib.sh); the others are kept apart.
+  # The last one started stays rampart_pid (stopped by lib.sh); the others are kept apart, in
+  # the variables cleanup_pid_vars names (read indirectly by lib.sh's cleanup).
+  # shellcheck disable=SC2034
   if [ "$mode" = off ]; then off_pid="$rampart_pid"; rampart_pid=""; fi
+  # shellcheck disable=SC2034
   if [ "$mode" = batched ]; then batched_pid="$rampart_pid"; rampart_pid=""; fi
 done
 
