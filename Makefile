@@ -29,7 +29,9 @@ build-serve: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target rampart example_models
 
 # Starts the server on the bundled example models: KServe v2 HTTP on port 8000.
+# The keyring's master key (examples/rampart.yaml's keyring:) is made on first run.
 run: build-serve
+	@mkdir -p data && test -s data/master.key || (umask 077; head -c 32 /dev/urandom > data/master.key)
 	$(BUILD_DIR)/rampart serve $(RUN_ARGS)
 
 # The unit and end-to-end tests, then every fuzz target for FUZZ_SECONDS (FUZZ_SECONDS=0 skips).

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "api/access_http.h"
+#include "api/admin_audit.h"
 #include "api/audit_http.h"
 #include "core/clock.h"
 #include "core/trace.h"
@@ -196,6 +197,7 @@ constexpr std::string_view kKeysRead = "admin:keys:read";
 constexpr std::string_view kKeysWrite = "admin:keys:write";
 constexpr std::string_view kKeyringRead = "admin:keyring:read";
 constexpr std::string_view kKeyringWrite = "admin:keyring:write";
+constexpr std::string_view kAuditRead = "admin:audit:read";
 
 net::HttpResponse NoKeyring() {
   return Error(503,
@@ -342,13 +344,13 @@ AdminHttp::AdminHttp(store::Store& store, identity::ApiKeyTable* keys,
 AdminHttp::~AdminHttp() { worker_.Stop(); }
 
 std::vector<std::string_view> AdminHttp::Actions() {
-  return {kTenantsRead, kTenantsWrite, kPrincipalsRead, kPrincipalsWrite,
-          kKeysRead,    kKeysWrite,    kKeyringRead,    kKeyringWrite};
+  return {kTenantsRead, kTenantsWrite, kPrincipalsRead, kPrincipalsWrite, kKeysRead,
+          kKeysWrite,   kKeyringRead,  kKeyringWrite,   kAuditRead};
 }
 
 bool AdminHttp::Owns(std::string_view path) {
-  for (std::string_view prefix :
-       {"/v1/admin/tenants", "/v1/admin/principals", "/v1/admin/keys", "/v1/admin/keyring"}) {
+  for (std::string_view prefix : {"/v1/admin/tenants", "/v1/admin/principals", "/v1/admin/keys",
+                                  "/v1/admin/keyring", "/v1/admin/audit"}) {
     if (path.substr(0, prefix.size()) == prefix &&
         (path.size() == prefix.size() || path[prefix.size()] == '/')) {
       return true;
@@ -607,6 +609,14 @@ void AdminHttp::Handle(net::HttpRequest&& request, net::Responder plain) {
               writer.Int64(*version);
               writer.EndObject();
               return Json(200, writer.Take());
+            }};
+      return op;
+    }
+    if (what == "audit" && rest == 0 && method == "GET") {
+      ASSIGN_OR_RETURN(store::AuditQuery query, ParseAuditQuery(request.query()));
+      op = {kAuditRead, "audit", "*", {{"tenant", query.tenant}}, [db, query] {
+              Result<std::string> body = QueryAuditRecordsJson(*db, query);
+              return body.ok() ? Json(200, std::move(body).value()) : StoreError(body.status());
             }};
       return op;
     }

@@ -52,8 +52,14 @@ policy::AccessOutcome CheckRecorded(const policy::AccessControl& access,
                                     const net::HttpRequest& request, std::string_view action,
                                     const policy::Resource& resource, int64_t tokens,
                                     audit::AuditRecord& record) {
+  return CheckRecorded(access, gateway::CredentialsOf(request), action, resource, tokens, record);
+}
+
+policy::AccessOutcome CheckRecorded(const policy::AccessControl& access,
+                                    const identity::Credentials& credentials,
+                                    std::string_view action, const policy::Resource& resource,
+                                    int64_t tokens, audit::AuditRecord& record) {
   // AccessControl::Check's three steps, in its order, each noted as it is known.
-  const identity::Credentials credentials = gateway::CredentialsOf(request);
   Result<identity::Identity> identity = access.Authenticate(credentials);
   if (!identity.ok()) {
     record.allowed = false;

@@ -31,6 +31,11 @@ void NoteDecision(const policy::Decision& decision, audit::AuditRecord& record);
 
 // As AccessControl::Check on `request`'s credentials, noting the identity (when one was
 // established) and the decision (when one was made) in `record`; a refusal marks it not allowed.
+// The same on credentials already read (the gRPC front end's, from its metadata).
+policy::AccessOutcome CheckRecorded(const policy::AccessControl& access,
+                                    const identity::Credentials& credentials,
+                                    std::string_view action, const policy::Resource& resource,
+                                    int64_t tokens, audit::AuditRecord& record);
 policy::AccessOutcome CheckRecorded(const policy::AccessControl& access,
                                     const net::HttpRequest& request, std::string_view action,
                                     const policy::Resource& resource, int64_t tokens,

@@ -12,6 +12,7 @@
 
 #include "api/grpc_service.grpc.pb.h"
 #include "api/kserve_grpc_access.h"
+#include "api/kserve_grpc_audit.h"
 #include "api/kserve_grpc_calls.h"
 #include "api/kserve_grpc_codec.h"
 #include "core/exceptions.h"
@@ -40,6 +41,26 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, Body&& bo
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(std::move(status));
+  return reactor;
+}
+
+// As Answer, recording the call (with `response`, the message `body` fills) before it finishes.
+template <typename Body>
+grpc::ServerUnaryReactor* AnswerRecorded(grpc::CallbackServerContext* context,
+                                         grpc_audit::GrpcRecord& audit,
+                                         const google::protobuf::Message& response, Body&& body) {
+  if (!audit.recording()) return Answer(context, std::forward<Body>(body));
+  grpc::Status status;
+  try {
+    status = body();
+  } catch (const std::exception& error) {
+    status = grpc::Status(grpc::StatusCode::INTERNAL, error.what());
+  } catch (...) {
+    status = grpc::Status(grpc::StatusCode::INTERNAL, "unexpected exception");
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  audit.Finish(std::move(status), response.SerializeAsString(),
+               [reactor](grpc::Status answer) { reactor->Finish(std::move(answer)); });
   return reactor;
 }
 
@@ -81,7 +102,7 @@ Result<Control> ControlParameters(const Request& request, bool load) {
 class Service final : public inference::GRPCInferenceService::CallbackService {
  public:
   Service(serve::InferenceServer& server, const KServeGrpcOptions& options)
-      : server_(server), options_(options), shared_(server, options.access) {}
+      : server_(server), options_(options), shared_(server, options.access, options.audit) {}
 
   grpc_calls::CallShared& shared() { return shared_; }
   // Runs queued repository loads and unloads, then stops their thread. REQUIRES: no more calls
@@ -112,10 +133,11 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
                                        const inference::ModelReadyRequest* request,
                                        inference::ModelReadyResponse* response) override {
-    if (auto refused = Refused(context, "ModelReady", request->name())) {
-      return FinishNow(context, *refused);
+    grpc_audit::GrpcRecord audit(options_.audit, *context, "ModelReady", request->name(), "");
+    if (auto refused = Refused(context, audit, "ModelReady", request->name())) {
+      return FinishNow(context, audit, *refused);
     }
-    return Answer(context, [&] {
+    return AnswerRecorded(context, audit, *response, [&] {
       Result<int64_t> version = ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
       // As Triton: an unknown model is NOT_FOUND, not merely "not ready".
@@ -128,10 +150,11 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
                                            const inference::ServerMetadataRequest*,
                                            inference::ServerMetadataResponse* response) override {
-    if (auto refused = Refused(context, "ServerMetadata")) {
-      return FinishNow(context, *refused);
+    grpc_audit::GrpcRecord audit(options_.audit, *context, "ServerMetadata", "*", "");
+    if (auto refused = Refused(context, audit, "ServerMetadata")) {
+      return FinishNow(context, audit, *refused);
     }
-    return Answer(context, [&] {
+    return AnswerRecorded(context, audit, *response, [&] {
       response->set_name(options_.server_name);
       response->set_version(options_.server_version);
       // binary_tensor_data and logging are HTTP-only extensions.
@@ -145,10 +168,11 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
                                           const inference::ModelMetadataRequest* request,
                                           inference::ModelMetadataResponse* response) override {
-    if (auto refused = Refused(context, "ModelMetadata", request->name())) {
-      return FinishNow(context, *refused);
+    grpc_audit::GrpcRecord audit(options_.audit, *context, "ModelMetadata", request->name(), "");
+    if (auto refused = Refused(context, audit, "ModelMetadata", request->name())) {
+      return FinishNow(context, audit, *refused);
     }
-    return Answer(context, [&] {
+    return AnswerRecorded(context, audit, *response, [&] {
       Result<int64_t> version = ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
       Result<serve::ModelMetadata> metadata = server_.Metadata(request->name(), *version);
@@ -161,10 +185,11 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* context,
                                         const inference::ModelConfigRequest* request,
                                         inference::ModelConfigResponse* response) override {
-    if (auto refused = Refused(context, "ModelConfig", request->name())) {
-      return FinishNow(context, *refused);
+    grpc_audit::GrpcRecord audit(options_.audit, *context, "ModelConfig", request->name(), "");
+    if (auto refused = Refused(context, audit, "ModelConfig", request->name())) {
+      return FinishNow(context, audit, *refused);
     }
-    return Answer(context, [&] {
+    return AnswerRecorded(context, audit, *response, [&] {
       Result<int64_t> version = ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
       auto model = server_.GetModel(request->name(), *version);
@@ -177,12 +202,14 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
                                             const inference::ModelStatisticsRequest* request,
                                             inference::ModelStatisticsResponse* response) override {
+    grpc_audit::GrpcRecord audit(options_.audit, *context, "ModelStatistics",
+                                 request->name().empty() ? "*" : request->name(), "");
     // Every model's statistics (no name) is the resource "*".
-    if (auto refused =
-            Refused(context, "ModelStatistics", request->name().empty() ? "*" : request->name())) {
-      return FinishNow(context, *refused);
+    if (auto refused = Refused(context, audit, "ModelStatistics",
+                               request->name().empty() ? "*" : request->name())) {
+      return FinishNow(context, audit, *refused);
     }
-    return Answer(context, [&] {
+    return AnswerRecorded(context, audit, *response, [&] {
       Result<int64_t> version = request->version().empty() ? Result<int64_t>(serve::kLatestVersion)
                                                            : ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
@@ -198,23 +225,25 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
                                             const inference::RepositoryIndexRequest* request,
                                             inference::RepositoryIndexResponse* response) override {
-    if (auto refused = Refused(context, "RepositoryIndex")) {
-      return FinishNow(context, *refused);
+    grpc_audit::GrpcRecord audit(options_.audit, *context, "RepositoryIndex", "*", "");
+    if (auto refused = Refused(context, audit, "RepositoryIndex")) {
+      return FinishNow(context, audit, *refused);
     }
-    return OnWorker(repository_reads_, context, "reading the repository index", [=, this] {
-      if (!request->repository_name().empty()) {
-        return Unimplemented("'repository_name' specification is not supported");
-      }
-      for (const serve::ModelIndexEntry& entry : server_.RepositoryIndex()) {
-        if (request->ready() && entry.state != "READY") continue;
-        auto& model = *response->add_models();
-        model.set_name(entry.name);
-        model.set_version(entry.version);
-        model.set_state(entry.state);
-        model.set_reason(entry.reason);
-      }
-      return Status::Ok();
-    });
+    return OnWorker(repository_reads_, context, std::move(audit), "reading the repository index",
+                    [=, this] {
+                      if (!request->repository_name().empty()) {
+                        return Unimplemented("'repository_name' specification is not supported");
+                      }
+                      for (const serve::ModelIndexEntry& entry : server_.RepositoryIndex()) {
+                        if (request->ready() && entry.state != "READY") continue;
+                        auto& model = *response->add_models();
+                        model.set_name(entry.name);
+                        model.set_version(entry.version);
+                        model.set_state(entry.state);
+                        model.set_reason(entry.reason);
+                      }
+                      return Status::Ok();
+                    });
   }
 
   grpc::ServerUnaryReactor* RepositoryModelLoad(
@@ -244,17 +273,22 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   // The refusal of a call of `method` (its action and resource type: grpc_access::RpcActions)
   // on the resource `name`, or nullopt when it may go on (open, or granted). A rate's refusal
   // carries `retry-after` in the trailing metadata.
-  std::optional<grpc::Status> Refused(grpc::CallbackServerContext* context, std::string_view method,
+  std::optional<grpc::Status> Refused(grpc::CallbackServerContext* context,
+                                      grpc_audit::GrpcRecord& audit, std::string_view method,
                                       std::string_view name = "") {
     const policy::AccessControl* access = options_.access;
     if (access == nullptr || !access->enforcing()) return std::nullopt;
     const grpc_access::RpcAction& decided = grpc_access::RpcActionOf(method);
     const Peer peer = grpc_access::PeerOf(*context);
-    policy::AccessOutcome outcome =
-        access->Check(grpc_access::CredentialsOf(*context, peer), decided.action,
-                      policy::Resource{.type = decided.resource_type, .name = name}, 0);
+    policy::AccessOutcome outcome = grpc_audit::Check(
+        *access, grpc_access::CredentialsOf(*context, peer), decided.action,
+        policy::Resource{.type = decided.resource_type, .name = name}, audit.record());
     const auto* refusal = std::get_if<policy::AccessRefusal>(&outcome);
-    if (refusal == nullptr) return std::nullopt;
+    if (refusal == nullptr) {
+      audit.SetFull(
+          std::get<policy::AccessGrant>(outcome).HasObligation(policy::kObligationAuditFull));
+      return std::nullopt;
+    }
     if (refusal->retry_after_seconds > 0) {
       context->AddTrailingMetadata("retry-after", std::to_string(refusal->retry_after_seconds));
     }
@@ -263,9 +297,10 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
 
   // Finishes the call at once with `status`.
   static grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
-                                             grpc::Status status) {
+                                             grpc_audit::GrpcRecord& audit, grpc::Status status) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(std::move(status));
+    audit.Finish(std::move(status), "",
+                 [reactor](grpc::Status answer) { reactor->Finish(std::move(answer)); });
     return reactor;
   }
 
@@ -274,18 +309,16 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   template <typename Request>
   grpc::ServerUnaryReactor* RepositoryControl(grpc::CallbackServerContext* context,
                                               const Request& request, bool load) {
-    if (auto refused = Refused(context, load ? "RepositoryModelLoad" : "RepositoryModelUnload",
-                               request.model_name())) {
-      return FinishNow(context, *refused);
+    const std::string_view method = load ? "RepositoryModelLoad" : "RepositoryModelUnload";
+    grpc_audit::GrpcRecord audit(options_.audit, *context, method, request.model_name(), "");
+    if (audit.recording()) audit.SetRequestContent(request.SerializeAsString());
+    if (auto refused = Refused(context, audit, method, request.model_name())) {
+      return FinishNow(context, audit, *refused);
     }
     Result<Control> control = ControlParameters(request, load);
-    if (!control.ok()) {
-      grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-      reactor->Finish(ToGrpcStatus(control.status()));
-      return reactor;
-    }
+    if (!control.ok()) return FinishNow(context, audit, ToGrpcStatus(control.status()));
     return OnWorker(
-        control_, context, load ? "loading a model" : "unloading a model",
+        control_, context, std::move(audit), load ? "loading a model" : "unloading a model",
         [this, load, model = request.model_name(), control = std::move(control).value()]() mutable {
           return load ? server_.LoadModel(model, std::move(control.config))
                       : server_.UnloadModel(model, control.unload_dependents);
@@ -295,20 +328,27 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   // Runs `work` (returning a Status; it may fill the call's response) on `worker` and finishes
   // the call from there. A full queue finishes it RESOURCE_EXHAUSTED at once, a stopping worker
   // UNAVAILABLE; an exception from `work` becomes its Status.
+  // The call is recorded by `audit` as it finishes.
   template <typename Work>
   grpc::ServerUnaryReactor* OnWorker(SerialWorker& worker, grpc::CallbackServerContext* context,
-                                     std::string_view what, Work work) {
+                                     grpc_audit::GrpcRecord audit, std::string_view what,
+                                     Work work) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    const auto finish = [reactor](grpc::Status answer) { reactor->Finish(std::move(answer)); };
+    // Shared, so that a refused Post still has it to record the refusal.
+    auto held = std::make_shared<grpc_audit::GrpcRecord>(std::move(audit));
     const Status queued = CatchAsStatus("queuing a repository call", [&] {
-      return worker.Post([reactor, what, work = std::move(work)]() mutable {
-        reactor->Finish(ToGrpcStatus(CatchAsStatus(what, [&] { return work(); })));
+      return worker.Post([held, finish, what, work = std::move(work)]() mutable {
+        held->Finish(ToGrpcStatus(CatchAsStatus(what, [&] { return work(); })), "", finish);
       });
     });
     if (queued.code() == StatusCode::kResourceExhausted) {
-      reactor->Finish(ToGrpcStatus(ResourceExhausted(
-          "too many repository requests are waiting ({}); retry later", queued.message())));
+      held->Finish(
+          ToGrpcStatus(ResourceExhausted(
+              "too many repository requests are waiting ({}); retry later", queued.message())),
+          "", finish);
     } else if (!queued.ok()) {
-      reactor->Finish(ToGrpcStatus(queued));
+      held->Finish(ToGrpcStatus(queued), "", finish);
     }
     return reactor;
   }

@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 
+#include "audit/sink.h"
 #include "core/status.h"
 #include "policy/access.h"
 #include "serve/server.h"
@@ -59,6 +60,10 @@ struct KServeGrpcOptions {
   // ServerReady is decided (model:infer, model:read, model:load, model:unload, repository:read,
   // server:read). Null = open. Must outlive the front end.
   const policy::AccessControl* access = nullptr;
+  // The audit log (docs/audit.md): ModelInfer, each request of ModelStreamInfer and every control
+  // method yield one record (ServerLive and ServerReady do not); with a sync sink the answer
+  // waits for its record. Null = nothing recorded. Must outlive the front end.
+  audit::AuditSink* audit = nullptr;
 };
 
 // Reading pauses on a stream with this many requests in flight or responses not yet written.

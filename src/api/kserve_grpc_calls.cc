@@ -7,6 +7,7 @@
 
 #include "api/kserve_grpc.h"
 #include "api/kserve_grpc_access.h"
+#include "api/kserve_grpc_audit.h"
 #include "api/kserve_grpc_codec.h"
 #include "core/clock.h"
 #include "core/exceptions.h"
@@ -144,6 +145,9 @@ class StreamCall final
   // answers_'s `slot`. The request is already counted in in_flight_; Respond uncounts it.
   void Handle(uint64_t slot) {
     const SteadyTime arrival = Clock::Real().Now();
+    grpc_audit::GrpcRecord audit(shared_.audit, peer_.address, "ModelStreamInfer",
+                                 request_.model_name(), request_.id());
+    if (audit.recording()) audit.SetRequestContent(request_.SerializeAsString());
     policy::Reservation reservation;
     std::string tenant;
     if (shared_.access != nullptr && shared_.access->enforcing()) {
@@ -157,6 +161,7 @@ class StreamCall final
             *identity, decided.action,
             policy::Resource{.type = decided.resource_type, .name = request_.model_name()},
             peer_.address);
+        audit.Note(*identity, decision);
         if (!decision.allowed) refusal = policy::AccessRefusal::Forbidden(decision);
       }
       if (!refusal) {
@@ -168,15 +173,18 @@ class StreamCall final
       if (refusal) {
         const std::string request_id =
             request_.id().empty() ? "req_" + TraceContext::Start().TraceId() : request_.id();
-        Respond(slot, Error(Status(refusal->ToStatus().code(), refusal->AnswerMessage(request_id)),
-                            request_.model_name(), request_.model_version(), request_.id()));
+        const Status refused(refusal->ToStatus().code(), refusal->AnswerMessage(request_id));
+        RespondRecorded(
+            slot, std::move(audit), ToGrpcStatus(refused).error_code(),
+            Error(refused, request_.model_name(), request_.model_version(), request_.id()));
         return;
       }
     }
     Result<std::unique_ptr<serve::InferRequest>> decoded = SafeDecode(request_);
     if (!decoded.ok()) {
-      Respond(slot, Error(decoded.status(), request_.model_name(), request_.model_version(),
-                          request_.id()));
+      RespondRecorded(
+          slot, std::move(audit), ToGrpcStatus(decoded.status()).error_code(),
+          Error(decoded.status(), request_.model_name(), request_.model_version(), request_.id()));
       return;
     }
     (*decoded)->arrival = arrival;
@@ -185,13 +193,16 @@ class StreamCall final
     shared_.server.Infer(
         std::move(decoded).value(),
         [this, slot, model = request_.model_name(), version = request_.model_version(),
-         id = request_.id(), reservation = std::move(reservation)](InferResult result) mutable {
+         id = request_.id(), reservation = std::move(reservation),
+         audit = std::move(audit)](InferResult result) mutable {
           if (!reservation.empty()) reservation.Settle(0);
           ModelStreamInferResponse response;
+          grpc::StatusCode code = grpc::StatusCode::OK;
           // The slot is answered whatever building its answer throws: the stream counts on it.
           RunLoggingExceptions("a gRPC stream's answer", [&] {
             if (Status encoded = SafeEncode(result, *response.mutable_infer_response());
                 !encoded.ok()) {
+              code = ToGrpcStatus(encoded).error_code();
               response = Error(encoded, model, version, id);
             }
             // As Triton's stream writer marks each request's last response (for a model that is
@@ -200,8 +211,34 @@ class StreamCall final
             (*response.mutable_infer_response()->mutable_parameters())["triton_final_response"]
                 .set_bool_param(true);
           });
-          Respond(slot, std::move(response));
+          RespondRecorded(slot, std::move(audit), code, std::move(response));
         });
+  }
+
+  // Respond, once `audit` recorded the request as answered `code` (sync: once the record is
+  // durable; a refused record answers UNAVAILABLE in the stream instead). The slot stays counted
+  // in in_flight_ meanwhile, so the stream lives until it is answered.
+  void RespondRecorded(uint64_t slot, grpc_audit::GrpcRecord audit, grpc::StatusCode code,
+                       ModelStreamInferResponse response) {
+    if (!audit.recording()) {
+      Respond(slot, std::move(response));
+      return;
+    }
+    const std::string answered = response.SerializeAsString();
+    grpc::Status status = code == grpc::StatusCode::OK
+                              ? grpc::Status::OK
+                              : grpc::Status(code, response.error_message());
+    audit.Finish(std::move(status), answered,
+                 [this, slot, response = std::move(response)](grpc::Status recorded) mutable {
+                   if (recorded.error_code() == grpc::StatusCode::UNAVAILABLE &&
+                       response.error_message().empty()) {
+                     response = Error(Unavailable("{}", recorded.error_message()),
+                                      response.infer_response().model_name(),
+                                      response.infer_response().model_version(),
+                                      response.infer_response().id());
+                   }
+                   Respond(slot, std::move(response));
+                 });
   }
 
   // A failed request's answer; it names the request, so clients can match it.
@@ -326,42 +363,51 @@ grpc::ServerUnaryReactor* StartInferCall(CallShared& shared, grpc::CallbackServe
     copy = *request;
     mutable_request = &copy;
   }
+  grpc_audit::GrpcRecord audit(shared.audit, *context, "ModelInfer", request->model_name(),
+                               request->id());
+  if (audit.recording()) audit.SetRequestContent(mutable_request->SerializeAsString());
+  // A call answered before it reaches the server: recorded, then finished.
+  const auto refuse = [&call, &audit](grpc::Status status) {
+    InferCall* refused = call.release();  // gRPC owns a call once it is finished (OnDone)
+    audit.Finish(std::move(status), "",
+                 [refused](grpc::Status answer) { refused->Finish(std::move(answer)); });
+    return refused;
+  };
   std::string tenant;
   policy::Reservation reservation;
   if (shared.access != nullptr && shared.access->enforcing()) {
     const Peer peer = grpc_access::PeerOf(*context);
     const grpc_access::RpcAction& decided = grpc_access::RpcActionOf("ModelInfer");
-    policy::AccessOutcome outcome = shared.access->Check(
-        grpc_access::CredentialsOf(*context, peer), decided.action,
-        policy::Resource{.type = decided.resource_type, .name = request->model_name()}, 0);
+    policy::AccessOutcome outcome = grpc_audit::Check(
+        *shared.access, grpc_access::CredentialsOf(*context, peer), decided.action,
+        policy::Resource{.type = decided.resource_type, .name = request->model_name()},
+        audit.record());
     if (const auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
       if (refusal->retry_after_seconds > 0) {
         context->AddTrailingMetadata("retry-after", std::to_string(refusal->retry_after_seconds));
       }
-      InferCall* refused = call.release();  // gRPC owns a call once it is finished (OnDone)
-      refused->Finish(
+      return refuse(
           grpc_access::StatusOf(*refusal, grpc_access::RequestIdOf(*context, request->id())));
-      return refused;
     }
     auto& grant = std::get<policy::AccessGrant>(outcome);
+    audit.SetFull(grant.HasObligation(policy::kObligationAuditFull));
     tenant = std::move(grant.identity.tenant);
     reservation = std::move(grant.reservation);
   }
   Result<std::unique_ptr<serve::InferRequest>> decoded = SafeDecode(*mutable_request);
-  if (!decoded.ok()) {
-    InferCall* refused = call.release();  // gRPC owns a call once it is finished (OnDone)
-    refused->Finish(ToGrpcStatus(decoded.status()));
-    return refused;
-  }
+  if (!decoded.ok()) return refuse(ToGrpcStatus(decoded.status()));
   (*decoded)->arrival = arrival;
   (*decoded)->cancelled = call->cancelled();
   (*decoded)->tenant = std::move(tenant);
   InferCall* started = call.get();
-  serve::InferCallback finish = [started, response,
-                                 reservation = std::move(reservation)](InferResult result) mutable {
+  serve::InferCallback finish = [started, response, reservation = std::move(reservation),
+                                 audit = std::move(audit)](InferResult result) mutable {
     // KServe inference counts requests, not tokens: the concurrency slot goes back now.
     if (!reservation.empty()) reservation.Settle(0);
-    started->Finish(ToGrpcStatus(SafeEncode(result, *response)));
+    grpc::Status status = ToGrpcStatus(SafeEncode(result, *response));
+    const std::string answered = audit.recording() ? response->SerializeAsString() : "";
+    audit.Finish(std::move(status), answered,
+                 [started](grpc::Status answer) { started->Finish(std::move(answer)); });
   };
   call.release();  // from here the server answers it, and gRPC deletes it after (OnDone)
   shared.server.Infer(std::move(decoded).value(), std::move(finish));

@@ -12,6 +12,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "api/grpc_service.pb.h"
+#include "audit/sink.h"
 #include "policy/access.h"
 #include "serve/server.h"
 
@@ -37,10 +38,12 @@ class StreamRegistry {
 
 // What the calls share with the service; outlives every call.
 struct CallShared {
-  CallShared(serve::InferenceServer& server_in, const policy::AccessControl* access_in)
-      : server(server_in), access(access_in) {}
+  CallShared(serve::InferenceServer& server_in, const policy::AccessControl* access_in,
+             audit::AuditSink* audit_in = nullptr)
+      : server(server_in), access(access_in), audit(audit_in) {}
   serve::InferenceServer& server;
   const policy::AccessControl* access;       // null: open
+  audit::AuditSink* audit;                   // null: nothing recorded
   std::atomic<uint64_t> cancelled_calls{0};  // calls whose client cancelled or timed out
   StreamRegistry streams;
 };

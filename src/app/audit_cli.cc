@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "app/access_config.h"
 #include "app/access_setup.h"
 #include "app/audit_config.h"
+#include "app/audit_setup.h"
 #include "audit/log_reader.h"
 #include "crypto/signature.h"
 #include "store/store.h"
@@ -32,18 +34,43 @@ Result<std::string> ReadFile(const std::string& path) {
   return text.str();
 }
 
-// A verifying key from a PEM file, Ed25519 or SM2 (whichever it is).
-Result<std::vector<crypto::VerifyingKey>> LoadKeys(const std::vector<std::string>& paths) {
-  if (paths.empty()) return InvalidArgument("--public-key PEM is required");
+// The verifying keys in PEM files, Ed25519 or SM2 (whichever each is); a file may hold several
+// (the server writes every version of its signing key into one). Without paths, the server's
+// <data-dir>/audit-signing-key.pem.
+Result<std::vector<crypto::VerifyingKey>> LoadKeys(std::vector<std::string> paths,
+                                                   const std::string& default_data_dir) {
+  if (paths.empty()) {
+    const std::string fallback = AuditPublicKeyPath(default_data_dir);
+    if (!std::filesystem::exists(fallback)) {
+      return InvalidArgument(
+          "--public-key PEM is required: no {} (the server writes it when the audit log is on)",
+          fallback);
+    }
+    paths.push_back(fallback);
+  }
   std::vector<crypto::VerifyingKey> keys;
+  constexpr std::string_view kBegin = "-----BEGIN";
   for (const std::string& path : paths) {
-    ASSIGN_OR_RETURN(const std::string pem, ReadFile(path));
-    auto key = crypto::VerifyingKey::FromPem(crypto::SignatureAlgorithm::kEd25519, pem);
-    if (!key.ok()) key = crypto::VerifyingKey::FromPem(crypto::SignatureAlgorithm::kSm2Sm3, pem);
-    if (!key.ok()) {
+    ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
+    size_t start = text.find(kBegin);
+    if (start == std::string::npos) {
       return InvalidArgument("'{}' is not an Ed25519 or SM2 public key in PEM", path);
     }
-    keys.push_back(*key);
+    while (start != std::string::npos) {
+      // One PEM block: from its BEGIN line to the next block's.
+      const size_t end_line = text.find("-----END", start);
+      const size_t next =
+          end_line == std::string::npos ? std::string::npos : text.find(kBegin, end_line);
+      const std::string_view pem = std::string_view(text).substr(
+          start, next == std::string::npos ? std::string::npos : next - start);
+      auto key = crypto::VerifyingKey::FromPem(crypto::SignatureAlgorithm::kEd25519, pem);
+      if (!key.ok()) key = crypto::VerifyingKey::FromPem(crypto::SignatureAlgorithm::kSm2Sm3, pem);
+      if (!key.ok()) {
+        return InvalidArgument("'{}' is not an Ed25519 or SM2 public key in PEM", path);
+      }
+      keys.push_back(*key);
+      start = next;
+    }
   }
   return keys;
 }
@@ -119,7 +146,10 @@ void AuditCli::AddTo(CLI::App& app) {
     return command;
   };
   CLI::App* verify = leaf("verify", "Recompute the log and check every checkpoint", true);
-  verify->add_option("--public-key", args_.public_keys, "Checkpoint verifying key (PEM file)")
+  verify
+      ->add_option("--public-key", args_.public_keys,
+                   "Checkpoint verifying key (PEM file; default: the data directory's "
+                   "audit-signing-key.pem, written by the server)")
       ->check(CLI::ExistingFile);
   CLI::App* prove = leaf("prove", "Print an inclusion proof of one record (JSON)", true);
   prove->add_option("sequence", args_.sequence, "The record's sequence number")->required();
@@ -130,8 +160,13 @@ void AuditCli::AddTo(CLI::App& app) {
   check->add_option("file", args_.proof_file, "The proof (from `rampart audit prove`)")
       ->required()
       ->check(CLI::ExistingFile);
-  check->add_option("--public-key", args_.public_keys, "Checkpoint verifying key (PEM file)")
+  check
+      ->add_option("--public-key", args_.public_keys,
+                   "Checkpoint verifying key (PEM file; default: --data-dir's "
+                   "audit-signing-key.pem)")
       ->check(CLI::ExistingFile);
+  check->add_option("--data-dir", args_.data_dir,
+                    "Where the server wrote audit-signing-key.pem (default ./data)");
   CLI::App* exported = leaf("export", "Write records as JSON lines", true);
   exported->add_option("--from", args_.from, "From this time (Unix seconds or RFC 3339 UTC)");
   exported->add_option("--to", args_.to, "Until this time, excluded");
@@ -150,7 +185,8 @@ std::optional<int> AuditCli::RunIfChosen() {
 
 int AuditCli::Run(const std::string& command) {
   if (command == "check-proof") {
-    Result<std::vector<crypto::VerifyingKey>> keys = LoadKeys(args_.public_keys);
+    Result<std::vector<crypto::VerifyingKey>> keys =
+        LoadKeys(args_.public_keys, ResolveDataDir(args_.data_dir, nullptr));
     if (!keys.ok()) return Fail(keys.status());
     Result<std::string> proof = ReadFile(args_.proof_file);
     if (!proof.ok()) return Fail(proof.status());
@@ -175,7 +211,11 @@ int AuditCli::Run(const std::string& command) {
   if (!digest.ok()) return Fail(digest.status());
   std::vector<crypto::VerifyingKey> keys;
   if (command == "verify") {
-    Result<std::vector<crypto::VerifyingKey>> loaded = LoadKeys(args_.public_keys);
+    Result<std::optional<AccessConfig>> access = LoadAccessConfig(args_.config_file);
+    if (!access.ok()) return Fail(access.status());
+    Result<std::vector<crypto::VerifyingKey>> loaded =
+        LoadKeys(args_.public_keys,
+                 ResolveDataDir(args_.data_dir, access->has_value() ? &**access : nullptr));
     if (!loaded.ok()) return Fail(loaded.status());
     keys = std::move(*loaded);
   }

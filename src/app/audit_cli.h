@@ -4,7 +4,7 @@
 // --data-dir (default ./data, or the --config file's access.data_dir), the --config file's
 // PostgreSQL store, or --store URL (a PostgreSQL connection string).
 //
-//   rampart audit verify --public-key PEM [--digest sha256|sm3]
+//   rampart audit verify [--public-key PEM] [--digest sha256|sm3]
 //       recomputes every record's leaf hash, the chain and the tree, checks every checkpoint's
 //       signature and root; prints a summary and exits 0 when sound, or names the first bad
 //       record or checkpoint and what is wrong (edited, deleted, inserted, reordered, truncated,
@@ -12,7 +12,7 @@
 //   rampart audit prove SEQ [--checkpoint SIZE] [--digest D]
 //       prints an inclusion proof of record SEQ (JSON, audit/log_reader.h) against the checkpoint
 //       of SIZE, or the first one covering the record
-//   rampart audit check-proof FILE --public-key PEM
+//   rampart audit check-proof FILE [--public-key PEM] [--data-dir DIR]
 //       checks a proof offline (no store): exits 0 when it holds, 1 otherwise
 //   rampart audit export [--from T] [--to T]
 //       writes the records with time in [from, to) as JSON lines (T: Unix seconds, or
@@ -22,8 +22,10 @@
 //
 // --digest defaults to the --config file's audit.digest, else sha256.
 // --public-key is the checkpoints' verifying key (PEM, Ed25519 or SM2), repeatable for keys that
-// signed before a rotation. Exit status: 0 sound/done, 1 a problem found or the store failed (the
-// reason on standard error), 2 bad arguments.
+// signed before a rotation, or a file holding several; without it, the data directory's
+// audit-signing-key.pem (every version of the server's signing key, written at its start).
+// Exit status: 0 sound/done, 1 a problem found or the store failed (the reason on standard
+// error), 2 bad arguments.
 
 #include <cstdint>
 #include <optional>

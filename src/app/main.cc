@@ -25,6 +25,8 @@
 #include "app/access_config.h"
 #include "app/access_setup.h"
 #include "app/audit_cli.h"
+#include "app/audit_config.h"
+#include "app/audit_setup.h"
 #include "app/gateway_config.h"
 #include "app/keyring_cli.h"
 #include "app/policy_cli.h"
@@ -123,9 +125,10 @@ Result<std::unique_ptr<net::HttpServer>> StartMetricsServer(const ServeSettings&
 }
 
 api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings,
-                                   const policy::AccessControl* access) {
+                                   const policy::AccessControl* access, audit::AuditSink* audit) {
   api::KServeGrpcOptions options;
   options.access = access;
+  options.audit = audit;
   options.address = settings.grpc_address;
   options.port = settings.grpc_port;
   options.server_name = settings.server_name;
@@ -257,23 +260,54 @@ int Serve(const ServeSettings& settings) {
   }
   const policy::AccessControl* access_control = access ? access->control.get() : nullptr;
 
-  // The keyring (docs/crypto.md), when a master key is given: encrypted model files
-  // (model.pt.rpe) load with it. It keeps its versions in the access store, else in the SQLite
-  // store under --data-dir.
+  // The audit log (the config's audit: section) needs the keyring: its checkpoint signing key
+  // and its envelope key live there.
+  Result<std::optional<AuditConfig>> audit_config = LoadAuditConfig(settings.config_file);
+  if (!audit_config.ok()) {
+    LOG_ERROR("audit: {}", audit_config.status().message());
+    return 1;
+  }
+  const bool audit_on = audit_config->has_value() && (*audit_config)->enabled;
+  Result<std::optional<KeyringConfig>> keyring_config = LoadKeyringConfig(settings.config_file);
+  if (!keyring_config.ok()) {
+    LOG_ERROR("keyring: {}", keyring_config.status().message());
+    return 1;
+  }
+  const std::string data_dir =
+      ResolveDataDir(settings.data_dir, access_config->has_value() ? &**access_config : nullptr);
+
+  // The keyring (docs/crypto.md), when a master key is given (--master-key-file, else the
+  // config's keyring: section, else RAMPART_MASTER_KEY): encrypted model files (model.pt.rpe)
+  // load with it, and the audit log signs with it. It keeps its versions in the access store,
+  // else in the SQLite store under --data-dir.
   std::unique_ptr<store::Store> keyring_store;
   std::optional<KeyringRuntime> keyring;
   std::shared_ptr<const backend::ModelDecryptor> decryptor;
-  if (!settings.master_key_file.empty() ||
-      std::getenv(std::string(kMasterKeyVariable).c_str()) != nullptr) {
-    Result<std::unique_ptr<crypto::MasterKey>> master = ResolveMasterKey(settings.master_key_file);
+  const bool master_key_given = !settings.master_key_file.empty() || keyring_config->has_value() ||
+                                std::getenv(std::string(kMasterKeyVariable).c_str()) != nullptr;
+  if (audit_on && !master_key_given) {
+    LOG_ERROR(
+        "audit: the audit log signs its checkpoints with a key in the keyring, which needs a "
+        "master key: add `keyring: {{master_key_file: FILE}}` to the config (a 32-byte file, "
+        "mode 0600: `umask 077; head -c 32 /dev/urandom > FILE`), pass --master-key-file, or "
+        "set {}",
+        kMasterKeyVariable);
+    return 1;
+  }
+  if (master_key_given) {
+    Result<std::unique_ptr<crypto::MasterKey>> master =
+        !settings.master_key_file.empty() || !keyring_config->has_value()
+            ? ResolveMasterKey(settings.master_key_file)
+        : !(*keyring_config)->master_key_file.empty()
+            ? crypto::MasterKeyFromFile((*keyring_config)->master_key_file)
+            : crypto::MasterKeyFromEnvironment((*keyring_config)->master_key_env);
     if (!master.ok()) {
       LOG_ERROR("keyring: {}", master.status().message());
       return 1;
     }
     store::Store* store = access ? access->store.get() : nullptr;
     if (store == nullptr) {
-      Result<std::unique_ptr<store::Store>> opened =
-          OpenConfiguredStore(nullptr, ResolveDataDir(settings.data_dir, nullptr));
+      Result<std::unique_ptr<store::Store>> opened = OpenConfiguredStore(nullptr, data_dir);
       if (!opened.ok()) {
         LOG_ERROR("keyring: {}", opened.status().message());
         return 1;
@@ -297,6 +331,22 @@ int Serve(const ServeSettings& settings) {
   }
   backends.Register(backend::MakeTorchBackend(decryptor));
 
+  // The audit log, on the keyring's store; closed (with a final checkpoint) after every front
+  // end stopped, so it is declared before them.
+  std::unique_ptr<AuditRuntime> audit_runtime;
+  if (audit_on) {
+    store::Store& store = access ? *access->store : *keyring_store;
+    Result<std::unique_ptr<AuditRuntime>> started =
+        StartAudit(**audit_config, *keyring->keyring, store, data_dir,
+                   settings.allow_metrics ? &registry : nullptr);
+    if (!started.ok()) {
+      LOG_ERROR("audit: {}", started.status().message());
+      return 1;
+    }
+    audit_runtime = std::move(started).value();
+  }
+  audit::AuditSink* const audit_sink = audit_runtime ? audit_runtime->recorder.get() : nullptr;
+
   auto server = std::make_unique<serve::InferenceServer>(options, backends);
   if (Status loaded = server->LoadStartupModels(); !loaded.ok()) {
     LOG_ERROR("{}", loaded.message());
@@ -314,7 +364,8 @@ int Serve(const ServeSettings& settings) {
                                         .server_version = RAMPART_VERSION,
                                         .access_log = settings.access_log,
                                         .max_body_bytes = settings.http_max_input_size,
-                                        .access = access_control};
+                                        .access = access_control,
+                                        .audit = audit_sink};
   if (refusals) {
     kserve_options.on_worker_queue_full = [refusals] { refusals->Count(kRepositoryQueueRefusal); };
   }
@@ -322,7 +373,8 @@ int Serve(const ServeSettings& settings) {
   // gRPC serves the same InferenceServer; it is shut down before the server goes away.
   std::unique_ptr<api::KServeGrpc> grpc;
   if (settings.allow_grpc) {
-    auto started = api::KServeGrpc::Start(*server, GrpcOptions(settings, access_control));
+    auto started =
+        api::KServeGrpc::Start(*server, GrpcOptions(settings, access_control, audit_sink));
     if (!started.ok()) {
       LOG_ERROR("gRPC: {}", started.status().message());
       return 1;
@@ -371,7 +423,8 @@ int Serve(const ServeSettings& settings) {
                                gateway::GatewayOptions{.access_log = settings.access_log,
                                                        .local = server.get(),
                                                        .detector_factory = guard::Detector::Create,
-                                                       .access = access_control},
+                                                       .access = access_control,
+                                                       .audit = audit_sink},
                                registry);
   if (!gateway.ok()) {
     LOG_ERROR("gateway: {}", gateway.status().message());
@@ -393,9 +446,10 @@ int Serve(const ServeSettings& settings) {
   };
   std::unique_ptr<api::AdminHttp> admin;
   if (access)
-    admin = std::make_unique<api::AdminHttp>(*access->store, access->keys.get(), *access->control,
-                                             keyring ? keyring->keyring.get() : nullptr);
-  api::OpenAiHttp openai(**gateway, reload, access_control, admin.get());
+    admin =
+        std::make_unique<api::AdminHttp>(*access->store, access->keys.get(), *access->control,
+                                         keyring ? keyring->keyring.get() : nullptr, audit_sink);
+  api::OpenAiHttp openai(**gateway, reload, access_control, admin.get(), audit_sink);
   LOG_INFO("OpenAI gateway at /v1; routing table:\n{}", (*gateway)->Describe());
 
   auto http = net::HttpServer::Start(
@@ -478,6 +532,12 @@ int Serve(const ServeSettings& settings) {
   gateway->reset();  // after the HTTP server: its streams call back into the gateway
   // Models go first: their threads may still hold responders that point into the HTTP server.
   server.reset();
+  // Every front end has stopped: what they recorded is written and a final checkpoint signed.
+  if (audit_runtime) {
+    if (Status stopped = StopAudit(*audit_runtime); !stopped.ok()) {
+      LOG_ERROR("audit: the last records may not be written: {}", stopped.message());
+    }
+  }
   const net::HttpServer::Stats stats = (*http)->stats();
   std::printf("rampart: http served=%llu handle_ns_total=%llu\n",
               static_cast<unsigned long long>(stats.requests),

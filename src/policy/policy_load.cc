@@ -297,6 +297,7 @@ const std::vector<std::string_view>& KnownActions() {
       "admin:keyring:read",
       "admin:keyring:write",
       "admin:roles:grant",
+      "admin:audit:read",
       "admin:policy:read",
   };
   return kActions;
@@ -304,8 +305,8 @@ const std::vector<std::string_view>& KnownActions() {
 
 const std::vector<std::string_view>& KnownResourceTypes() {
   static const std::vector<std::string_view> kTypes = {
-      "model", "route",  "server",   "repository", "tenant", "principal",
-      "key",   "policy", "document", "role",       "keyring"};
+      "model", "route",  "server",   "repository", "tenant",  "principal",
+      "key",   "policy", "document", "role",       "keyring", "audit"};
   return kTypes;
 }
 

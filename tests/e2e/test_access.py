@@ -275,10 +275,15 @@ def test_mtls(ctx: Context) -> str:
 
 
 def test_example_config(ctx: Context) -> str:
-    # As `make run` starts it: the example config from the source tree, anonymous on loopback.
+    # As `make run` starts it: the example config from the source tree, anonymous on loopback;
+    # its keyring's master key (which `make run` makes under ./data) is a temporary one here.
+    master_key = os.path.join(ctx.work, "example-master.key")
+    with open(os.open(master_key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
+        out.write(os.urandom(32))
     server = e2e.Server(ctx.args.binary, ctx.args.repository,
                         ["--config", os.path.join(ctx.args.source_dir, "examples/rampart.yaml"),
-                         "--data-dir", os.path.join(ctx.work, "example-data")])
+                         "--data-dir", os.path.join(ctx.work, "example-data"),
+                         "--master-key-file", master_key])
     previous = os.getcwd()
     os.chdir(ctx.args.source_dir)  # the example names its policy file from the source root
     try:

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "audit/audit_log.h"
 #include "store/store.h"
@@ -109,6 +110,26 @@ TEST_F(AuditCliTest, TheDigestComesFromTheConfigUnlessGiven) {
   EXPECT_EQ(Run({"verify", "--config", dir_ + "/sm3.yaml", "--digest", "sha256", "--data-dir",
                  dir_ + "/data", "--public-key", key}),
             0);
+}
+
+TEST_F(AuditCliTest, VerifyFindsTheServersKeyFileInTheDataDirectory) {
+  // As the server writes it: every version of the signing key in one file (an older one first).
+  auto older = crypto::SigningKey::Generate(crypto::SignatureAlgorithm::kEd25519);
+  ASSERT_TRUE(older.ok());
+  std::ifstream current(dir_ + "/audit.pub.pem");
+  std::stringstream current_pem;
+  current_pem << current.rdbuf();
+  std::ofstream(dir_ + "/data/audit-signing-key.pem")
+      << older->Public().PublicPem() << current_pem.str();
+  std::string out;
+  EXPECT_EQ(Run({"verify", "--data-dir", dir_ + "/data"}, &out), 0);
+  EXPECT_NE(out.find("audit log sound"), std::string::npos) << out;
+  ASSERT_EQ(Run({"prove", "5", "--data-dir", dir_ + "/data"}, &out), 0);
+  std::ofstream(dir_ + "/proof.json") << out;
+  EXPECT_EQ(Run({"check-proof", dir_ + "/proof.json", "--data-dir", dir_ + "/data"}), 0);
+  // Only the older key: the checkpoints do not verify.
+  std::ofstream(dir_ + "/data/audit-signing-key.pem") << older->Public().PublicPem();
+  EXPECT_EQ(Run({"verify", "--data-dir", dir_ + "/data"}), 1);
 }
 
 TEST_F(AuditCliTest, BadArgumentsAreRefused) {

@@ -1,0 +1,110 @@
+#include "api/kserve_grpc_audit.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "api/audit_http.h"
+#include "api/kserve_grpc_access.h"
+#include "core/trace.h"
+
+namespace rampart::api::grpc_audit {
+
+int HttpStatusOf(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return 200;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE: return 400;
+    case grpc::StatusCode::UNAUTHENTICATED: return 401;
+    case grpc::StatusCode::PERMISSION_DENIED: return 403;
+    case grpc::StatusCode::NOT_FOUND: return 404;
+    case grpc::StatusCode::ALREADY_EXISTS: return 409;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return 429;
+    case grpc::StatusCode::CANCELLED: return 499;
+    case grpc::StatusCode::UNIMPLEMENTED: return 501;
+    case grpc::StatusCode::UNAVAILABLE: return 503;
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return 504;
+    default: return 500;
+  }
+}
+
+GrpcRecord::GrpcRecord(audit::AuditSink* sink, const grpc::ServerContextBase& context,
+                       std::string_view method, std::string_view resource,
+                       std::string_view request_id)
+    : sink_(sink) {
+  if (sink_ == nullptr) return;
+  Start(method, resource);
+  record_.request_id = grpc_access::RequestIdOf(context, request_id);
+  record_.source_address = grpc_access::AddressOfPeer(context.peer());
+}
+
+GrpcRecord::GrpcRecord(audit::AuditSink* sink, std::string_view source_address,
+                       std::string_view method, std::string_view resource,
+                       std::string_view request_id)
+    : sink_(sink) {
+  if (sink_ == nullptr) return;
+  Start(method, resource);
+  record_.request_id = request_id.empty() ? "req_" + record_.trace_id : std::string(request_id);
+  record_.source_address = std::string(source_address);
+}
+
+void GrpcRecord::Start(std::string_view method, std::string_view resource) {
+  received_ = Clock::Real().Now();
+  const grpc_access::RpcAction& decided = grpc_access::RpcActionOf(method);
+  record_.time_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  record_.trace_id = TraceContext::Start().TraceId();
+  record_.api = "kserve_grpc";
+  record_.action = std::string(decided.action);
+  record_.resource_type = std::string(decided.resource_type);
+  record_.resource = std::string(resource);
+  record_.route = std::string(method);
+}
+
+void GrpcRecord::Note(const identity::Identity& identity, const policy::Decision& decision) {
+  if (sink_ == nullptr) return;
+  NoteIdentity(identity, record_);
+  NoteDecision(decision, record_);
+  full_ = decision.allowed && std::find(decision.obligations.begin(), decision.obligations.end(),
+                                        policy::kObligationAuditFull) != decision.obligations.end();
+}
+
+void GrpcRecord::Finish(grpc::Status status, std::string_view response_content,
+                        UniqueFunction<void(grpc::Status)> finish) {
+  if (sink_ == nullptr) {
+    finish(std::move(status));
+    return;
+  }
+  audit::AuditSink* sink = std::exchange(sink_, nullptr);
+  record_.status = HttpStatusOf(status.error_code());
+  record_.outcome = std::string(OutcomeOf(record_.status));
+  record_.latency_ns = NanosBetween(received_, Clock::Real().Now());
+  const audit::AuditContent content{
+      .request = request_content_, .response = response_content, .full = full_};
+  if (!sink->sync()) {
+    sink->Record(std::move(record_), content, {});
+    finish(std::move(status));
+    return;
+  }
+  sink->Record(
+      std::move(record_), content,
+      [finish = std::move(finish), status = std::move(status)](Status recorded) mutable {
+        if (recorded.ok()) {
+          finish(std::move(status));
+        } else {
+          finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                              "the audit log cannot record the request: " + recorded.message()));
+        }
+      });
+}
+
+policy::AccessOutcome Check(const policy::AccessControl& access,
+                            const identity::Credentials& credentials, std::string_view action,
+                            const policy::Resource& resource, audit::AuditRecord* record) {
+  if (record == nullptr) return access.Check(credentials, action, resource, 0);
+  return CheckRecorded(access, credentials, action, resource, 0, *record);
+}
+
+}  // namespace rampart::api::grpc_audit
