@@ -69,11 +69,20 @@ std::string_view PurposeName(crypto::KeyPurpose purpose) {
 
 }  // namespace
 
-Result<std::unique_ptr<crypto::MasterKey>> ResolveMasterKey(const std::string& file) {
+Result<std::unique_ptr<crypto::MasterKey>> ResolveMasterKey(
+    const std::string& file, const std::optional<KeyringConfig>& config) {
   if (!file.empty()) return crypto::MasterKeyFromFile(file);
+  if (config.has_value()) {
+    return !config->master_key_file.empty()
+               ? crypto::MasterKeyFromFile(config->master_key_file)
+               : crypto::MasterKeyFromEnvironment(config->master_key_env);
+  }
   const std::string variable(kMasterKeyVariable);
   if (std::getenv(variable.c_str()) == nullptr) {
-    return NotFound("no master key: pass --master-key-file FILE or set {}", variable);
+    return NotFound(
+        "no master key: pass --master-key-file FILE, name one in the config's keyring: section, "
+        "or set {}",
+        variable);
   }
   return crypto::MasterKeyFromEnvironment(variable);
 }
@@ -135,7 +144,14 @@ std::optional<int> KeyringCli::RunIfChosen() {
 }
 
 int KeyringCli::Run(const std::string& command) {
-  Result<std::unique_ptr<crypto::MasterKey>> master = ResolveMasterKey(args_.master_key_file);
+  std::optional<KeyringConfig> keyring_config;
+  if (!args_.config_file.empty()) {
+    Result<std::optional<KeyringConfig>> loaded = LoadKeyringConfig(args_.config_file);
+    if (!loaded.ok()) return Fail(loaded.status());
+    keyring_config = std::move(loaded).value();
+  }
+  Result<std::unique_ptr<crypto::MasterKey>> master =
+      ResolveMasterKey(args_.master_key_file, keyring_config);
   if (!master.ok()) return Fail(master.status());
   Result<std::optional<AccessConfig>> config = LoadAccessConfig(args_.config_file);
   if (!config.ok()) return Fail(config.status());

@@ -25,6 +25,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "app/audit_config.h"
 #include "core/status.h"
 #include "crypto/keyring.h"
 #include "store/keyring_storage.h"
@@ -33,9 +34,11 @@ namespace rampart::app {
 
 inline constexpr std::string_view kMasterKeyVariable = "RAMPART_MASTER_KEY";
 
-// The master key: the file when `file` is given, else the environment variable
-// RAMPART_MASTER_KEY; NotFound "no master key: ..." when neither is there.
-Result<std::unique_ptr<crypto::MasterKey>> ResolveMasterKey(const std::string& file);
+// The master key from the first source given: `file` (--master-key-file), the config's
+// keyring: section, the environment variable RAMPART_MASTER_KEY. NotFound "no master key: ..."
+// when there is none. The server and every CLI command resolve it this way.
+Result<std::unique_ptr<crypto::MasterKey>> ResolveMasterKey(
+    const std::string& file, const std::optional<KeyringConfig>& config = std::nullopt);
 
 // A keyring over a store, owned together (the keyring before its storage).
 struct KeyringRuntime {

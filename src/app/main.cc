@@ -296,11 +296,7 @@ int Serve(const ServeSettings& settings) {
   }
   if (master_key_given) {
     Result<std::unique_ptr<crypto::MasterKey>> master =
-        !settings.master_key_file.empty() || !keyring_config->has_value()
-            ? ResolveMasterKey(settings.master_key_file)
-        : !(*keyring_config)->master_key_file.empty()
-            ? crypto::MasterKeyFromFile((*keyring_config)->master_key_file)
-            : crypto::MasterKeyFromEnvironment((*keyring_config)->master_key_env);
+        ResolveMasterKey(settings.master_key_file, *keyring_config);
     if (!master.ok()) {
       LOG_ERROR("keyring: {}", master.status().message());
       return 1;

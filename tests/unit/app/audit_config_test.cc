@@ -1,4 +1,5 @@
 #include "app/audit_config.h"
+#include "app/keyring_cli.h"
 
 #include <gtest/gtest.h>
 
@@ -109,6 +110,57 @@ TEST(AuditConfig, ErrorsNameTheKey) {
     std::filesystem::remove(path);
   }
   EXPECT_EQ(LoadAuditConfig("/nonexistent/rampart.yaml").status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace rampart::app
+
+namespace rampart::app {
+namespace {
+
+// The keyring CLI and the server find the master key the same way: the flag, then the config's
+// keyring: section, then RAMPART_MASTER_KEY.
+TEST(ResolveMasterKey, TakesTheFlagThenTheConfigThenTheEnvironment) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("rampart_master_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto write_key = [&](const std::string& name) {
+    const std::string path = (dir / name).string();
+    std::ofstream(path) << std::string(64, 'a');
+    std::filesystem::permissions(
+        path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    return path;
+  };
+  const std::string flag_file = write_key("flag.key");
+  const std::string config_file = write_key("config.key");
+  ::unsetenv("RAMPART_MASTER_KEY");
+  ::unsetenv("RAMPART_TEST_MASTER_KEY");
+
+  const KeyringConfig from_file{.master_key_file = config_file};
+  auto master = ResolveMasterKey(flag_file, from_file);
+  ASSERT_TRUE(master.ok()) << master.status().ToString();
+  EXPECT_NE((*master)->Describe().find("flag.key"), std::string::npos);
+
+  master = ResolveMasterKey("", from_file);
+  ASSERT_TRUE(master.ok()) << master.status().ToString();
+  EXPECT_NE((*master)->Describe().find("config.key"), std::string::npos);
+
+  ::setenv("RAMPART_TEST_MASTER_KEY", std::string(64, 'b').c_str(), 1);
+  master = ResolveMasterKey("", KeyringConfig{.master_key_env = "RAMPART_TEST_MASTER_KEY"});
+  ASSERT_TRUE(master.ok()) << master.status().ToString();
+  EXPECT_NE((*master)->Describe().find("RAMPART_TEST_MASTER_KEY"), std::string::npos);
+
+  master = ResolveMasterKey("", std::nullopt);
+  ASSERT_FALSE(master.ok());
+  EXPECT_EQ(master.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(master.status().message().find("keyring: section"), std::string::npos);
+
+  ::setenv("RAMPART_MASTER_KEY", std::string(64, 'c').c_str(), 1);
+  master = ResolveMasterKey("", std::nullopt);
+  ASSERT_TRUE(master.ok()) << master.status().ToString();
+  ::unsetenv("RAMPART_MASTER_KEY");
+  ::unsetenv("RAMPART_TEST_MASTER_KEY");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
