@@ -28,10 +28,6 @@ readonly infer_path="/v2/models/${model}/infer"
 # Load levels: name, wrk threads, connections.
 readonly levels=("c1 1 1" "c64 2 64")
 
-usage() {
-  sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
-}
-
 parse_common_options "$@"
 check_common_options
 require_tools wrk curl python3

@@ -88,6 +88,12 @@ out_file=""
 start_timeout=120
 keep_workdir=0
 
+# Prints the sourcing script's header comment (from its second line to `set -euo`); a script
+# with more to say defines its own usage after sourcing this file.
+usage() {
+  sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"
+}
+
 # common_option ARG...: when $1 is one of the shared options (--binary, --repository,
 # --duration, --rounds, --warmup, --out, --start-timeout, --keep-workdir, -h/--help), sets its
 # variable and sets option_shift to the words it took (1 or 2); otherwise option_shift is 0.
