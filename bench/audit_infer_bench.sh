@@ -31,44 +31,10 @@ readonly infer_path="/v2/models/${model}/infer"
 readonly levels=("c1 1 1" "c64 2 64")
 readonly modes=(off batched sync)
 
-binary=""
-repository=""
-duration=5
-rounds=3
-warmup=2
-out_file=""
-start_timeout=120
-keep_workdir=0
-
-usage() {
-  sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
-}
-
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --binary) binary="${2:?--binary needs a value}"; shift 2 ;;
-    --repository) repository="${2:?--repository needs a value}"; shift 2 ;;
-    --duration) duration="${2:?--duration needs a value}"; shift 2 ;;
-    --rounds) rounds="${2:?--rounds needs a value}"; shift 2 ;;
-    --warmup) warmup="${2:?--warmup needs a value}"; shift 2 ;;
-    --out) out_file="${2:?--out needs a value}"; shift 2 ;;
-    --start-timeout) start_timeout="${2:?--start-timeout needs a value}"; shift 2 ;;
-    --keep-workdir) keep_workdir=1; shift ;;
-    -h | --help) usage; exit 0 ;;
-    *) usage >&2; die "unknown argument: $1" ;;
-  esac
-done
-
-[[ "$duration" =~ ^[1-9][0-9]*$ ]] || die "--duration must be a positive integer, got '$duration'"
-[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, got '$rounds'"
-[[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, got '$warmup'"
-[ -n "$binary" ] || die "--binary is required"
-[ -n "$repository" ] || die "--repository is required"
+parse_common_options "$@"
+check_common_options
 require_tools wrk curl python3
-require_executable "$binary" "Rampart binary" "build it first: make build"
-[ -d "$repository/$model" ] || die "model repository '$repository' has no '$model' model"
-binary="$(absolute_path "$binary")"
-repository="$(absolute_path "$repository")"
+check_rampart_options ""
 
 off_pid=""
 batched_pid=""
@@ -76,14 +42,7 @@ cleanup_pid_vars+=(off_pid batched_pid)
 make_workdir "logs, the configs, the stores and raw wrk output"
 
 request_file="$workdir/request.json"
-python3 - "$request_file" <<'PY'
-import json, sys
-body = {"inputs": [
-    {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
-    {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}]}
-with open(sys.argv[1], "w") as f:
-    f.write(json.dumps(body, separators=(",", ":")))
-PY
+write_simple_request "$request_file"
 
 master_key="$workdir/master.key"
 (umask 077; head -c 32 /dev/urandom >"$master_key")

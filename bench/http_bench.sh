@@ -27,18 +27,10 @@ readonly infer_path="/v2/models/${model}/infer"
 # Load levels: name, wrk threads, connections.
 readonly levels=("c1 1 1" "c64 2 64")
 
-binary=""
-repository=""
-duration=5
-rounds=3
-warmup=2
-out_file=""
 serve_args=""
 nginx_workers="auto"
 nginx_bin=""
-start_timeout=120
 nginx_only=0
-keep_workdir=0
 
 usage() {
   sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
@@ -62,30 +54,20 @@ EOF
 }
 
 while [ $# -gt 0 ]; do
+  common_option "$@"
+  if [ "$option_shift" -gt 0 ]; then shift "$option_shift"; continue; fi
   case "$1" in
-    --binary) binary="${2:?--binary needs a value}"; shift 2 ;;
-    --repository) repository="${2:?--repository needs a value}"; shift 2 ;;
-    --duration) duration="${2:?--duration needs a value}"; shift 2 ;;
-    --rounds) rounds="${2:?--rounds needs a value}"; shift 2 ;;
-    --warmup) warmup="${2:?--warmup needs a value}"; shift 2 ;;
-    --out) out_file="${2:?--out needs a value}"; shift 2 ;;
     --nginx-workers) nginx_workers="${2:?--nginx-workers needs a value}"; shift 2 ;;
     --serve-args) serve_args="${2?--serve-args needs a value}"; shift 2 ;;
     --nginx) nginx_bin="${2:?--nginx needs a value}"; shift 2 ;;
-    --start-timeout) start_timeout="${2:?--start-timeout needs a value}"; shift 2 ;;
     --nginx-only) nginx_only=1; shift ;;
-    --keep-workdir) keep_workdir=1; shift ;;
-    -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
 
-[[ "$duration" =~ ^[1-9][0-9]*$ ]] || die "--duration must be a positive integer, got '$duration'"
-[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, got '$rounds'"
+check_common_options
 # shellcheck disable=SC2206  # split into words on purpose
 rampart_extra_args=($serve_args)
-[[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, got '$warmup'"
-[[ "$start_timeout" =~ ^[1-9][0-9]*$ ]] || die "--start-timeout must be a positive integer"
 [[ "$nginx_workers" =~ ^(auto|[1-9][0-9]*)$ ]] || die "--nginx-workers must be auto or a count"
 
 # ---------------------------------------------------------------------------------------------
@@ -101,12 +83,7 @@ if [ -z "$nginx_bin" ] || [ ! -x "$nginx_bin" ]; then
 fi
 
 if [ "$nginx_only" -eq 0 ]; then
-  [ -n "$binary" ] || die "--binary is required (or use --nginx-only)"
-  [ -n "$repository" ] || die "--repository is required (or use --nginx-only)"
-  require_executable "$binary" "Rampart binary" "build it first: make build"
-  [ -d "$repository/$model" ] || die "model repository '$repository' has no '$model' model"
-  binary="$(absolute_path "$binary")"
-  repository="$(absolute_path "$repository")"
+  check_rampart_options " (or use --nginx-only)"
 fi
 
 nginx_pid=""
@@ -125,17 +102,7 @@ s.close()'
 # Request body: INPUT0 = 0..15, INPUT1 = all ones.
 
 request_file="$workdir/request.json"
-python3 - "$request_file" <<'EOF'
-import json, sys
-input0 = list(range(16))
-input1 = [1] * 16
-body = {"inputs": [
-    {"name": "INPUT0", "shape": [1, 16], "datatype": "INT32", "data": input0},
-    {"name": "INPUT1", "shape": [1, 16], "datatype": "INT32", "data": input1},
-]}
-with open(sys.argv[1], "w") as f:
-    f.write(json.dumps(body, separators=(",", ":")))
-EOF
+write_simple_request "$request_file"
 
 # ---------------------------------------------------------------------------------------------
 # Rampart.

@@ -76,6 +76,90 @@ http_status() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# Options of the infer benchmarks on `simple` (access_bench, audit_infer_bench, http_bench).
+
+# The defaults of the options every infer benchmark takes.
+binary=""
+repository=""
+duration=5
+rounds=3
+warmup=2
+out_file=""
+start_timeout=120
+keep_workdir=0
+
+# Prints the sourcing script's header comment (from its second line to `set -euo`); a script
+# with more to say defines its own usage after sourcing this file.
+usage() {
+  sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"
+}
+
+# common_option ARG...: when $1 is one of the shared options (--binary, --repository,
+# --duration, --rounds, --warmup, --out, --start-timeout, --keep-workdir, -h/--help), sets its
+# variable and sets option_shift to the words it took (1 or 2); otherwise option_shift is 0.
+# --help calls the sourcing script's `usage` and exits 0.
+common_option() {
+  option_shift=2
+  case "$1" in
+    --binary) binary="${2:?--binary needs a value}" ;;
+    --repository) repository="${2:?--repository needs a value}" ;;
+    --duration) duration="${2:?--duration needs a value}" ;;
+    --rounds) rounds="${2:?--rounds needs a value}" ;;
+    --warmup) warmup="${2:?--warmup needs a value}" ;;
+    --out) out_file="${2:?--out needs a value}" ;;
+    --start-timeout) start_timeout="${2:?--start-timeout needs a value}" ;;
+    --keep-workdir) keep_workdir=1; option_shift=1 ;;
+    -h | --help) usage; exit 0 ;;
+    *) option_shift=0 ;;
+  esac
+}
+
+# parse_common_options ARG...: the whole command line of a script that takes only the shared
+# options; dies (after `usage`) on any other argument.
+parse_common_options() {
+  while [ $# -gt 0 ]; do
+    common_option "$@"
+    [ "$option_shift" -gt 0 ] || { usage >&2; die "unknown argument: $1"; }
+    shift "$option_shift"
+  done
+}
+
+# Dies unless --duration, --rounds, --warmup and --start-timeout hold sensible counts.
+check_common_options() {
+  [[ "$duration" =~ ^[1-9][0-9]*$ ]] ||
+    die "--duration must be a positive integer, got '$duration'"
+  [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, got '$rounds'"
+  [[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, got '$warmup'"
+  [[ "$start_timeout" =~ ^[1-9][0-9]*$ ]] || die "--start-timeout must be a positive integer"
+}
+
+# check_rampart_options [HINT]: dies unless --binary names an executable and --repository a
+# directory holding the sourcing script's `model` (HINT is appended to the "is required"
+# messages); then makes both absolute.
+check_rampart_options() {
+  local hint="${1:-}"
+  [ -n "$binary" ] || die "--binary is required$hint"
+  [ -n "$repository" ] || die "--repository is required$hint"
+  require_executable "$binary" "Rampart binary" "build it first: make build"
+  [ -d "$repository/$model" ] || die "model repository '$repository' has no '$model' model"
+  binary="$(absolute_path "$binary")"
+  repository="$(absolute_path "$repository")"
+}
+
+# write_simple_request FILE: writes the KServe v2 JSON infer request for `simple` the infer
+# benchmarks POST (INPUT0 = 0..15, INPUT1 = all ones, INT32 [1, 16]).
+write_simple_request() {
+  python3 - "$1" <<'PY'
+import json, sys
+body = {"inputs": [
+    {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
+    {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}]}
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps(body, separators=(",", ":")))
+PY
+}
+
+# ---------------------------------------------------------------------------------------------
 # Work dir and exit.
 
 # Names of variables holding pids the sourcing script started besides Rampart, stopped on exit

@@ -670,3 +670,89 @@ class Tally:
     def finish(self) -> int:
         print(f"{self.passed} passed, {self.failed} failed", flush=True)
         return 1 if self.failed else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Pieces of the access and audit drivers (test_access.py, test_audit.py).
+
+# The KServe v2 JSON infer request for `simple` (INPUT0 and INPUT1 both 0..15).
+SIMPLE_REQUEST = {"inputs": [{"name": name, "datatype": "INT32", "shape": [1, 16],
+                              "data": list(range(16))} for name in ("INPUT0", "INPUT1")]}
+
+# A policy: role `analyst` infers on and reads `simple` (and nothing else); anyone reads the server.
+ANALYST_POLICY = """
+roles:
+  - name: analyst
+rules:
+  - id: analysts-simple
+    effect: permit
+    principal: {role: analyst}
+    action: [model:infer, model:read]
+    resource: {type: model, name: simple}
+  - id: everyone-reads-the-server
+    effect: permit
+    action: server:read
+"""
+
+
+def infer_json(client: "Client", model: str, headers: Dict[str, str]) -> Response:
+    """POSTs SIMPLE_REQUEST as JSON to `model`'s infer endpoint with `headers` added."""
+    return client.request("POST", f"/v2/models/{model}/infer",
+                          json.dumps(SIMPLE_REQUEST).encode(),
+                          {"content-type": "application/json", **headers})
+
+
+def grpc_call(grpc_call_binary: str, server: Server, method: str, request: Dict,
+              metadata: Sequence[str] = ()) -> Dict:
+    """Runs tests/grpc_call once against `server` (metadata as "key=value" pairs) and returns
+    its last output line as JSON (`code` is the gRPC status); raises E2eError if it fails."""
+    command = [grpc_call_binary, "--target", f"127.0.0.1:{server.grpc_port}", "--method",
+               method]
+    for pair in metadata:
+        command += ["--metadata", pair]
+    result = subprocess.run(command, input=json.dumps(request) + "\n", capture_output=True,
+                            text=True, timeout=60)
+    check(result.returncode == 0, f"grpc_call exited {result.returncode}: {result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+class DriverContext:
+    """What a driver's tests share: its parsed arguments (`args.binary` at least), a private
+    temp dir `work` (removed by run_tests) and the binary's CLI run with a timeout."""
+
+    def __init__(self, args, prefix: str, command_timeout_s: float) -> None:
+        self.args = args
+        self.work = tempfile.mkdtemp(prefix=prefix)
+        self.command_timeout_s = command_timeout_s
+
+    def rampart(self, *arguments: str) -> subprocess.CompletedProcess:
+        return subprocess.run([self.args.binary, *arguments], capture_output=True, text=True,
+                              timeout=self.command_timeout_s)
+
+    def write(self, name: str, text: str) -> str:
+        """Writes `text` to `name` in the work dir; returns its path."""
+        path = os.path.join(self.work, name)
+        with open(path, "w") as file:
+            file.write(text)
+        return path
+
+
+def run_tests(ctx: DriverContext, tests, errors: Tuple[type, ...] = (),
+              name_filter: str = "") -> int:
+    """Runs each (name, test) whose name contains `name_filter`, one PASS/FAIL line each (a test
+    returns its summary; E2eError, OSError, ValueError, KeyError, a timeout and `errors` count
+    as failures), removes ctx.work and returns the exit code."""
+    tally = Tally()
+    caught = (E2eError, OSError, ValueError, KeyError, subprocess.TimeoutExpired, *errors)
+    try:
+        for name, test in tests:
+            if name_filter and name_filter not in name:
+                continue
+            started = time.monotonic()
+            try:
+                tally.record(f"{name}: {test(ctx)}", None, time.monotonic() - started)
+            except caught as error:
+                tally.record(name, repr(error))
+    finally:
+        shutil.rmtree(ctx.work, ignore_errors=True)
+    return tally.finish()

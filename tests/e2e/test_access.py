@@ -18,38 +18,20 @@ import http.client
 import json
 import os
 import re
-import shutil
 import ssl
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rampart_e2e as e2e  # noqa: E402
-from rampart_e2e import E2eError, check  # noqa: E402
+from rampart_e2e import check  # noqa: E402
 
 KEY_LINE = re.compile(r"^rk_live_[A-Za-z0-9]{12}_[A-Za-z0-9]{32}\n$")
 ISSUER = "https://idp.test"
 JWT_SECRET = b"an HS256 secret of thirty-two+ bytes!"
 
-SIMPLE = {"inputs": [{"name": name, "datatype": "INT32", "shape": [1, 16],
-                      "data": list(range(16))} for name in ("INPUT0", "INPUT1")]}
-
-POLICY = """
-roles:
-  - name: analyst
-rules:
-  - id: analysts-simple
-    effect: permit
-    principal: {role: analyst}
-    action: [model:infer, model:read]
-    resource: {type: model, name: simple}
-  - id: everyone-reads-the-server
-    effect: permit
-    action: server:read
-"""
 
 
 def b64url(data: bytes) -> str:
@@ -65,24 +47,13 @@ def hs256_token(claims: Dict, secret: bytes = JWT_SECRET, alg: str = "HS256") ->
     return f"{header}.{payload}.{b64url(signature)}"
 
 
-class Context:
+class Context(e2e.DriverContext):
     def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self.work = tempfile.mkdtemp(prefix="rampart-access-")
+        super().__init__(args, "rampart-access-", command_timeout_s=60)
         self.data_dir = os.path.join(self.work, "data")
 
-    def rampart(self, *arguments: str) -> subprocess.CompletedProcess:
-        return subprocess.run([self.args.binary, *arguments], capture_output=True, text=True,
-                              timeout=60)
-
-    def write(self, name: str, text: str) -> str:
-        path = os.path.join(self.work, name)
-        with open(path, "w") as file:
-            file.write(text)
-        return path
-
     def config(self, name: str, access: str) -> str:
-        policy = self.write("policy.yaml", POLICY)
+        policy = self.write("policy.yaml", e2e.ANALYST_POLICY)
         jwks = self.write("jwks.json", json.dumps(
             {"keys": [{"kty": "oct", "kid": "k1", "alg": "HS256", "k": b64url(JWT_SECRET)}]}))
         return self.write(name, f"""
@@ -107,20 +78,12 @@ access:
 
 
 def infer(client: e2e.Client, model: str, headers: Dict[str, str]) -> e2e.Response:
-    return client.request("POST", f"/v2/models/{model}/infer", json.dumps(SIMPLE).encode(),
-                          {"content-type": "application/json", **headers})
+    return e2e.infer_json(client, model, headers)
 
 
 def grpc_call(ctx: Context, server: e2e.Server, method: str, request: Dict,
               metadata: Tuple[str, ...] = ()) -> Dict:
-    command = [ctx.args.grpc_call, "--target", f"127.0.0.1:{server.grpc_port}", "--method",
-               method]
-    for pair in metadata:
-        command += ["--metadata", pair]
-    result = subprocess.run(command, input=json.dumps(request) + "\n", capture_output=True,
-                            text=True, timeout=60)
-    check(result.returncode == 0, f"grpc_call exited {result.returncode}: {result.stderr}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return e2e.grpc_call(ctx.args.grpc_call, server, method, request, metadata)
 
 
 def test_keys_and_roles(ctx: Context) -> str:
@@ -259,7 +222,7 @@ def test_mtls(ctx: Context) -> str:
         for model in ("simple", "mlp_classifier"):
             connection = http.client.HTTPSConnection("127.0.0.1", server.port, context=tls,
                                                      timeout=30)
-            connection.request("POST", f"/v2/models/{model}/infer", json.dumps(SIMPLE),
+            connection.request("POST", f"/v2/models/{model}/infer", json.dumps(e2e.SIMPLE_REQUEST),
                                {"content-type": "application/json"})
             reply = connection.getresponse()
             results[model] = (reply.status, reply.read().decode())
@@ -320,18 +283,7 @@ def main(argv: List[str]) -> int:
     args.grpc_call = os.path.abspath(args.grpc_call)
     args.repository = os.path.abspath(args.repository)
     args.source_dir = os.path.abspath(args.source_dir)
-    ctx = Context(args)
-    tally = e2e.Tally()
-    try:
-        for name, test in TESTS:
-            started = time.monotonic()
-            try:
-                tally.record(f"{name}: {test(ctx)}", None, time.monotonic() - started)
-            except (E2eError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as error:
-                tally.record(name, repr(error))
-    finally:
-        shutil.rmtree(ctx.work, ignore_errors=True)
-    return tally.finish()
+    return e2e.run_tests(Context(args), TESTS)
 
 
 if __name__ == "__main__":

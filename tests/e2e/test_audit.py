@@ -14,52 +14,21 @@ import argparse
 import json
 import os
 import re
-import shutil
 import signal
 import sqlite3
-import subprocess
 import sys
-import tempfile
 import threading
-import time
 from typing import Callable, Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rampart_e2e as e2e  # noqa: E402
-from rampart_e2e import E2eError, check  # noqa: E402
-
-SIMPLE = {"inputs": [{"name": name, "datatype": "INT32", "shape": [1, 16],
-                      "data": list(range(16))} for name in ("INPUT0", "INPUT1")]}
-
-POLICY = """
-roles:
-  - name: analyst
-rules:
-  - id: analysts-simple
-    effect: permit
-    principal: {role: analyst}
-    action: [model:infer, model:read]
-    resource: {type: model, name: simple}
-  - id: everyone-reads-the-server
-    effect: permit
-    action: server:read
-"""
+from rampart_e2e import check  # noqa: E402
 
 
-class Context:
+
+class Context(e2e.DriverContext):
     def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self.work = tempfile.mkdtemp(prefix="rampart-audit-")
-
-    def rampart(self, *arguments: str) -> subprocess.CompletedProcess:
-        return subprocess.run([self.args.binary, *arguments], capture_output=True, text=True,
-                              timeout=120)
-
-    def write(self, name: str, text: str) -> str:
-        path = os.path.join(self.work, name)
-        with open(path, "w") as file:
-            file.write(text)
-        return path
+        super().__init__(args, "rampart-audit-", command_timeout_s=120)
 
     def master_key(self, name: str) -> str:
         path = os.path.join(self.work, name)
@@ -74,8 +43,7 @@ class Context:
 
 
 def infer(client: e2e.Client, model: str, headers: Dict[str, str]) -> e2e.Response:
-    return client.request("POST", f"/v2/models/{model}/infer", json.dumps(SIMPLE).encode(),
-                          {"content-type": "application/json", **headers})
+    return e2e.infer_json(client, model, headers)
 
 
 def test_kill_mid_burst(ctx: Context) -> str:
@@ -163,7 +131,7 @@ def test_kill_mid_burst(ctx: Context) -> str:
 def test_refusals_recorded(ctx: Context) -> str:
     data_dir = os.path.join(ctx.work, "refusal-data")
     key = ctx.master_key("refusal.key")
-    policy = ctx.write("policy.yaml", POLICY)
+    policy = ctx.write("policy.yaml", e2e.ANALYST_POLICY)
     config = ctx.write("refusal.yaml", f"""
 keyring: {{master_key_file: {key}}}
 audit: {{sync: true}}
@@ -195,13 +163,9 @@ access:
              "contents": {"int_contents": list(range(16))}} for name in ("INPUT0", "INPUT1")]}
         for model, request_id, code in (("simple", "audit-grpc-200", 0),
                                         ("mlp_classifier", "audit-grpc-403", 7)):
-            called = subprocess.run(
-                [ctx.args.grpc_call, "--target", f"127.0.0.1:{server.grpc_port}", "--method",
-                 "ModelInfer", "--metadata", f"x-api-key={api_key}"],
-                input=json.dumps(dict(request, model_name=model, id=request_id)) + "\n",
-                capture_output=True, text=True, timeout=60)
-            check(called.returncode == 0, f"grpc_call: {called.returncode} {called.stderr}")
-            answer = json.loads(called.stdout.strip().splitlines()[-1])
+            answer = e2e.grpc_call(ctx.args.grpc_call, server, "ModelInfer",
+                                   dict(request, model_name=model, id=request_id),
+                                   (f"x-api-key={api_key}",))
             check(answer["code"] == code, f"gRPC {model}: {answer}")
         server.stop()
         server.stop()
@@ -238,21 +202,7 @@ def main(argv: List[str]) -> int:
     args.binary = os.path.abspath(args.binary)
     args.repository = os.path.abspath(args.repository)
     args.grpc_call = os.path.abspath(args.grpc_call)
-    ctx = Context(args)
-    tally = e2e.Tally()
-    try:
-        for name, test in TESTS:
-            if args.filter and args.filter not in name:
-                continue
-            started = time.monotonic()
-            try:
-                tally.record(f"{name}: {test(ctx)}", None, time.monotonic() - started)
-            except (E2eError, OSError, ValueError, KeyError, sqlite3.Error,
-                    subprocess.TimeoutExpired) as error:
-                tally.record(name, repr(error))
-    finally:
-        shutil.rmtree(ctx.work, ignore_errors=True)
-    return tally.finish()
+    return e2e.run_tests(Context(args), TESTS, (sqlite3.Error,), args.filter)
 
 
 if __name__ == "__main__":
