@@ -13,6 +13,7 @@
 
 #include "app/access_config.h"
 #include "app/access_setup.h"
+#include "crypto/digest.h"
 #include "crypto/envelope.h"
 
 namespace rampart::app {
@@ -92,6 +93,16 @@ Result<KeyringRuntime> OpenKeyring(store::Store& store, std::unique_ptr<crypto::
   runtime.storage = std::make_unique<store::StoreKeyringStorage>(store);
   ASSIGN_OR_RETURN(runtime.keyring, crypto::Keyring::Open(*runtime.storage, std::move(master)));
   return runtime;
+}
+
+Result<guard::GuardKeys> SealedGuardKeys(store::Store& store, crypto::Keyring& keyring) {
+  const std::string key_name(kSecretsKeyName);
+  RETURN_IF_ERROR(keyring.Ensure(key_name, crypto::KeyPurpose::kWrapping, "aes-256-gcm"));
+  const crypto::Envelope envelope(keyring);
+  ASSIGN_OR_RETURN(const std::string secret, store::LoadOrCreateSealedSecret(
+                                                 store, envelope, std::string(kGuardSecretName),
+                                                 key_name, [] { return crypto::RandomBytes(32); }));
+  return guard::GuardKeys::FromBytes(secret);
 }
 
 void KeyringCli::AddTo(CLI::App& app) {

@@ -28,6 +28,7 @@
 #include "app/audit_config.h"
 #include "core/status.h"
 #include "crypto/keyring.h"
+#include "guard/keys.h"
 #include "store/keyring_storage.h"
 
 namespace rampart::app {
@@ -46,6 +47,14 @@ struct KeyringRuntime {
   std::unique_ptr<crypto::Keyring> keyring;
 };
 Result<KeyringRuntime> OpenKeyring(store::Store& store, std::unique_ptr<crypto::MasterKey> master);
+
+// The key the PII guard's hashes and tokens derive from (guard::GuardKeys), kept in the store as
+// the sealed secret "guard:master" under the keyring's wrapping key "secrets" (made on first
+// use): made once, the same for every replica sharing the store, never in clear on disk, and
+// moved to new key versions by `rampart keyring rewrap`.
+inline constexpr std::string_view kGuardSecretName = "guard:master";
+inline constexpr std::string_view kSecretsKeyName = "secrets";
+Result<guard::GuardKeys> SealedGuardKeys(store::Store& store, crypto::Keyring& keyring);
 
 class KeyringCli {
  public:

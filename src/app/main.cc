@@ -414,13 +414,25 @@ int Serve(const ServeSettings& settings) {
     LOG_ERROR("gateway: {}", initial_gateway.status().message());
     return 1;
   }
+  // With a keyring, the guard's key is kept sealed in the store (unless guard.key_file names one).
+  std::shared_ptr<const guard::GuardKeys> guard_keys;
+  if (keyring) {
+    store::Store& store = access ? *access->store : *keyring_store;
+    Result<guard::GuardKeys> sealed = SealedGuardKeys(store, *keyring->keyring);
+    if (!sealed.ok()) {
+      LOG_ERROR("keyring: the guard's key: {}", sealed.status().message());
+      return 1;
+    }
+    guard_keys = std::make_shared<const guard::GuardKeys>(std::move(sealed).value());
+  }
   auto gateway =
       gateway::Gateway::Create(std::move(initial_gateway).value(),
                                gateway::GatewayOptions{.access_log = settings.access_log,
                                                        .local = server.get(),
                                                        .detector_factory = guard::Detector::Create,
                                                        .access = access_control,
-                                                       .audit = audit_sink},
+                                                       .audit = audit_sink,
+                                                       .guard_keys = guard_keys},
                                registry);
   if (!gateway.ok()) {
     LOG_ERROR("gateway: {}", gateway.status().message());

@@ -184,6 +184,8 @@ Status Gateway::BuildGuard(Runtime& runtime, const Runtime* previous) {
     Result<guard::GuardKeys> keys = guard::GuardKeys::FromFile(settings.key_file);
     if (!keys.ok()) return keys.status().WithContext("guard.key_file");
     guard.keys = std::make_shared<const guard::GuardKeys>(*keys);
+  } else if (options_.guard_keys) {
+    guard.keys = options_.guard_keys;
   } else {
     std::lock_guard lock(mutex_);
     if (!generated_keys_) {

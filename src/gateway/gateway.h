@@ -52,6 +52,9 @@ struct GatewayOptions {
   // The audit log (the audit stage, gateway/audit_stage.h); null = nothing recorded. Must
   // outlive the gateway.
   audit::AuditSink* audit = nullptr;
+  // The guard's key when the config names no guard.key_file (the app keeps it sealed in the
+  // keyring); null = a key generated at start, which does not survive a restart.
+  std::shared_ptr<const guard::GuardKeys> guard_keys;
 };
 
 // One upstream as calls use it.
