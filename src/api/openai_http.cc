@@ -71,17 +71,35 @@ OpenAiHttp::OpenAiHttp(gateway::Gateway& gateway, std::function<Status()> reload
       audit_(audit),
       reload_(std::move(reload)) {}
 
+RecordedResponder OpenAiHttp::Recorded(const net::HttpRequest& request, net::Responder responder,
+                                       std::string_view action, const policy::Resource& resource) {
+  if (audit_ == nullptr) return RecordedResponder(std::move(responder));
+  const TraceContext trace = TraceContext::Start();
+  RecordedResponder recorded(
+      std::move(responder), audit_,
+      StartRecord(request, "openai", trace.TraceId(), gateway::RequestId(request, trace), action,
+                  resource.type, resource.name),
+      request.received);
+  recorded.SetRequestContent(request.body);
+  return recorded;
+}
+
 std::optional<policy::AccessGrant> OpenAiHttp::Check(const net::HttpRequest& request,
-                                                     net::Responder& responder,
+                                                     RecordedResponder& responder,
                                                      std::string_view action,
                                                      const policy::Resource& resource) {
   if (!Enforcing(access_)) return policy::AccessGrant{.decision = {.allowed = true}};
-  policy::AccessOutcome outcome = CheckRequest(*access_, request, action, resource);
+  audit::AuditRecord* record = responder.record();
+  policy::AccessOutcome outcome =
+      record != nullptr ? CheckRecorded(*access_, request, action, resource, 0, *record)
+                        : CheckRequest(*access_, request, action, resource);
   if (auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
     responder.Send(RefusalResponse(*refusal, request, ErrorShape::kOpenAi));
     return std::nullopt;
   }
-  return std::get<policy::AccessGrant>(std::move(outcome));
+  auto& grant = std::get<policy::AccessGrant>(outcome);
+  responder.SetFull(grant.HasObligation(policy::kObligationAuditFull));
+  return std::move(grant);
 }
 
 bool OpenAiHttp::Owns(std::string_view path) {
@@ -109,7 +127,10 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       responder.Send(Error(request, 405, "use GET /v1/models"));
       return;
     }
-    Models(request, std::move(responder), path.size() > 11 ? path.substr(11) : "");
+    Models(
+        request,
+        Recorded(request, std::move(responder), kModelsRead, {.type = "server", .name = "models"}),
+        path.size() > 11 ? path.substr(11) : "");
     return;
   }
   if (path == "/v1/admin/reload") {
@@ -117,8 +138,10 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
       responder.Send(Error(request, 405, "use POST /v1/admin/reload"));
       return;
     }
-    if (!Check(request, responder, kReload, {.type = "server"})) return;
-    auto held = std::make_shared<net::Responder>(std::move(responder));
+    RecordedResponder recorded =
+        Recorded(request, std::move(responder), kReload, {.type = "server"});
+    if (!Check(request, recorded, kReload, {.type = "server"})) return;
+    auto held = std::make_shared<RecordedResponder>(std::move(recorded));
     auto id = std::make_shared<net::HttpRequest>();
     id->headers = request.headers;
     const Status queued = reloads_.Post([this, held, id] {
@@ -168,14 +191,16 @@ void OpenAiHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
     return;
   }
   if (path == "/v1/admin/routes") {
-    if (!Check(request, responder, kRoutesRead, {.type = "route", .name = "*"})) return;
-    responder.Send(Answer(request, 200, gateway_.Describe(), "text/plain; charset=utf-8"));
+    RecordedResponder recorded =
+        Recorded(request, std::move(responder), kRoutesRead, {.type = "route", .name = "*"});
+    if (!Check(request, recorded, kRoutesRead, {.type = "route", .name = "*"})) return;
+    recorded.Send(Answer(request, 200, gateway_.Describe(), "text/plain; charset=utf-8"));
     return;
   }
   responder.Send(Error(request, 404, fmt::format("no route for {} {}", request.method, path)));
 }
 
-void OpenAiHttp::Models(const net::HttpRequest& request, net::Responder responder,
+void OpenAiHttp::Models(const net::HttpRequest& request, RecordedResponder responder,
                         std::string_view id) {
   std::optional<policy::AccessGrant> grant =
       Check(request, responder, kModelsRead, {.type = "server", .name = "models"});

@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "api/admin_http.h"
+#include "api/audit_http.h"
 #include "api/guard_http.h"
 #include "audit/sink.h"
 #include "core/serial_worker.h"
@@ -53,12 +54,16 @@ class OpenAiHttp {
   void Shutdown() { reloads_.Stop(); }
 
  private:
+  // `responder`, recording the request (api "openai") as `action` on `resource` when there is
+  // an audit log.
+  RecordedResponder Recorded(const net::HttpRequest& request, net::Responder responder,
+                             std::string_view action, const policy::Resource& resource);
   // The caller's grant for `action` on `resource`, or nullopt once the refusal was answered.
   // Open: a grant without a decision.
   std::optional<policy::AccessGrant> Check(const net::HttpRequest& request,
-                                           net::Responder& responder, std::string_view action,
+                                           RecordedResponder& responder, std::string_view action,
                                            const policy::Resource& resource);
-  void Models(const net::HttpRequest& request, net::Responder responder, std::string_view id);
+  void Models(const net::HttpRequest& request, RecordedResponder responder, std::string_view id);
 
   gateway::Gateway& gateway_;
   const policy::AccessControl* access_;

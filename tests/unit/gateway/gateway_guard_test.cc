@@ -122,6 +122,20 @@ TEST_F(GatewayGuardTest, EveryCallAndGuardRequestIsRecorded) {
   EXPECT_EQ(captured[1].record.action, "guard:detect");
   EXPECT_EQ(captured[1].record.status, 200);
   EXPECT_EQ(captured[1].response, body);
+
+  // The front end's own routes are recorded too: the model list and the routing table.
+  Answer models = Get("/v1/models");
+  ASSERT_EQ(models.status, 200) << models.body;
+  Answer routes = Get("/v1/admin/routes");
+  ASSERT_EQ(routes.status, 200) << routes.body;
+  const std::vector<testing::CapturingSink::Captured> all = sink.captured();
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[2].record.action, "models:read");
+  EXPECT_EQ(all[2].record.api, "openai");
+  EXPECT_EQ(all[2].record.status, 200);
+  EXPECT_EQ(all[3].record.action, "admin:routes:read");
+  EXPECT_EQ(all[3].record.resource_type, "route");
+  EXPECT_EQ(all[3].response, routes.body);
 }
 
 TEST_F(GatewayGuardTest, ABlockedPromptIsRefusedBeforeAnyModel) {

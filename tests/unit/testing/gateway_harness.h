@@ -62,6 +62,12 @@ class GatewayHarness {
   // POSTs `body` (JSON) on a fresh connection and reads the whole answer (a stream to its end).
   Answer Post(std::string_view path, std::string_view body,
               std::vector<std::pair<std::string, std::string>> headers = {}) {
+    return Call(boost::beast::http::verb::post, path, body, std::move(headers));
+  }
+  Answer Get(std::string_view path) { return Call(boost::beast::http::verb::get, path, {}, {}); }
+
+  Answer Call(boost::beast::http::verb verb, std::string_view path, std::string_view body,
+              std::vector<std::pair<std::string, std::string>> headers) {
     namespace asio = boost::asio;
     namespace beast = boost::beast;
     namespace http = beast::http;
@@ -69,7 +75,7 @@ class GatewayHarness {
     beast::tcp_stream stream(context);
     stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
     stream.expires_after(std::chrono::seconds(15));
-    http::request<http::string_body> request(http::verb::post, std::string(path), 11);
+    http::request<http::string_body> request(verb, std::string(path), 11);
     request.set(http::field::host, "127.0.0.1");
     request.set(http::field::content_type, "application/json");
     for (const auto& [name, value] : headers) request.set(name, value);
