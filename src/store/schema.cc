@@ -114,11 +114,22 @@ CREATE TABLE audit_epochs (
 )
 )sql";
 
+// Two of migration 3's indexes cost the log's writer more than they give: each is a B-tree
+// updated on every insert (with the table, its primary key and the time index: five), and the
+// queries they served (by tenant and principal, by trace id) are rare admin reads, answered in
+// sequence order from the time index or the primary key with the other filters applied to the
+// rows read (docs/benchmarks.md, "The audit log on infer throughput").
+constexpr std::string_view kAuditLeanerIndexes = R"sql(
+DROP INDEX IF EXISTS audit_records_by_principal;
+DROP INDEX IF EXISTS audit_records_by_trace
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "tenants, principals, API keys, budgets and the generation counter", kInitialSchema},
     {2, "the keyring's key versions and minimum decryption versions, and sealed secrets",
      kKeyringSchema},
     {3, "the audit log: records, checkpoints and retention epochs", kAuditSchema},
+    {4, "the audit log keeps only its time index (fewer B-trees per append)", kAuditLeanerIndexes},
 };
 
 }  // namespace

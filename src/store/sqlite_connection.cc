@@ -82,6 +82,11 @@ Result<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(const std::stri
   journal.reset();
   // FULL: a commit is acknowledged after the WAL is fsync'ed, so it survives a power loss.
   RETURN_IF_ERROR(connection->Execute("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON"));
+  // A larger page cache (16 MiB rather than 2) and a checkpoint every 4000 WAL pages (16 MiB)
+  // rather than 1000: the audit log's appends rewrite the same B-tree tail pages batch after
+  // batch, and fewer checkpoints copy each of them to the database file fewer times. Neither
+  // changes durability: commits still fsync the WAL.
+  RETURN_IF_ERROR(connection->Execute("PRAGMA cache_size=-16384; PRAGMA wal_autocheckpoint=4000"));
   return connection;
 }
 
