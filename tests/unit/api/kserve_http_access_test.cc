@@ -12,30 +12,12 @@
 #include "backend/backend.h"
 #include "net/http_connection.h"
 #include "testing/access_fixture.h"
+#include "testing/recording_connection.h"
 
 namespace rampart::api {
 namespace {
 
-class RecordingConnection final : public net::Connection {
- public:
-  void Answer(std::shared_ptr<Connection>, net::HttpResponse response) override {
-    answered_.set_value(std::move(response));
-  }
-  void AnswerWith(std::shared_ptr<Connection>,
-                  UniqueFunction<net::HttpResponse()> make_response) override {
-    answered_.set_value(make_response());
-  }
-  std::shared_ptr<net::HttpStream> StartStream(std::shared_ptr<Connection>,
-                                               net::HttpResponseHead) override {
-    ADD_FAILURE() << "the KServe API does not stream";
-    return nullptr;
-  }
-  void PumpStream() override {}
-  std::future<net::HttpResponse> answer() { return answered_.get_future(); }
-
- private:
-  std::promise<net::HttpResponse> answered_;
-};
+using testing::RecordingConnection;
 
 // A backend whose instances take until the test releases them to load, and then fail.
 class HeldBackend final : public backend::Backend {

@@ -13,6 +13,7 @@
 
 #include "api/http_status.h"
 #include "net/http_connection.h"
+#include "testing/recording_connection.h"
 
 // This file replaces the global operator new and delete with malloc and free, a pair GCC's
 // mismatch check cannot see through.
@@ -37,27 +38,7 @@ void operator delete(void* memory, size_t) noexcept { std::free(memory); }
 namespace rampart::api {
 namespace {
 
-// Keeps the one answer it is given.
-class RecordingConnection final : public net::Connection {
- public:
-  void Answer(std::shared_ptr<Connection>, net::HttpResponse response) override {
-    answered_.set_value(std::move(response));
-  }
-  void AnswerWith(std::shared_ptr<Connection>,
-                  UniqueFunction<net::HttpResponse()> make_response) override {
-    answered_.set_value(make_response());
-  }
-  std::shared_ptr<net::HttpStream> StartStream(std::shared_ptr<Connection>,
-                                               net::HttpResponseHead) override {
-    ADD_FAILURE() << "the KServe API does not stream";
-    return nullptr;
-  }
-  void PumpStream() override {}
-  std::future<net::HttpResponse> answer() { return answered_.get_future(); }
-
- private:
-  std::promise<net::HttpResponse> answered_;
-};
+using testing::RecordingConnection;
 
 class KServeHttpTest : public ::testing::Test {
  protected:
