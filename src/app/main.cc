@@ -29,6 +29,7 @@
 #include "app/audit_setup.h"
 #include "app/gateway_config.h"
 #include "app/keyring_cli.h"
+#include "app/keyring_setup.h"
 #include "app/policy_cli.h"
 #include "app/settings.h"
 #include "app/signals.h"
@@ -276,54 +277,24 @@ int Serve(const ServeSettings& settings) {
   const std::string data_dir =
       ResolveDataDir(settings.data_dir, access_config->has_value() ? &**access_config : nullptr);
 
-  // The keyring (docs/crypto.md), when a master key is given (--master-key-file, else the
-  // config's keyring: section, else RAMPART_MASTER_KEY): encrypted model files (model.pt.rpe)
-  // load with it, and the audit log signs with it. It keeps its versions in the access store,
-  // else in the SQLite store under --data-dir.
-  std::unique_ptr<store::Store> keyring_store;
-  std::optional<KeyringRuntime> keyring;
-  std::shared_ptr<const backend::ModelDecryptor> decryptor;
-  const bool master_key_given = !settings.master_key_file.empty() || keyring_config->has_value() ||
-                                std::getenv(std::string(kMasterKeyVariable).c_str()) != nullptr;
-  if (audit_on && !master_key_given) {
-    LOG_ERROR(
-        "audit: the audit log signs its checkpoints with a key in the keyring, which needs a "
-        "master key: add `keyring: {{master_key_file: FILE}}` to the config (a 32-byte file, "
-        "mode 0600: `umask 077; head -c 32 /dev/urandom > FILE`), pass --master-key-file, or "
-        "set {}",
-        kMasterKeyVariable);
+  // The keyring, when a master key is given (app/keyring_setup.h); the audit log needs one.
+  Result<std::optional<ServerKeyring>> opened_keyring =
+      OpenServerKeyring(settings.master_key_file, *keyring_config,
+                        access ? access->store.get() : nullptr, data_dir, audit_on);
+  if (!opened_keyring.ok()) {
+    LOG_ERROR("keyring: {}", opened_keyring.status().message());
     return 1;
   }
-  if (master_key_given) {
-    Result<std::unique_ptr<crypto::MasterKey>> master =
-        ResolveMasterKey(settings.master_key_file, *keyring_config);
-    if (!master.ok()) {
-      LOG_ERROR("keyring: {}", master.status().message());
-      return 1;
-    }
-    store::Store* store = access ? access->store.get() : nullptr;
-    if (store == nullptr) {
-      Result<std::unique_ptr<store::Store>> opened = OpenConfiguredStore(nullptr, data_dir);
-      if (!opened.ok()) {
-        LOG_ERROR("keyring: {}", opened.status().message());
-        return 1;
-      }
-      keyring_store = std::move(*opened);
-      store = keyring_store.get();
-    }
-    Result<KeyringRuntime> opened = OpenKeyring(*store, std::move(*master));
-    if (!opened.ok()) {
-      LOG_ERROR("keyring: {}", opened.status().message());
-      return 1;
-    }
-    keyring = std::move(*opened);
+  std::optional<ServerKeyring> keyring = std::move(opened_keyring).value();
+  std::shared_ptr<const backend::ModelDecryptor> decryptor;
+  if (keyring) {
     decryptor = std::make_shared<const backend::ModelDecryptor>(
-        *keyring->keyring, settings.model_region, settings.model_data_class);
+        *keyring->runtime.keyring, settings.model_region, settings.model_data_class);
     LOG_INFO(
         "keyring: master key from {}, {} key(s) in {}; encrypted models open for region "
         "'{}', data class '{}'",
-        keyring->keyring->MasterKeyDescription(), keyring->keyring->List().size(),
-        store->Describe(), settings.model_region, settings.model_data_class);
+        keyring->runtime.keyring->MasterKeyDescription(), keyring->runtime.keyring->List().size(),
+        keyring->store->Describe(), settings.model_region, settings.model_data_class);
   }
   backends.Register(backend::MakeTorchBackend(decryptor));
 
@@ -331,9 +302,8 @@ int Serve(const ServeSettings& settings) {
   // end stopped, so it is declared before them.
   std::unique_ptr<AuditRuntime> audit_runtime;
   if (audit_on) {
-    store::Store& store = access ? *access->store : *keyring_store;
     Result<std::unique_ptr<AuditRuntime>> started =
-        StartAudit(**audit_config, *keyring->keyring, store, data_dir,
+        StartAudit(**audit_config, *keyring->runtime.keyring, *keyring->store, data_dir,
                    settings.allow_metrics ? &registry : nullptr);
     if (!started.ok()) {
       LOG_ERROR("audit: {}", started.status().message());
@@ -414,26 +384,15 @@ int Serve(const ServeSettings& settings) {
     LOG_ERROR("gateway: {}", initial_gateway.status().message());
     return 1;
   }
-  // With a keyring, the guard's key is kept sealed in the store (unless guard.key_file names one).
-  std::shared_ptr<const guard::GuardKeys> guard_keys;
-  if (keyring) {
-    store::Store& store = access ? *access->store : *keyring_store;
-    Result<guard::GuardKeys> sealed = SealedGuardKeys(store, *keyring->keyring);
-    if (!sealed.ok()) {
-      LOG_ERROR("keyring: the guard's key: {}", sealed.status().message());
-      return 1;
-    }
-    guard_keys = std::make_shared<const guard::GuardKeys>(std::move(sealed).value());
-  }
-  auto gateway =
-      gateway::Gateway::Create(std::move(initial_gateway).value(),
-                               gateway::GatewayOptions{.access_log = settings.access_log,
-                                                       .local = server.get(),
-                                                       .detector_factory = guard::Detector::Create,
-                                                       .access = access_control,
-                                                       .audit = audit_sink,
-                                                       .guard_keys = guard_keys},
-                               registry);
+  auto gateway = gateway::Gateway::Create(
+      std::move(initial_gateway).value(),
+      gateway::GatewayOptions{.access_log = settings.access_log,
+                              .local = server.get(),
+                              .detector_factory = guard::Detector::Create,
+                              .access = access_control,
+                              .audit = audit_sink,
+                              .guard_keys = keyring ? keyring->guard_keys : nullptr},
+      registry);
   if (!gateway.ok()) {
     LOG_ERROR("gateway: {}", gateway.status().message());
     return 1;
@@ -454,9 +413,9 @@ int Serve(const ServeSettings& settings) {
   };
   std::unique_ptr<api::AdminHttp> admin;
   if (access)
-    admin =
-        std::make_unique<api::AdminHttp>(*access->store, access->keys.get(), *access->control,
-                                         keyring ? keyring->keyring.get() : nullptr, audit_sink);
+    admin = std::make_unique<api::AdminHttp>(*access->store, access->keys.get(), *access->control,
+                                             keyring ? keyring->runtime.keyring.get() : nullptr,
+                                             audit_sink);
   api::OpenAiHttp openai(**gateway, reload, access_control, admin.get(), audit_sink);
   LOG_INFO("OpenAI gateway at /v1; routing table:\n{}", (*gateway)->Describe());
 
