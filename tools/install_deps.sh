@@ -21,6 +21,8 @@ packages=(
   # the store: SQLite embedded (and its shell for backups), libpq for a shared PostgreSQL, and
   # the PostgreSQL 15 server the store tests start in a temporary directory
   libsqlite3-dev sqlite3 libpq-dev postgresql
+  # vector indexes: hnswlib's HNSW graphs (header-only)
+  libhnswlib-dev
   # tcmalloc for the server (see CMakeLists.txt)
   libgoogle-perftools-dev
   # tests and benchmarks
