@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "guard/normalize.h"
 #include "guard/text.h"
 
 namespace rampart::guard {
@@ -131,14 +132,16 @@ size_t HeldTailStart(std::string_view text, size_t from, size_t end) {
     }
     break;
   }
-  // An unclosed PEM block is held from its start.
-  const std::string_view region = text.substr(from, end - from);
-  const size_t begin = region.rfind("-----BEGIN");
+  // An unclosed PEM block is held from its start. Its markers are looked for as the detector
+  // sees them, full-width forms read as ASCII ("－----BEGIN" is a header too).
+  const NormalizedText region(text.substr(from, end - from));
+  const std::string_view scanned = region.text();
+  const size_t begin = scanned.rfind("-----BEGIN");
   if (begin != std::string_view::npos) {
-    const size_t end_marker = region.find("-----END", begin);
+    const size_t end_marker = scanned.find("-----END", begin);
     const bool closed = end_marker != std::string_view::npos &&
-                        region.find("-----", end_marker + 8) != std::string_view::npos;
-    if (!closed) pos = std::min(pos, from + begin);
+                        scanned.find("-----", end_marker + 8) != std::string_view::npos;
+    if (!closed) pos = std::min(pos, from + region.ToOriginal(begin));
   }
   return pos;
 }

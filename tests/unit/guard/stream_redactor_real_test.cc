@@ -85,6 +85,21 @@ TEST_P(StreamRedactorRealTest, WaitsForAContextWordThatMayFollow) {
   }
 }
 
+TEST_P(StreamRedactorRealTest, APemBlockAfterAFullWidthHyphen) {
+  // Found by pii_detect_fuzzer: a PEM header whose run of dashes begins with a full-width
+  // hyphen (U+FF0D), its body holding a key assignment, cut into pieces of 43 bytes.
+  const std::string text =
+      "*--\xEF\xBC\x8D---BEGIN PRIVATE KEY-----\nMIIB=V021pi_ke\x1CseeaQIBADANqhw0BAQEFAASC$"
+      "TAQEFAASC$@::8wgg\n-----END PRIVY-----";
+  const std::string expected = Whole(text);
+  std::vector<size_t> cuts;
+  for (size_t cut = 43; cut < text.size(); cut += 43) cuts.push_back(cut);
+  EXPECT_EQ(Stream(text, cuts), expected);
+  for (size_t split = 0; split <= text.size(); ++split) {
+    EXPECT_EQ(Stream(text, {split}), expected) << "split at " << split;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, StreamRedactorRealTest, ::testing::Values(false, true),
                          [](const auto& engine) { return engine.param ? "re2" : "hyperscan"; });
 
