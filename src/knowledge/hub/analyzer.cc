@@ -1,0 +1,1 @@
+namespace rampart::knowledge::hub {}
