@@ -1,1 +1,168 @@
-namespace rampart::knowledge::hub {}
+#include "knowledge/hub/bm25.h"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+namespace rampart::knowledge::hub {
+
+Result<std::unique_ptr<Bm25Index>> Bm25Index::Create(std::shared_ptr<const Analyzer> analyzer,
+                                                     const Bm25Options& options) {
+  if (analyzer == nullptr) return InvalidArgument("BM25 index: no analyser");
+  if (!(options.k1 >= 0) || !(options.b >= 0 && options.b <= 1)) {
+    return InvalidArgument("BM25 needs k1 >= 0 and 0 <= b <= 1, got k1 {} and b {}", options.k1,
+                           options.b);
+  }
+  return std::unique_ptr<Bm25Index>(new Bm25Index(std::move(analyzer), options));
+}
+
+Status Bm25Index::Add(ChunkId id, std::string_view text) {
+  ASSIGN_OR_RETURN(std::vector<std::string> terms, analyzer_->Analyze(text));
+  return AddTerms(id, terms);
+}
+
+Status Bm25Index::AddTerms(ChunkId id, const std::vector<std::string>& terms) {
+  std::unique_lock lock(mutex_);
+  if (document_index_.contains(id)) return AlreadyExists("chunk {} is indexed already", id);
+  if (documents_.size() >= UINT32_MAX) return ResourceExhausted("the BM25 index is full");
+  auto document = static_cast<uint32_t>(documents_.size());
+  Document entry;
+  entry.id = id;
+  entry.length = static_cast<uint32_t>(terms.size());
+  std::unordered_map<uint32_t, uint32_t> frequencies;
+  for (const std::string& term : terms) {
+    auto [it, inserted] = term_ids_.try_emplace(term, static_cast<uint32_t>(postings_.size()));
+    if (inserted) {
+      postings_.emplace_back();
+      document_frequency_.push_back(0);
+    }
+    ++frequencies[it->second];
+  }
+  entry.terms.assign(frequencies.begin(), frequencies.end());
+  std::sort(entry.terms.begin(), entry.terms.end());
+  for (auto [term, frequency] : entry.terms) {
+    postings_[term].push_back({document, frequency});
+    ++document_frequency_[term];
+  }
+  live_postings_ += entry.terms.size();
+  total_length_ += entry.length;
+  documents_.push_back(std::move(entry));
+  document_index_.emplace(id, document);
+  return Status::Ok();
+}
+
+bool Bm25Index::Remove(ChunkId id) {
+  std::unique_lock lock(mutex_);
+  auto it = document_index_.find(id);
+  if (it == document_index_.end()) return false;
+  Document& document = documents_[it->second];
+  document.live = false;
+  for (auto [term, frequency] : document.terms) --document_frequency_[term];
+  total_length_ -= document.length;
+  live_postings_ -= document.terms.size();
+  dead_postings_ += document.terms.size();
+  document_index_.erase(it);
+  if (dead_postings_ > 1024 && dead_postings_ * 3 > live_postings_) CompactLocked();
+  return true;
+}
+
+void Bm25Index::CompactLocked() {
+  std::vector<Document> live;
+  live.reserve(document_index_.size());
+  for (Document& document : documents_) {
+    if (document.live) live.push_back(std::move(document));
+  }
+  documents_ = std::move(live);
+  for (std::vector<Posting>& postings : postings_) postings.clear();
+  document_index_.clear();
+  for (uint32_t index = 0; index < documents_.size(); ++index) {
+    document_index_.emplace(documents_[index].id, index);
+    for (auto [term, frequency] : documents_[index].terms) {
+      postings_[term].push_back({index, frequency});
+    }
+  }
+  // Terms no live chunk holds keep their id (an empty list); they are few and cheap.
+  dead_postings_ = 0;
+}
+
+Result<std::vector<Bm25Hit>> Bm25Index::Search(std::string_view query,
+                                               const Bm25SearchOptions& options) const {
+  ASSIGN_OR_RETURN(std::vector<std::string> terms, analyzer_->Analyze(query));
+  std::sort(terms.begin(), terms.end());
+  terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
+
+  std::shared_lock lock(mutex_);
+  std::vector<Bm25Hit> hits;
+  size_t live = document_index_.size();
+  if (live == 0 || options.top_k == 0) return hits;
+  double average = static_cast<double>(total_length_) / static_cast<double>(live);
+  if (average <= 0) average = 1;
+  const double k1 = options_.k1;
+  const double b = options_.b;
+
+  // Candidate state per document: 0 not seen, 1 scored, 2 not allowed.
+  std::vector<double> scores(documents_.size(), 0.0);
+  std::vector<uint8_t> state(documents_.size(), 0);
+  std::vector<uint32_t> touched;
+  double maximum = 0;
+  for (const std::string& term : terms) {
+    auto found = term_ids_.find(term);
+    if (found == term_ids_.end()) continue;
+    uint32_t df = document_frequency_[found->second];
+    if (df == 0) continue;
+    double idf = std::log(1.0 + (static_cast<double>(live) - df + 0.5) / (df + 0.5));
+    maximum += idf * (k1 + 1);
+    for (const Posting& posting : postings_[found->second]) {
+      const Document& document = documents_[posting.document];
+      if (!document.live) continue;
+      uint8_t& seen = state[posting.document];
+      if (seen == 2) continue;
+      if (seen == 0) {
+        if (options.allowed && !options.allowed(document.id)) {
+          seen = 2;
+          continue;
+        }
+        seen = 1;
+        touched.push_back(posting.document);
+      }
+      double tf = posting.frequency;
+      scores[posting.document] +=
+          idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * document.length / average));
+    }
+  }
+  if (maximum <= 0) return hits;
+  hits.reserve(touched.size());
+  for (uint32_t index : touched) {
+    double normalized = scores[index] / maximum;
+    if (scores[index] <= 0 || normalized < options.score_threshold) continue;
+    hits.push_back({documents_[index].id, normalized, scores[index]});
+  }
+  auto better = [](const Bm25Hit& x, const Bm25Hit& y) {
+    return x.raw_score != y.raw_score ? x.raw_score > y.raw_score : x.id < y.id;
+  };
+  size_t keep = std::min(options.top_k, hits.size());
+  std::partial_sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(keep), hits.end(),
+                    better);
+  hits.resize(keep);
+  return hits;
+}
+
+size_t Bm25Index::size() const {
+  std::shared_lock lock(mutex_);
+  return document_index_.size();
+}
+
+size_t Bm25Index::term_count() const {
+  std::shared_lock lock(mutex_);
+  return static_cast<size_t>(std::count_if(document_frequency_.begin(), document_frequency_.end(),
+                                           [](uint32_t df) { return df > 0; }));
+}
+
+double Bm25Index::average_length() const {
+  std::shared_lock lock(mutex_);
+  return document_index_.empty()
+             ? 0.0
+             : static_cast<double>(total_length_) / static_cast<double>(document_index_.size());
+}
+
+}  // namespace rampart::knowledge::hub
