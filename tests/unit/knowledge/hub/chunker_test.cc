@@ -173,6 +173,47 @@ TEST(ChunkerTest, PagesAndHeadingPathsFollowBlocks) {
   EXPECT_EQ((*chunks)[1].begin, 16u);
 }
 
+TEST(ChunkerTest, RandomMarkupNeverBreaksTheInvariants) {
+  // Seeded random documents from markup fragments, through every parser and both strategies.
+  const char* fragments[] = {"# ",       "## ",       "\n",         "\n\n", "```",   "- ",
+                             "1. ",      "| a | b |", "<p>",        "</p>", "<h2>",  "<li>",
+                             "<script>", "&amp;",     "&#x4E2D;",   "<",    ">",     "word ",
+                             "知识库",   "。",        "Sentence. ", "   ",  "===",   "[x](y)",
+                             "\t",       "é",         "<!--",       "-->",  "<pre>", "</pre>"};
+  uint32_t state = 12345;
+  for (int document = 0; document < 300; ++document) {
+    std::string text;
+    int pieces = 1 + static_cast<int>(state % 200);
+    for (int k = 0; k < pieces; ++k) {
+      state = state * 1103515245 + 12345;
+      text += fragments[(state >> 16) % std::size(fragments)];
+    }
+    for (DocumentType type :
+         {DocumentType::kPlainText, DocumentType::kMarkdown, DocumentType::kHtml}) {
+      Result<ExtractedText> extracted = Extract(text, type);
+      if (!extracted.ok()) {
+        EXPECT_EQ(extracted.status().message(), "the file holds no text") << text;
+        continue;
+      }
+      EXPECT_TRUE(ValidateUtf8(extracted->text).ok());
+      size_t previous_end = 0;
+      for (const Block& block : extracted->blocks) {
+        EXPECT_LT(block.begin, block.end);
+        EXPECT_GE(block.begin, previous_end);
+        EXPECT_LE(block.end, extracted->text.size());
+        previous_end = block.end;
+      }
+      for (ChunkingOptions options : {ChunkingOptions::Auto(), ChunkingOptions::Static()}) {
+        options.max_chunk_size_tokens = 16;
+        options.chunk_overlap_tokens = 4;
+        Result<std::vector<Chunk>> chunks = ChunkText(*extracted, options);
+        ASSERT_TRUE(chunks.ok());
+        ExpectWellFormed(*extracted, *chunks, 16);
+      }
+    }
+  }
+}
+
 TEST(ChunkerTest, OpenAiBounds) {
   EXPECT_TRUE(ValidateChunkingOptions(ChunkingOptions::Static()).ok());
   EXPECT_TRUE(ValidateChunkingOptions(ChunkingOptions::Auto()).ok());
