@@ -46,6 +46,7 @@ Status Bm25Index::AddTerms(ChunkId id, const std::vector<std::string>& terms) {
   }
   live_postings_ += entry.terms.size();
   total_length_ += entry.length;
+  lengths_.push_back(entry.length);
   documents_.push_back(std::move(entry));
   document_index_.emplace(id, document);
   return Status::Ok();
@@ -57,6 +58,7 @@ bool Bm25Index::Remove(ChunkId id) {
   if (it == document_index_.end()) return false;
   Document& document = documents_[it->second];
   document.live = false;
+  lengths_[it->second] = kRemoved;
   for (auto [term, frequency] : document.terms) --document_frequency_[term];
   total_length_ -= document.length;
   live_postings_ -= document.terms.size();
@@ -73,6 +75,8 @@ void Bm25Index::CompactLocked() {
     if (document.live) live.push_back(std::move(document));
   }
   documents_ = std::move(live);
+  lengths_.clear();
+  for (const Document& document : documents_) lengths_.push_back(document.length);
   for (std::vector<Posting>& postings : postings_) postings.clear();
   document_index_.clear();
   for (uint32_t index = 0; index < documents_.size(); ++index) {
@@ -100,10 +104,35 @@ Result<std::vector<Bm25Hit>> Bm25Index::Search(std::string_view query,
   const double k1 = options_.k1;
   const double b = options_.b;
 
-  // Candidate state per document: 0 not seen, 1 scored, 2 not allowed.
-  std::vector<double> scores(documents_.size(), 0.0);
-  std::vector<uint8_t> state(documents_.size(), 0);
-  std::vector<uint32_t> touched;
+  // Per-thread scratch, sized to the documents and all zero between searches (only the entries
+  // a search touched are reset), so a search costs its postings, not the index size.
+  struct Scratch {
+    std::vector<double> scores;
+    std::vector<uint8_t> state;  // 0 not seen, 1 scored, 2 not allowed
+    std::vector<uint32_t> touched;
+    std::vector<uint32_t> rejected;
+  };
+  thread_local Scratch scratch;
+  if (scratch.scores.size() < documents_.size()) {
+    scratch.scores.resize(documents_.size(), 0.0);
+    scratch.state.resize(documents_.size(), 0);
+  }
+  std::vector<double>& scores = scratch.scores;
+  std::vector<uint8_t>& state = scratch.state;
+  std::vector<uint32_t>& touched = scratch.touched;
+  std::vector<uint32_t>& rejected = scratch.rejected;
+  struct Reset {
+    Scratch& scratch;
+    ~Reset() {
+      for (uint32_t index : scratch.touched) {
+        scratch.scores[index] = 0;
+        scratch.state[index] = 0;
+      }
+      for (uint32_t index : scratch.rejected) scratch.state[index] = 0;
+      scratch.touched.clear();
+      scratch.rejected.clear();
+    }
+  } reset{scratch};
   double maximum = 0;
   for (const std::string& term : terms) {
     auto found = term_ids_.find(term);
@@ -113,37 +142,45 @@ Result<std::vector<Bm25Hit>> Bm25Index::Search(std::string_view query,
     double idf = std::log(1.0 + (static_cast<double>(live) - df + 0.5) / (df + 0.5));
     maximum += idf * (k1 + 1);
     for (const Posting& posting : postings_[found->second]) {
-      const Document& document = documents_[posting.document];
-      if (!document.live) continue;
+      uint32_t length = lengths_[posting.document];
+      if (length == kRemoved) continue;
       uint8_t& seen = state[posting.document];
       if (seen == 2) continue;
       if (seen == 0) {
-        if (options.allowed && !options.allowed(document.id)) {
+        if (options.allowed && !options.allowed(documents_[posting.document].id)) {
           seen = 2;
+          rejected.push_back(posting.document);
           continue;
         }
         seen = 1;
         touched.push_back(posting.document);
       }
       double tf = posting.frequency;
-      scores[posting.document] +=
-          idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * document.length / average));
+      scores[posting.document] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average));
     }
   }
   if (maximum <= 0) return hits;
-  hits.reserve(touched.size());
-  for (uint32_t index : touched) {
-    double normalized = scores[index] / maximum;
-    if (scores[index] <= 0 || normalized < options.score_threshold) continue;
-    hits.push_back({documents_[index].id, normalized, scores[index]});
-  }
+  // The best top_k in a heap whose top is the worst kept hit: O(candidates * log k), no copy
+  // of every candidate.
   auto better = [](const Bm25Hit& x, const Bm25Hit& y) {
     return x.raw_score != y.raw_score ? x.raw_score > y.raw_score : x.id < y.id;
   };
-  size_t keep = std::min(options.top_k, hits.size());
-  std::partial_sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(keep), hits.end(),
-                    better);
-  hits.resize(keep);
+  double minimum = options.score_threshold * maximum;
+  hits.reserve(std::min(options.top_k, touched.size()));
+  for (uint32_t index : touched) {
+    double score = scores[index];
+    if (score <= 0 || score < minimum) continue;
+    Bm25Hit hit{documents_[index].id, score / maximum, score};
+    if (hits.size() < options.top_k) {
+      hits.push_back(hit);
+      std::push_heap(hits.begin(), hits.end(), better);
+    } else if (better(hit, hits.front())) {
+      std::pop_heap(hits.begin(), hits.end(), better);
+      hits.back() = hit;
+      std::push_heap(hits.begin(), hits.end(), better);
+    }
+  }
+  std::sort_heap(hits.begin(), hits.end(), better);
   return hits;
 }
 

@@ -103,6 +103,9 @@ class Bm25Index {
   std::vector<std::vector<Posting>> postings_;  // by term id
   std::vector<uint32_t> document_frequency_;    // live chunks per term id
   std::vector<Document> documents_;
+  // documents_[i].length, or kRemoved: what the scoring loop reads, kept dense for the cache.
+  static constexpr uint32_t kRemoved = UINT32_MAX;
+  std::vector<uint32_t> lengths_;
   std::unordered_map<ChunkId, uint32_t> document_index_;  // live chunks only
   uint64_t total_length_ = 0;                             // over live chunks
   size_t live_postings_ = 0;
