@@ -143,11 +143,40 @@ std::string_view StripQuote(std::string_view line) {
   }
 }
 
+// The next `c` at or after `from` in one text, for positions that never go backwards: each
+// answer is remembered, so a line full of '[' or '<' costs one scan rather than one per
+// character. A link's text, its address and an autolink must be under kInlineWindow bytes.
+constexpr size_t kInlineWindow = 2048;
+class NextFinder {
+ public:
+  NextFinder(std::string_view text, char c) : text_(text), c_(c) {}
+  // REQUIRES: `from` no smaller than in the previous call.
+  size_t Find(size_t from) {
+    if (!known_ || (found_ != std::string_view::npos && found_ < from)) {
+      found_ = from >= text_.size() ? std::string_view::npos : text_.find(c_, from);
+      known_ = true;
+    }
+    if (found_ == std::string_view::npos || found_ - from > kInlineWindow) {
+      return std::string_view::npos;
+    }
+    return found_;
+  }
+
+ private:
+  std::string_view text_;
+  char c_;
+  bool known_ = false;
+  size_t found_ = std::string_view::npos;
+};
+
 }  // namespace
 
 std::string StripMarkdownInline(std::string_view text) {
   std::string out;
   out.reserve(text.size());
+  NextFinder next_bracket(text, ']');
+  NextFinder next_parenthesis(text, ')');
+  NextFinder next_angle(text, '>');
   size_t i = 0;
   while (i < text.size()) {
     char c = text[i];
@@ -160,9 +189,9 @@ std::string StripMarkdownInline(std::string_view text) {
     if ((c == '[' || (c == '!' && i + 1 < text.size() && text[i + 1] == '['))) {
       // [text](url) or ![alt](url): keep the text.
       size_t open = c == '!' ? i + 1 : i;
-      size_t close = text.find(']', open + 1);
+      size_t close = next_bracket.Find(open + 1);
       if (close != std::string_view::npos && close + 1 < text.size() && text[close + 1] == '(') {
-        size_t end = text.find(')', close + 2);
+        size_t end = next_parenthesis.Find(close + 2);
         if (end != std::string_view::npos) {
           out.append(StripMarkdownInline(text.substr(open + 1, close - open - 1)));
           i = end + 1;
@@ -172,7 +201,7 @@ std::string StripMarkdownInline(std::string_view text) {
     }
     if (c == '<') {
       // <https://example.com>: keep the address.
-      size_t end = text.find('>', i + 1);
+      size_t end = next_angle.Find(i + 1);
       std::string_view inside =
           end == std::string_view::npos ? std::string_view() : text.substr(i + 1, end - i - 1);
       if ((inside.starts_with("http://") || inside.starts_with("https://") ||

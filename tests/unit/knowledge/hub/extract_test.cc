@@ -155,6 +155,21 @@ TEST(ExtractTest, HtmlHostileInputEnds) {
   EXPECT_EQ(Extract("a < b and c<d", DocumentType::kHtml)->text, "a < b and c");
 }
 
+TEST(ExtractTest, PathologicalRunsStayLinear) {
+  // Each would be quadratic with an unbounded look-ahead per character (minutes, not
+  // milliseconds, at this size).
+  for (const char* unit : {"[", "![", "<", "&", "&#", "<a ", "[x](", "`", "**", "| ", "# "}) {
+    std::string text;
+    while (text.size() < (size_t{1} << 20)) text += unit;
+    for (DocumentType type :
+         {DocumentType::kPlainText, DocumentType::kMarkdown, DocumentType::kHtml}) {
+      Result<ExtractedText> extracted = Extract(text, type);
+      EXPECT_TRUE(extracted.ok() || extracted.status().message() == "the file holds no text")
+          << unit << ": " << extracted.status().ToString();
+    }
+  }
+}
+
 TEST(ExtractTest, BlockRangesPointIntoText) {
   Result<ExtractedText> extracted = Extract("# A\n\nb\n\n- c\n", DocumentType::kMarkdown);
   ASSERT_TRUE(extracted.ok());
