@@ -69,11 +69,43 @@ Result<std::vector<Unit>> Words(std::string_view text, size_t max_tokens) {
       words.push_back({begin, end, tokens, false});
       continue;
     }
-    size_t piece_tokens = std::max<size_t>(1, max_tokens / 2);
-    size_t piece_bytes = std::max<size_t>(4, (end - begin) * piece_tokens / tokens);
+    // The longest prefixes that fit, one after the other. Tokens only grow as a prefix grows
+    // and one code point is at most one token, so a binary search over code point boundaries
+    // finds each cut; no piece is longer than 16 bytes a token (the search's upper bound).
+    auto boundary_at_or_before = [&](size_t at) {
+      while (at > begin && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) --at;
+      return at;
+    };
+    auto next_boundary = [&](size_t at) {
+      ++at;
+      while (at < end && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;
+      return at;
+    };
+    auto fits = [&](size_t from, size_t to) {
+      return CountTokens(text.substr(from, to - from)) <= max_tokens;
+    };
     while (begin < end) {
-      size_t cut = std::min(end, begin + piece_bytes);
-      while (cut < end && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) ++cut;
+      size_t low = next_boundary(begin);  // one code point always fits
+      size_t high = end;
+      if (high - begin > 16 * max_tokens + 4) {
+        high = boundary_at_or_before(begin + 16 * max_tokens + 4);
+      }
+      size_t cut = low;
+      if (high > low && fits(begin, high)) {
+        cut = high;
+      } else {
+        while (true) {  // fits(low), and high does not (or is low)
+          size_t middle = boundary_at_or_before(low + (high - low) / 2);
+          if (middle <= low) middle = next_boundary(low);
+          if (middle >= high) break;
+          if (fits(begin, middle)) {
+            low = middle;
+          } else {
+            high = middle;
+          }
+        }
+        cut = low;
+      }
       words.push_back({begin, cut, CountTokens(text.substr(begin, cut - begin)), false});
       begin = cut;
     }

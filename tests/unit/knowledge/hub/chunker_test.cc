@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -27,13 +28,14 @@ ExtractedText Markdown(std::string_view text) {
 
 // Every chunk is its byte range of the text, starts and ends on a word boundary of the original
 // (never inside a word or a multi-byte character), and holds at most `max` tokens.
-void ExpectWellFormed(const ExtractedText& extracted, const std::vector<Chunk>& chunks,
-                      size_t max) {
+// `words_fit`: no word of the text is over `max` (else it is cut, the one exception).
+void ExpectWellFormed(const ExtractedText& extracted, const std::vector<Chunk>& chunks, size_t max,
+                      bool words_fit = true) {
   for (const Chunk& chunk : chunks) {
     EXPECT_EQ(chunk.text, extracted.text.substr(chunk.begin, chunk.end - chunk.begin));
     EXPECT_TRUE(ValidateUtf8(chunk.text).ok()) << chunk.text;
     EXPECT_LE(chunk.token_count, max) << chunk.text;
-    if (chunk.begin > 0) {
+    if (chunk.begin > 0 && words_fit) {
       char before = extracted.text[chunk.begin - 1];
       char first = extracted.text[chunk.begin];
       bool ascii_word_cut = std::isalnum(static_cast<unsigned char>(before)) &&
@@ -153,6 +155,35 @@ TEST(ChunkerTest, LongSentenceSplitsAtWordsAndLongWordAtCodePoints) {
     for (const Chunk& chunk : *chunks) {
       EXPECT_TRUE(ValidateUtf8(chunk.text).ok());
       EXPECT_LE(chunk.token_count, 100u);
+    }
+  }
+}
+
+TEST(ChunkerTest, TinyLimitsHold) {
+  // The fuzzer's find (hub_text_fuzzer): a one-token limit and a "word" of punctuation ICU does
+  // not split ("*--|"), once cut into 4-byte pieces of two tokens each.
+  Result<ExtractedText> extracted = Extract(
+      "Text with **bold*--|\n| 1 | 2 |\n>2\n\n## such1ebian\n- i---|\nxxxxxxxxxxxxxxxxxxxxxxxxx"
+      "\xe4\xb8\xad\xe4\xb8\xad!!!!!!",
+      DocumentType::kMarkdown);
+  ASSERT_TRUE(extracted.ok());
+  for (int max : {1, 2, 3}) {
+    for (ChunkingOptions options : {ChunkingOptions::Auto(), ChunkingOptions::Static()}) {
+      options.max_chunk_size_tokens = max;
+      options.chunk_overlap_tokens = 0;
+      Result<std::vector<Chunk>> chunks = ChunkText(*extracted, options);
+      ASSERT_TRUE(chunks.ok());
+      ExpectWellFormed(*extracted, *chunks, static_cast<size_t>(max), /*words_fit=*/false);
+      std::string joined;
+      for (const Chunk& chunk : *chunks) joined += chunk.text;
+      std::string expected;
+      for (char c : extracted->text) {
+        if (c != ' ' && c != '\n') expected += c;
+      }
+      joined.erase(std::remove_if(joined.begin(), joined.end(),
+                                  [](char c) { return c == ' ' || c == '\n'; }),
+                   joined.end());
+      EXPECT_EQ(joined, expected) << "nothing lost or repeated without overlap, max " << max;
     }
   }
 }
