@@ -173,6 +173,19 @@ std::string MakePdf(int pages, WordSource& words) {
   return pdf;
 }
 
+// The process's resident memory in MB (/proc/self/status's VmRSS).
+double ResidentMegabytes() {
+  std::FILE* status = std::fopen("/proc/self/status", "r");
+  if (status == nullptr) return 0;
+  char line[256];
+  double kilobytes = 0;
+  while (std::fgets(line, sizeof(line), status) != nullptr) {
+    if (std::strncmp(line, "VmRSS:", 6) == 0) kilobytes = std::strtod(line + 6, nullptr);
+  }
+  std::fclose(status);
+  return kilobytes / 1024;
+}
+
 template <typename Function>
 double MegabytesPerSecond(size_t bytes, Function function) {
   // At least 3 runs and 0.5 s; the best run, in CPU time.
@@ -297,18 +310,20 @@ int main(int argc, char** argv) {
     chunks.push_back(std::move(chunk));
   }
   std::unique_ptr<Bm25Index> index = std::move(*Bm25Index::Create(analyzer));
+  double resident_before = ResidentMegabytes();
   double build = CpuSeconds();
   for (size_t i = 0; i < chunks.size(); ++i) {
     if (!index->Add(i, chunks[i]).ok()) std::abort();
   }
   double build_seconds = CpuSeconds() - build;
+  double index_megabytes = ResidentMegabytes() - resident_before;
   std::printf(
       "bm25 build: %zu chunks (%.1f MB) in %.2f s: %.0f chunks/s, %.1f MB/s; %zu terms, "
-      "avg %.1f terms/chunk\n",
+      "avg %.1f terms/chunk; resident memory +%.0f MB\n",
       chunks.size(), static_cast<double>(corpus_bytes) / 1e6, build_seconds,
       static_cast<double>(chunks.size()) / build_seconds,
       static_cast<double>(corpus_bytes) / 1e6 / build_seconds, index->term_count(),
-      index->average_length());
+      index->average_length(), index_megabytes);
 
   std::vector<std::string> queries;
   for (size_t q = 0; q < query_count; ++q) {
