@@ -21,7 +21,9 @@
 //
 // Thread safety: many readers, one writer. Search, size and the statistics take a shared lock;
 // Add and Remove an exclusive one (Add analyses the text before taking it). The predicate is
-// called under the shared lock and must not call back into the index.
+// called under the shared lock and must not call back into the index. Each searching thread keeps
+// a scratch array of 9 bytes per chunk slot of the largest index it searched (reused, never
+// shrunk), so a search costs its postings rather than an allocation the size of the index.
 
 #include <cstddef>
 #include <cstdint>
