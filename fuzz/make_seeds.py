@@ -376,6 +376,58 @@ _PII_TOKENS = ['身份证', '手机', '银行卡', '护照', 'passport', '+86', 
                'api_key=', 'password=', '-----BEGIN', 'PRIVATE KEY-----', 'http://10.', '::',
                'IBAN', 'GB82', '62', '4111', '1949', 'X', '－', '１', '＠']
 
+_HAND_WRITTEN_HTML = [
+    '<!DOCTYPE html><html><head><title>t</title><style>p{}</style><script>x="<p>"</script>'
+    '</head><body><h1 class="a">Title &amp; more</h1><p>Para &#x4E2D;&#25991; &nbsp;<br>next'
+    '</p><ul><li>one</li><li>two <b>b</b></li></ul><table><tr><th>k</th><td>v</td></tr>'
+    '</table><pre>  code\n  x</pre><!-- c --><div a=\'x>y\'>tail</div></body></html>',
+    '<h2>知识库</h2><p>用 Rampart 构建。</p><h3>安装</h3><li>第一步',
+]
+_HUB_TOKENS = ['# ', '## ', '```', '~~~', '- ', '1. ', '| ', '|---|', '> ', '===', '---', '**',
+               '](', '<p>', '</p>', '<h1>', '<li>', '<tr>', '<td>', '<pre>', '<script>',
+               '</script>', '<!--', '-->', '&amp;', '&#x', '%PDF-1.4', 'obj', 'endobj', 'stream',
+               'endstream', 'xref', 'trailer', '/Type', '/Page', '/Contents', '(', ') Tj', 'BT',
+               'ET', '\r\n', '\n\n', '。', '知识']
+
+
+def _one_page_pdf(lines: List[str]) -> bytes:
+    """A minimal PDF (as tests/unit/knowledge/hub/pdf_test.cc writes them): Helvetica lines."""
+    content = "BT /F1 12 Tf 72 720 Td 14 TL\n" + "".join(f"({line}) Tj T*\n" for line in lines)
+    content += "ET"
+    objects = ["<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+               "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+               "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font "
+               "<< /F1 3 0 R >> >> /Contents 5 0 R >>",
+               f"<< /Length {len(content)} >>\nstream\n{content}\nendstream"]
+    pdf = "%PDF-1.4\n"
+    offsets = []
+    for index, body in enumerate(objects):
+        offsets.append(len(pdf))
+        pdf += f"{index + 1} 0 obj\n{body}\nendobj\n"
+    xref = len(pdf)
+    pdf += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n"
+    pdf += "".join(f"{offset:010d} 00000 n \n" for offset in offsets)
+    pdf += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+    return pdf.encode()
+
+
+def hub_text_seeds(source_dir: str) -> List[bytes]:
+    """hub_text_fuzzer.cc: byte 0 picks the type (bits 0-1), the strategy (bit 2) and the chunk
+    size (bits 3-7); the rest is the file. The repository's Markdown docs (their first 4 KiB),
+    hand-written HTML, plain text and a one-page PDF."""
+    seeds = []
+    for index, path in enumerate(sorted(glob.glob(os.path.join(source_dir, "docs", "*.md")))):
+        with open(path, "rb") as f:
+            text = f.read(4096)
+        seeds.append(bytes([1 | ((index % 2) << 2) | ((index * 5 % 32) << 3)]) + text)
+        if index < 3:
+            seeds.append(bytes([0 | (12 << 3)]) + text)
+    for index, html in enumerate(_HAND_WRITTEN_HTML):
+        seeds.append(bytes([2 | (index << 2) | (12 << 3)]) + html.encode())
+    seeds.append(bytes([3 | (12 << 3)]) + _one_page_pdf(["Rampart serves models.", "Page text."]))
+    seeds.append(bytes([0]) + "first\r\n\r\nsecond 中文。\x00".encode())
+    return seeds
+
 
 def _write(folder: str, seeds: List[bytes]) -> int:
     os.makedirs(folder, exist_ok=True)
@@ -404,7 +456,7 @@ def main(argv: List[str]) -> int:
     seeds: Dict[str, List[bytes]] = {name: [] for name in (
         "kserve_json_fuzzer", "kserve_binary_fuzzer", "bytes_elements_fuzzer",
         "http_request_fuzzer", "model_config_fuzzer", "grpc_infer_fuzzer",
-        "openai_request_fuzzer", "pii_detect_fuzzer")}
+        "openai_request_fuzzer", "pii_detect_fuzzer", "hub_text_fuzzer")}
 
     for path, body, headers in infer:
         if "Content-Encoding" in headers:
@@ -456,11 +508,13 @@ def main(argv: List[str]) -> int:
     # PII texts (pii_detect_fuzzer.cc: byte 0 is the stream redactor's piece size).
     for index, text in enumerate(_HAND_WRITTEN_PII):
         seeds["pii_detect_fuzzer"].append(bytes([(index * 7) % 64]) + text.encode())
+    seeds["hub_text_fuzzer"] = hub_text_seeds(args.source_dir)
 
     dictionaries = {
         "kserve_json_fuzzer": _KSERVE_TOKENS, "kserve_binary_fuzzer": _KSERVE_TOKENS,
         "http_request_fuzzer": _HTTP_TOKENS, "grpc_infer_fuzzer": _GRPC_TOKENS,
         "openai_request_fuzzer": _OPENAI_TOKENS, "pii_detect_fuzzer": _PII_TOKENS,
+        "hub_text_fuzzer": _HUB_TOKENS,
         "model_config_fuzzer": proto_tokens(
             os.path.join(args.source_dir, "src", "model", "model_config.proto")),
     }

@@ -23,6 +23,8 @@ packages=(
   libsqlite3-dev sqlite3 libpq-dev postgresql
   # vector indexes: hnswlib's HNSW graphs (header-only)
   libhnswlib-dev
+  # the knowledge hub's text: poppler's C++ interface for PDF text, the Snowball stemmers
+  libpoppler-cpp-dev libstemmer-dev
   # tcmalloc for the server (see CMakeLists.txt)
   libgoogle-perftools-dev
   # tests and benchmarks
