@@ -130,18 +130,23 @@ class QueryPlanner {
   }
 
   // Searches the graph with `breadth`, keeping published, matching nodes; true when the graph
-  // gave fewer nodes than asked (so a larger breadth would not find more).
+  // gave fewer nodes than asked (so a larger breadth would not find more). Nodes are ranked by
+  // hnswlib's distance (Finish scores the ones kept), or scored here when the query has sparse
+  // values (the graph knows only the dense part).
   bool SearchGraph(size_t breadth) {
     scored_.clear();
     std::vector<std::pair<float, size_t>> found = ns_.graph->Search(query_.data(), breadth);
     bool exhausted = found.size() < breadth;
+    bool lower_is_closer = options_.metric == Metric::kEuclidean;
     for (const auto& [distance, label] : found) {
       if (label >= ns_.slots.size()) continue;  // added by the writer, not yet published
       const Slot* slot = ns_.slots[label].get();
       if (slot == nullptr || !Eligible(*slot)) continue;
-      scored_.emplace_back(Score(*slot), static_cast<uint32_t>(label));
-      ++candidates_scored_;
+      // hnswlib's inner product distance is 1 - dot product.
+      float rank = sparse_ != nullptr ? Score(*slot) : lower_is_closer ? distance : 1 - distance;
+      scored_.emplace_back(rank, static_cast<uint32_t>(label));
     }
+    candidates_scored_ += found.size();
     return exhausted;
   }
 
@@ -176,6 +181,10 @@ class QueryPlanner {
     result.plan = plan;
     result.candidates_scored = candidates_scored_;
     result.matches.reserve(keep);
+    // The kept matches' scores, computed exactly (a graph search ranked them by hnswlib's
+    // distance), and ordered by them.
+    for (size_t i = 0; i < keep; ++i) scored_[i].first = Score(*ns_.slots[scored_[i].second]);
+    std::sort(scored_.begin(), scored_.begin() + static_cast<ptrdiff_t>(keep), closer);
     for (size_t i = 0; i < keep; ++i) {
       const Slot& slot = *ns_.slots[scored_[i].second];
       Match match;
