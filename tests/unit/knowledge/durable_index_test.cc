@@ -161,8 +161,13 @@ TEST(DurableIndexTest, WritesAfterCloseAreUnavailable) {
   EXPECT_EQ(UpsertAndWait(**index, "", {Record("a", 1)}).code(), StatusCode::kUnavailable);
 }
 
+// The whole stack: the embedded engine, the log and snapshots (every 1000 records, so some
+// land in snapshots and some only in the log when the kill comes).
 TEST(DurableIndexTest, EveryWriteAcknowledgedBeforeSigkillIsPresentAfterReopen) {
   testing::TempFolder folder;
+  DurableIndexOptions options = Options(folder.path());
+  options.engine_factory = NewHnswEngine;
+  options.durability.snapshot_every_records = 1000;
   int pipe_fds[2];
   ASSERT_EQ(::pipe(pipe_fds), 0);
   const pid_t child = ::fork();
@@ -171,7 +176,7 @@ TEST(DurableIndexTest, EveryWriteAcknowledgedBeforeSigkillIsPresentAfterReopen) 
     // The writer: bursts of upserts from four threads, each acknowledgement reported as
     // "<thread> <batch>\n" (a pipe write this short is atomic).
     ::close(pipe_fds[0]);
-    auto index = DurableIndex::Open(Options(folder.path()));
+    auto index = DurableIndex::Open(options);
     if (!index.ok()) ::_exit(2);
     std::vector<std::thread> writers;
     for (int thread = 0; thread < 4; ++thread) {
@@ -217,7 +222,7 @@ TEST(DurableIndexTest, EveryWriteAcknowledgedBeforeSigkillIsPresentAfterReopen) 
   }
   ::close(pipe_fds[0]);
 
-  auto index = DurableIndex::Open(Options(folder.path()));
+  auto index = DurableIndex::Open(options);
   ASSERT_TRUE(index.ok()) << index.status().ToString();
   std::istringstream acknowledgements(reported);
   int thread = 0, batch = 0;
