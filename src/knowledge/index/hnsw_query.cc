@@ -22,8 +22,16 @@
 namespace rampart::knowledge {
 namespace {
 
-// Filters whose candidates number at most this are scanned exactly rather than searched.
-size_t ExactScanLimit(size_t live) { return std::max<size_t>(4096, live / 20); }
+// The most candidates a filter may have for the planner to score them all rather than search
+// the graph. A filtered graph search of breadth b at selectivity p = c/n visits about b/p nodes
+// and computes about 2M distances for each; an exact scan computes c. They cost the same where
+// c = 2M·b·n/c, so the limit is sqrt(2M·b·n) (n = 100k, b = 100, M = 16: about 18k), and at
+// least a few thousand, which an exact scan handles in well under a millisecond.
+size_t ExactScanLimit(size_t live, size_t breadth, size_t m) {
+  double balance = std::sqrt(2.0 * static_cast<double>(m) * static_cast<double>(breadth) *
+                             static_cast<double>(live));
+  return std::max<size_t>(4096, static_cast<size_t>(balance));
+}
 constexpr size_t kSelectivitySample = 512;
 // Graph breadth as a share of the namespace above which an exact scan is cheaper and exact.
 constexpr size_t kExactScanShare = 2;  // breadth >= live / 2
@@ -64,7 +72,7 @@ class QueryPlanner {
     size_t breadth = std::max(request_.ef > 0 ? request_.ef : options_.default_ef, top_k);
     if (filter_ != nullptr) {
       std::optional<MetadataIndex::Postings> candidates =
-          ns_.metadata.Candidates(*filter_, ExactScanLimit(live));
+          ns_.metadata.Candidates(*filter_, ExactScanLimit(live, breadth, options_.hnsw_m));
       if (candidates) {
         ExactScan(&*candidates);
         return Finish("exact");
