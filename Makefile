@@ -73,6 +73,7 @@ bench: build
 	bench/gateway_bench.sh --binary $(BUILD_DIR)/rampart --probe $(BUILD_DIR)/bench/first_event_probe
 	$(BUILD_DIR)/bench/codec_bench --benchmark_min_time=0.5
 	$(BUILD_DIR)/bench/guard_bench
+	$(BUILD_DIR)/bench/vector_durability_bench
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)
