@@ -123,9 +123,14 @@ class DurableCatalog final : public IndexCatalog {
     std::lock_guard lock(mutex_);
     return Scan();
   }
+  // Closes every index (outside the lock: a `done` callback may call the catalog).
   ~DurableCatalog() override {
-    std::lock_guard lock(mutex_);
-    for (auto& [name, index] : indexes_) {
+    std::map<std::string, std::shared_ptr<DurableIndex>, std::less<>> indexes;
+    {
+      std::lock_guard lock(mutex_);
+      indexes.swap(indexes_);
+    }
+    for (auto& [name, index] : indexes) {
       const Status closed = index->Close();
       if (!closed.ok()) LOG_ERROR("index '{}': {}", name, closed.ToString());
     }
@@ -221,14 +226,20 @@ class DurableCatalog final : public IndexCatalog {
           "writer",
           name);
     }
-    std::lock_guard lock(mutex_);
-    const auto found = indexes_.find(name);
-    if (found == indexes_.end()) return NotFound("index '{}' does not exist", name);
-    if (found->second->spec().deletion_protection) {
-      return FailedPrecondition("index '{}' has deletion protection on", name);
+    std::shared_ptr<DurableIndex> index;
+    {
+      std::lock_guard lock(mutex_);
+      const auto found = indexes_.find(name);
+      if (found == indexes_.end()) return NotFound("index '{}' does not exist", name);
+      if (found->second->spec().deletion_protection) {
+        return FailedPrecondition("index '{}' has deletion protection on", name);
+      }
+      index = found->second;
+      indexes_.erase(found);
     }
-    std::shared_ptr<DurableIndex> index = found->second;
-    indexes_.erase(found);
+    // Closed outside the lock (it waits for queued writes, whose callbacks may call the
+    // catalog); until the folder is renamed below, a Create of the same name finds it and
+    // answers AlreadyExists.
     const Status closed = index->Close();
     if (!closed.ok()) LOG_WARN("index '{}' (being deleted): {}", name, closed.ToString());
     const std::string path = options_.directory + "/" + std::string(name);

@@ -62,6 +62,7 @@ class DurableIndex final : public IndexBackend {
 
   // Stops taking writes (later ones: Unavailable), finishes the queued ones, writes a last
   // snapshot when anything was logged since the previous one, joins the threads. Idempotent.
+  // Never from a `done` callback (it runs on the writer thread that Close joins).
   Status Close();
 
   const IndexSpec& spec() const override { return options_.spec; }
