@@ -74,6 +74,7 @@ bench: build
 	$(BUILD_DIR)/bench/codec_bench --benchmark_min_time=0.5
 	$(BUILD_DIR)/bench/guard_bench
 	$(BUILD_DIR)/bench/vector_bench
+	$(BUILD_DIR)/bench/vector_durability_bench
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)
