@@ -56,6 +56,20 @@ class IndexBackend {
   virtual Result<IndexStats> Stats(const FilterNode* filter) const = 0;
 };
 
+// How an embedded index keeps its writes (knowledge/index/durable_index.h).
+struct DurabilityOptions {
+  // A new log segment is started once the current one reaches this size.
+  size_t segment_bytes = size_t{64} << 20;
+  // A snapshot is written in the background once this many records, or this many bytes of log,
+  // were written since the last one (and at a clean shutdown).
+  uint64_t snapshot_every_records = 200000;
+  uint64_t snapshot_every_bytes = uint64_t{512} << 20;
+  // Writes waiting for the log beyond this are refused (ResourceExhausted).
+  size_t max_pending_writes = 100000;
+  // How often a read-only replica looks for a newer snapshot.
+  uint32_t replica_poll_milliseconds = 2000;
+};
+
 struct CatalogOptions {
   std::string directory;  // <data-dir>/indexes: one folder per index
   // Serve every index found there read-only, reloading the newest snapshot as it appears;
@@ -67,6 +81,7 @@ struct CatalogOptions {
   // key (created on first use), with the index's name as associated data. Must outlive the
   // catalog.
   crypto::Keyring* keyring = nullptr;
+  DurabilityOptions durability;
 };
 
 class IndexCatalog {

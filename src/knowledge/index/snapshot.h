@@ -1,0 +1,61 @@
+#pragma once
+
+// Snapshots: an index's live records as of one log sequence S, in `snapshot-<S>.snap` in the
+// index's folder (docs/vector-indexes.md, "Durability"). Format: a header (magic "RPVSNAP1",
+// format version, sealed flag, dimension, metric, S, record count), then chunks (a 4-byte length
+// and that many bytes; a zero length ends them) each holding whole entries (namespace, record,
+// knowledge/index/write_codec.h), then the SHA-256 of everything before it.
+//
+// Sealed snapshots (a keyring given): each chunk is an envelope (crypto/envelope.h) under the
+// keyring key "knowledge:index", whose associated data binds the index's name (tenant), the
+// header's digest and the chunk's position (data class), so a chunk moved to another index,
+// another snapshot or another place in this one fails to open, and a dropped chunk shows as a
+// record count that does not match. Chunks are sealed one at a time (about 4 MiB each), so
+// neither writing nor loading holds a whole snapshot in memory.
+//
+// Threads: the functions are independent; WriteSnapshot reads the view on the calling thread.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "crypto/keyring.h"
+#include "knowledge/index/engine.h"
+
+namespace rampart::knowledge {
+
+inline constexpr char kSnapshotKeyName[] = "knowledge:index";
+
+struct SnapshotSealing {
+  const crypto::Keyring* keyring = nullptr;  // null: plain snapshots
+  std::string index_name;                    // bound into every sealed chunk
+};
+
+struct SnapshotInfo {
+  std::string path;
+  uint64_t sequence = 0;
+  uint64_t record_count = 0;
+};
+
+// Writes `view` as the snapshot at `sequence`: a temporary file, fsync, rename, fsync of the
+// folder. Unavailable on I/O errors; the keyring's errors when sealing.
+Result<SnapshotInfo> WriteSnapshot(const std::string& directory, const EngineView& view,
+                                   uint64_t sequence, const EngineOptions& options,
+                                   const SnapshotSealing& sealing);
+
+// Snapshot files in `directory`, newest (highest sequence) first.
+std::vector<SnapshotInfo> ListSnapshots(const std::string& directory);
+
+// Checks the snapshot's trailing digest, then applies its records to `engine` (new and empty)
+// as upserts. Errors name the file: Internal "corrupt snapshot ..." (digest, malformed,
+// record count), InvalidArgument when its dimension or metric differ from `options`, the
+// envelope's errors (wrong key, another index's snapshot) as InvalidArgument, FailedPrecondition
+// for a sealed snapshot without a keyring.
+Result<SnapshotInfo> LoadSnapshot(const std::string& path, const EngineOptions& options,
+                                  const SnapshotSealing& sealing, IndexEngine& engine);
+
+// Deletes all but the newest `keep` snapshots, and leftover temporary files.
+Status PruneSnapshots(const std::string& directory, size_t keep);
+
+}  // namespace rampart::knowledge
