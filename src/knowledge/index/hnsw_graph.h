@@ -1,0 +1,56 @@
+#pragma once
+
+// HnswGraph: one hnswlib HierarchicalNSW graph (hnswlib 0.6.2, Debian's libhnswlib-dev), behind
+// a header that does not include hnswlib: its headers define non-inline globals, so exactly one
+// translation unit (hnsw_graph.cc) may include them.
+//
+// Labels are the engine's slot numbers. Distances are hnswlib's: 1 - dot product for the inner
+// product space (cosine and dotproduct), the squared euclidean distance for L2.
+//
+// Threads: Add may run concurrently with Search (hnswlib locks per node), except an Add for
+// which AddMovesEntryPoint() is true (searches read the entry point and top level unlocked);
+// Resize and MarkDeleted must not run beside anything. The engine's locks see to it.
+
+#include <cstddef>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "knowledge/index/vector_types.h"
+
+namespace rampart::knowledge {
+
+class HnswGraph {
+ public:
+  HnswGraph(Metric metric, size_t dimension, size_t capacity, size_t m, size_t ef_construction);
+  ~HnswGraph();
+  HnswGraph(const HnswGraph&) = delete;
+  HnswGraph& operator=(const HnswGraph&) = delete;
+
+  // Whether the next Add will make the graph's first node or raise its top level (the level is
+  // drawn from a copy of the graph's own generator, so this is exact).
+  bool AddMovesEntryPoint() const;
+  // REQUIRES: size() < capacity(). Unavailable when memory runs out.
+  Status Add(const float* vector, size_t label);
+  // Hides `label` from searches (it stays in the graph); false when it is not in the graph or
+  // already hidden.
+  bool MarkDeleted(size_t label);
+  void Resize(size_t capacity);
+
+  size_t size() const;  // nodes, hidden ones included
+  size_t capacity() const;
+  size_t hidden() const;  // nodes marked deleted
+  // Bytes the graph holds: its preallocated level-0 block and locks, and upper-level links.
+  size_t MemoryBytes() const;
+
+  // Up to `breadth` nearest unhidden nodes as (distance, label), in no particular order; the
+  // search breadth is `breadth` (hnswlib's ef).
+  std::vector<std::pair<float, size_t>> Search(const float* query, size_t breadth) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rampart::knowledge

@@ -1,0 +1,226 @@
+#include "knowledge/index/metadata_index.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+namespace rampart::knowledge {
+namespace {
+
+using Op = FilterNode::Op;
+using Postings = MetadataIndex::Postings;
+
+constexpr size_t kEntryBytes = sizeof(uint32_t);
+constexpr size_t kValueBytes = 64;  // a hash or tree node and its key, roughly
+
+Postings Union(std::vector<const Postings*> parts) {
+  Postings merged;
+  for (const Postings* part : parts) {
+    Postings next;
+    next.reserve(merged.size() + part->size());
+    std::set_union(merged.begin(), merged.end(), part->begin(), part->end(),
+                   std::back_inserter(next));
+    merged.swap(next);
+  }
+  return merged;
+}
+
+}  // namespace
+
+void MetadataIndex::Insert(Postings& postings, uint32_t slot) {
+  if (postings.empty() || postings.back() < slot) {
+    postings.push_back(slot);  // the usual case: slots are handed out in increasing order
+    return;
+  }
+  auto it = std::lower_bound(postings.begin(), postings.end(), slot);
+  if (it == postings.end() || *it != slot) postings.insert(it, slot);
+}
+
+void MetadataIndex::Erase(Postings& postings, uint32_t slot) {
+  auto it = std::lower_bound(postings.begin(), postings.end(), slot);
+  if (it != postings.end() && *it == slot) postings.erase(it);
+}
+
+void MetadataIndex::Add(uint32_t slot, const Metadata& metadata) {
+  for (const auto& [key, value] : metadata) {
+    auto [field_it, inserted] = fields_.try_emplace(key);
+    if (inserted) bytes_ += kValueBytes + key.size();
+    Field& field = field_it->second;
+    ++field.records;
+    if (const auto* text = std::get_if<std::string>(&value)) {
+      auto [it, added] = field.strings.try_emplace(*text);
+      if (added) bytes_ += kValueBytes + text->size();
+      Insert(it->second, slot);
+      bytes_ += kEntryBytes;
+    } else if (const auto* number = std::get_if<double>(&value)) {
+      auto [it, added] = field.numbers.try_emplace(*number);
+      if (added) bytes_ += kValueBytes;
+      Insert(it->second, slot);
+      bytes_ += kEntryBytes;
+    } else if (const auto* flag = std::get_if<bool>(&value)) {
+      Insert(*flag ? field.true_slots : field.false_slots, slot);
+      bytes_ += kEntryBytes;
+    } else {
+      const auto& list = std::get<std::vector<std::string>>(value);
+      if (list.empty()) {
+        Insert(field.empty_lists, slot);
+        bytes_ += kEntryBytes;
+      }
+      for (const std::string& item : list) {
+        auto [it, added] = field.strings.try_emplace(item);
+        if (added) bytes_ += kValueBytes + item.size();
+        Insert(it->second, slot);
+        bytes_ += kEntryBytes;
+      }
+    }
+  }
+}
+
+void MetadataIndex::Remove(uint32_t slot, const Metadata& metadata) {
+  auto drop_string = [&](Field& field, const std::string& text) {
+    auto it = field.strings.find(text);
+    if (it == field.strings.end()) return;
+    Erase(it->second, slot);
+    bytes_ -= std::min(bytes_, kEntryBytes);
+    if (it->second.empty()) {
+      bytes_ -= std::min(bytes_, kValueBytes + text.size());
+      field.strings.erase(it);
+    }
+  };
+  for (const auto& [key, value] : metadata) {
+    auto field_it = fields_.find(key);
+    if (field_it == fields_.end()) continue;
+    Field& field = field_it->second;
+    if (const auto* text = std::get_if<std::string>(&value)) {
+      drop_string(field, *text);
+    } else if (const auto* number = std::get_if<double>(&value)) {
+      auto it = field.numbers.find(*number);
+      if (it != field.numbers.end()) {
+        Erase(it->second, slot);
+        bytes_ -= std::min(bytes_, kEntryBytes);
+        if (it->second.empty()) {
+          bytes_ -= std::min(bytes_, kValueBytes);
+          field.numbers.erase(it);
+        }
+      }
+    } else if (const auto* flag = std::get_if<bool>(&value)) {
+      Erase(*flag ? field.true_slots : field.false_slots, slot);
+      bytes_ -= std::min(bytes_, kEntryBytes);
+    } else {
+      const auto& list = std::get<std::vector<std::string>>(value);
+      if (list.empty()) {
+        Erase(field.empty_lists, slot);
+        bytes_ -= std::min(bytes_, kEntryBytes);
+      }
+      for (const std::string& item : list) drop_string(field, item);
+    }
+    if (--field.records == 0) {
+      bytes_ -= std::min(bytes_, kValueBytes + key.size());
+      fields_.erase(field_it);
+    }
+  }
+}
+
+const Postings* MetadataIndex::ValuePostings(const Field& field,
+                                             const FilterNode::Scalar& value) const {
+  if (const auto* text = std::get_if<std::string>(&value)) {
+    auto it = field.strings.find(*text);
+    return it == field.strings.end() ? nullptr : &it->second;
+  }
+  if (const auto* number = std::get_if<double>(&value)) {
+    auto it = field.numbers.find(*number);
+    return it == field.numbers.end() ? nullptr : &it->second;
+  }
+  return std::get<bool>(value) ? &field.true_slots : &field.false_slots;
+}
+
+std::optional<Postings> MetadataIndex::FieldCandidates(const FilterNode& filter,
+                                                       size_t limit) const {
+  auto field_it = fields_.find(filter.field);
+  const Field* field = field_it == fields_.end() ? nullptr : &field_it->second;
+  switch (filter.op) {
+    case Op::kEq:
+    case Op::kIn: {
+      if (field == nullptr) return Postings();
+      std::vector<const Postings*> parts;
+      size_t total = 0;
+      for (const FilterNode::Scalar& operand : filter.operands) {
+        const Postings* postings = ValuePostings(*field, operand);
+        if (postings == nullptr) continue;
+        total += postings->size();
+        if (total > limit) return std::nullopt;
+        parts.push_back(postings);
+      }
+      return Union(std::move(parts));
+    }
+    case Op::kGt:
+    case Op::kGte:
+    case Op::kLt:
+    case Op::kLte: {
+      if (field == nullptr) return Postings();
+      const double* bound =
+          filter.operands.empty() ? nullptr : std::get_if<double>(&filter.operands[0]);
+      if (bound == nullptr) return Postings();
+      auto begin = field->numbers.begin();
+      auto end = field->numbers.end();
+      switch (filter.op) {
+        case Op::kGt: begin = field->numbers.upper_bound(*bound); break;
+        case Op::kGte: begin = field->numbers.lower_bound(*bound); break;
+        case Op::kLt: end = field->numbers.lower_bound(*bound); break;
+        default: end = field->numbers.upper_bound(*bound); break;
+      }
+      std::vector<const Postings*> parts;
+      size_t total = 0;
+      for (auto it = begin; it != end; ++it) {
+        total += it->second.size();
+        if (total > limit) return std::nullopt;
+        parts.push_back(&it->second);
+      }
+      return Union(std::move(parts));
+    }
+    case Op::kExists: {
+      const bool* wanted =
+          filter.operands.empty() ? nullptr : std::get_if<bool>(&filter.operands[0]);
+      if (wanted != nullptr && !*wanted) return std::nullopt;
+      if (field == nullptr) return Postings();
+      if (field->records > limit) return std::nullopt;
+      std::vector<const Postings*> parts{&field->true_slots, &field->false_slots,
+                                         &field->empty_lists};
+      for (const auto& [value, postings] : field->strings) parts.push_back(&postings);
+      for (const auto& [value, postings] : field->numbers) parts.push_back(&postings);
+      return Union(std::move(parts));
+    }
+    default: return std::nullopt;  // $ne, $nin: the complement of what the indexes hold
+  }
+}
+
+std::optional<Postings> MetadataIndex::Candidates(const FilterNode& filter, size_t limit) const {
+  switch (filter.op) {
+    case Op::kAnd: {
+      std::optional<Postings> best;
+      for (const FilterNode& child : filter.children) {
+        std::optional<Postings> part =
+            Candidates(child, best ? std::min(limit, best->size()) : limit);
+        if (part && (!best || part->size() < best->size())) best = std::move(part);
+        if (best && best->empty()) break;
+      }
+      return best;
+    }
+    case Op::kOr: {
+      Postings merged;
+      for (const FilterNode& child : filter.children) {
+        std::optional<Postings> part = Candidates(child, limit);
+        if (!part) return std::nullopt;
+        Postings next;
+        std::set_union(merged.begin(), merged.end(), part->begin(), part->end(),
+                       std::back_inserter(next));
+        if (next.size() > limit) return std::nullopt;
+        merged.swap(next);
+      }
+      return merged;
+    }
+    default: return FieldCandidates(filter, limit);
+  }
+}
+
+}  // namespace rampart::knowledge
