@@ -5,8 +5,9 @@
 #include <limits>
 #include <utility>
 
-#include "api/pinecone_values.h"
 #include "core/strings.h"
+#include "knowledge/index/filter.h"
+#include "knowledge/index/metadata.h"
 
 namespace rampart::api::pinecone {
 namespace {
@@ -258,7 +259,7 @@ Result<UpsertRequest> ParseUpsert(json::Parser& parser, std::string_view body, s
       ASSIGN_OR_RETURN(record.sparse, ReadSparse(*sparse, what + ".sparseValues"));
     }
     if (std::optional<json::Value> metadata = Member(vector, "metadata")) {
-      ASSIGN_OR_RETURN(record.metadata, ParseMetadata(*metadata, what + ".metadata"));
+      ASSIGN_OR_RETURN(record.metadata, knowledge::ParseMetadata(*metadata, what + ".metadata"));
     }
     request.records.push_back(std::move(record));
   }
@@ -291,7 +292,7 @@ Result<knowledge::QueryRequest> ParseQuery(json::Parser& parser, std::string_vie
     ASSIGN_OR_RETURN(request.sparse, ReadSparse(*sparse, "sparseVector"));
   }
   if (std::optional<json::Value> filter = Member(root, "filter")) {
-    ASSIGN_OR_RETURN(request.filter, ParseFilter(*filter, "filter"));
+    ASSIGN_OR_RETURN(request.filter, knowledge::ParseFilter(*filter));
   }
   ASSIGN_OR_RETURN(request.include_values, ReadBool(root, "includeValues"));
   ASSIGN_OR_RETURN(request.include_metadata, ReadBool(root, "includeMetadata"));
@@ -323,7 +324,7 @@ Result<knowledge::UpdateRequest> ParseUpdate(json::Parser& parser, std::string_v
     ASSIGN_OR_RETURN(request.sparse, ReadSparse(*sparse, "sparseValues"));
   }
   if (std::optional<json::Value> metadata = Member(root, "setMetadata")) {
-    ASSIGN_OR_RETURN(request.set_metadata, ParseMetadata(*metadata, "setMetadata"));
+    ASSIGN_OR_RETURN(request.set_metadata, knowledge::ParseMetadata(*metadata, "setMetadata"));
   }
   return request;
 }
@@ -352,7 +353,7 @@ Result<knowledge::DeleteRequest> ParseDelete(json::Parser& parser, std::string_v
     }
   }
   if (filter) {
-    ASSIGN_OR_RETURN(request.filter, ParseFilter(*filter, "filter"));
+    ASSIGN_OR_RETURN(request.filter, knowledge::ParseFilter(*filter));
   }
   return request;
 }
@@ -363,7 +364,7 @@ Result<std::optional<knowledge::FilterNode>> ParseStatsRequest(json::Parser& par
   ASSIGN_OR_RETURN(json::Value root, ParseObject(parser, body));
   std::optional<json::Value> filter = Member(root, "filter");
   if (!filter) return std::optional<knowledge::FilterNode>();
-  ASSIGN_OR_RETURN(knowledge::FilterNode node, ParseFilter(*filter, "filter"));
+  ASSIGN_OR_RETURN(knowledge::FilterNode node, knowledge::ParseFilter(*filter));
   return std::optional<knowledge::FilterNode>(std::move(node));
 }
 
@@ -498,7 +499,7 @@ std::string QueryAnswer(const knowledge::QueryResult& result, std::string_view n
     }
     if (match.metadata) {
       writer.Key("metadata");
-      WriteMetadata(writer, *match.metadata);
+      knowledge::WriteMetadata(*match.metadata, writer);
     }
     writer.EndObject();
   }
@@ -529,7 +530,7 @@ std::string FetchAnswer(std::span<const knowledge::VectorRecord> records,
     }
     if (!record.metadata.empty()) {
       writer.Key("metadata");
-      WriteMetadata(writer, record.metadata);
+      knowledge::WriteMetadata(record.metadata, writer);
     }
     writer.EndObject();
   }
