@@ -273,6 +273,7 @@ class DurableCatalog final : public IndexCatalog {
     index_options.durability = options_.durability;
     index_options.sealing = {options_.keyring, spec.name};
     index_options.read_only = options_.read_only;
+    index_options.engine_factory = NewHnswEngine;
     return DurableIndex::Open(std::move(index_options));
   }
 

@@ -48,7 +48,7 @@ struct DurableIndexOptions {
   DurabilityOptions durability;
   SnapshotSealing sealing;  // keyring (optional) and the index's name
   bool read_only = false;
-  EngineFactory engine_factory = NewHnswEngine;
+  EngineFactory engine_factory;  // makes the (empty) engine: NewHnswEngine in a server
 };
 
 class DurableIndex final : public IndexBackend {

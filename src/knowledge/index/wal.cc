@@ -89,17 +89,17 @@ Status WriteAheadLog::Recover(uint64_t after_sequence, const Replay& replay) {
   ::closedir(folder);
   std::sort(segments_.begin(), segments_.end(),
             [](const Segment& a, const Segment& b) { return a.first_sequence < b.first_sequence; });
-  last_sequence_ = after_sequence;
-  bool first_record = true;
   for (size_t i = 0; i < segments_.size(); ++i) {
-    RETURN_IF_ERROR(
-        RecoverSegment(i, i + 1 == segments_.size(), after_sequence, replay, first_record));
+    RETURN_IF_ERROR(RecoverSegment(i, i + 1 == segments_.size(), after_sequence, replay));
   }
+  // last_sequence_ is now the last record's (0 when none); the snapshot may be newer.
+  last_record_ = last_sequence_;
+  last_sequence_ = std::max(last_sequence_, after_sequence);
   return Status::Ok();
 }
 
 Status WriteAheadLog::RecoverSegment(size_t index, bool last, uint64_t after_sequence,
-                                     const Replay& replay, bool& first_record) {
+                                     const Replay& replay) {
   const Segment& segment = segments_[index];
   ASSIGN_OR_RETURN(std::string data, ReadWholeFile(segment.path));
   const auto cut_at = [&](size_t offset, std::string_view why) -> Status {
@@ -154,17 +154,20 @@ Status WriteAheadLog::RecoverSegment(size_t index, bool last, uint64_t after_seq
       return cut_at(offset, data.size() - offset < kFrameHeaderBytes ? "a short record header"
                                                                      : "a damaged record");
     }
-    const bool expected = first_record ? (frame->sequence <= after_sequence + 1 &&
-                                          frame->sequence == segment.first_sequence)
-                                       : frame->sequence == last_sequence_ + 1;
+    // Sequences rise by one; a jump is allowed only into what the snapshot already holds (the
+    // log was restarted after it). A segment's first record carries the segment's name.
+    const bool starts_segment = offset == kSegmentMagic.size();
+    const bool expected =
+        frame->sequence > last_sequence_ &&
+        (frame->sequence == last_sequence_ + 1 || frame->sequence <= after_sequence + 1) &&
+        (!starts_segment || frame->sequence == segment.first_sequence);
     if (!expected) {
       return Internal(
           "corrupt write-ahead log '{}' at offset {}: sequence {} where {} was "
           "expected (a record is missing)",
           segment.path, offset, frame->sequence,
-          first_record ? std::max<uint64_t>(segment.first_sequence, 1) : last_sequence_ + 1);
+          starts_segment ? segment.first_sequence : last_sequence_ + 1);
     }
-    first_record = false;
     if (frame->sequence > after_sequence) {
       Result<WriteOp> op = DecodeWriteOp(frame->payload);
       if (!op.ok()) {
@@ -173,14 +176,18 @@ Status WriteAheadLog::RecoverSegment(size_t index, bool last, uint64_t after_seq
       }
       RETURN_IF_ERROR(replay(frame->sequence, std::move(*op)));
     }
-    last_sequence_ = std::max(last_sequence_, frame->sequence);
+    last_sequence_ = frame->sequence;
     offset += frame->size;
   }
   return Status::Ok();
 }
 
 Status WriteAheadLog::OpenForAppend() {
-  if (segments_.empty()) return StartSegment(last_sequence_ + 1);
+  // A new segment also when the snapshot is ahead of the last record (a damaged tail lost
+  // records the snapshot holds), so the next sequence starts a segment of its own.
+  if (segments_.empty() || last_record_ < last_sequence_) {
+    return StartSegment(last_sequence_ + 1);
+  }
   const Segment& segment = segments_.back();
   fd_ = ::open(segment.path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd_ < 0) return ErrnoStatus("cannot open the write-ahead log", segment.path);
@@ -199,6 +206,7 @@ Status WriteAheadLog::StartSegment(uint64_t first_sequence) {
   fd_ = fd;
   segment_size_ = kSegmentMagic.size();
   std::lock_guard lock(segments_mutex_);
+  if (!segments_.empty() && segments_.back().first_sequence == first_sequence) segments_.pop_back();
   segments_.push_back(std::move(segment));
   return Status::Ok();
 }

@@ -73,8 +73,7 @@ class WriteAheadLog {
   };
   WriteAheadLog(std::string directory, WalOptions options);
   Status Recover(uint64_t after_sequence, const Replay& replay);
-  Status RecoverSegment(size_t index, bool last, uint64_t after_sequence, const Replay& replay,
-                        bool& first_record);
+  Status RecoverSegment(size_t index, bool last, uint64_t after_sequence, const Replay& replay);
   Status OpenForAppend();
   Status StartSegment(uint64_t first_sequence);
 
@@ -85,6 +84,7 @@ class WriteAheadLog {
   int fd_ = -1;
   size_t segment_size_ = 0;
   uint64_t last_sequence_ = 0;
+  uint64_t last_record_ = 0;  // at the end of recovery: the last record's sequence
   Status broken_;
 };
 
