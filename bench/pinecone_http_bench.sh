@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The HTTP cost of a vector query: one Pinecone query (topK 10 over N clustered vectors of D
+# dimensions, cosine, no filter) answered in-process (IndexBackend::Query on the bench's own
+# threads: bench/index_query_probe) and over HTTP (wrk POSTing the same body to
+# /pinecone/indexes/bench/query of `rampart serve` on the same indexes folder), side by side.
+#
+# index_query_probe loads the folder (through the durable catalog, as the server would) and
+# writes the query body; then, per round, the in-process run (1 and 2 threads) and, with
+# Rampart started on the folder, wrk at 1 connection (1 thread) and 8 connections (2 threads).
+# Reports QPS and p50/p99 (medians over the rounds) and HTTP / in-process. It reports; it does
+# not assert. On a machine of few cores wrk takes cores from the server: read the ratio with it.
+#
+# Usage: bench/pinecone_http_bench.sh --binary build/rampart --repository examples/models
+#                                     --probe build/bench/index_query_probe
+#                                     [--count 100000] [--dimension 128]
+#                                     [--duration 5] [--rounds 3] [--warmup 2] [--out FILE]
+#                                     [--start-timeout 120] [--keep-workdir]
+# See docs/benchmarks.md.
+set -euo pipefail
+
+bench_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+readonly bench_dir
+readonly bench_name="pinecone_http_bench"
+# shellcheck source=bench/lib.sh
+source "$bench_dir/lib.sh"
+readonly model="text_embedding"
+# Load levels: name, threads (wrk's, and the probe's), wrk connections.
+readonly levels=("c1 1 1" "c8 2 8")
+
+probe=""
+count=100000
+dimension=128
+while [ $# -gt 0 ]; do
+  common_option "$@"
+  if [ "$option_shift" -gt 0 ]; then shift "$option_shift"; continue; fi
+  case "$1" in
+    --probe) probe="${2:?--probe needs a value}"; shift 2 ;;
+    --count) count="${2:?--count needs a value}"; shift 2 ;;
+    --dimension) dimension="${2:?--dimension needs a value}"; shift 2 ;;
+    *) usage >&2; die "unknown argument: $1" ;;
+  esac
+done
+check_common_options
+require_tools wrk curl
+check_rampart_options ""
+require_executable "$probe" "--probe (index_query_probe)" "build it: make build"
+[[ "$count" =~ ^[1-9][0-9]*$ ]] || die "--count must be a positive integer, got '$count'"
+[[ "$dimension" =~ ^[1-9][0-9]*$ ]] || die "--dimension must be a positive integer"
+make_workdir "logs, the indexes folder, the query body and raw wrk output"
+
+indexes="$workdir/indexes"
+query_file="$workdir/query.json"
+log "loading $count vectors of $dimension dimensions"
+"$probe" load --indexes "$indexes" --index bench --count "$count" --dimension "$dimension" \
+  --query-file "$query_file" >&2
+
+declare -A qps p50 p99
+# In-process first (the probe opens the folder itself, so the server is not running).
+for level in "${levels[@]}"; do
+  read -r name threads _ <<<"$level"
+  for round in $(seq 1 "$rounds"); do
+    line="$("$probe" query --indexes "$indexes" --index bench --query-file "$query_file" \
+      --threads "$threads" --seconds "$duration" | grep '^qps=')" ||
+      die "index_query_probe query failed"
+    log "in-process $name round $round: $line"
+    qps[process.$name]+=" $(sed -E 's/.*qps=([0-9]+).*/\1/' <<<"$line")"
+    p50[process.$name]+=" $(sed -E 's/.*p50_us=([0-9]+).*/\1/' <<<"$line")"
+    p99[process.$name]+=" $(sed -E 's/.*p99_us=([0-9]+).*/\1/' <<<"$line")"
+  done
+done
+
+cat >"$workdir/rampart.yaml" <<EOF2
+knowledge:
+  indexes_dir: $indexes
+EOF2
+rampart_extra_args=(--config "$workdir/rampart.yaml")
+start_rampart "$binary" "$repository" "$start_timeout"
+url="http://127.0.0.1:$rampart_port/pinecone/indexes/bench/query"
+[ "$(http_status POST /dev/null "$url" --data-binary "@$query_file")" = 200 ] ||
+  die "the query is not answered 200 over HTTP"
+for level in "${levels[@]}"; do
+  read -r name threads connections <<<"$level"
+  [ "$warmup" -gt 0 ] &&
+    run_wrk "warm.$name" "$threads" "$connections" "$warmup" "$url" "$query_file"
+  for round in $(seq 1 "$rounds"); do
+    run_wrk "http.$name.$round" "$threads" "$connections" "$duration" "$url" "$query_file"
+    [ "$wrk_errors" -eq 0 ] || die "the HTTP run had $wrk_errors errors"
+    qps[http.$name]+=" $wrk_rps"; p50[http.$name]+=" $wrk_p50_us"; p99[http.$name]+=" $wrk_p99_us"
+    log "http $name round $round: $wrk_rps rps"
+  done
+done
+
+# shellcheck disable=SC2086  # the lists split on purpose
+{
+  snippet_header pinecone_http_bench.sh
+  echo "$(machine_line); $count vectors x $dimension dims (clustered, cosine), topK 10;" \
+    "${rounds} rounds of ${duration} s"
+  echo
+  echo "| load | path | qps | p50 µs | p99 µs | HTTP / in-process |"
+  echo "|---|---|---:|---:|---:|---:|"
+  for level in "${levels[@]}"; do
+    read -r name _ _ <<<"$level"
+    in_process="$(median ${qps[process.$name]})"
+    over_http="$(median ${qps[http.$name]})"
+    echo "| $name | in-process | $(calc "$in_process" 0) | $(median ${p50[process.$name]}) |" \
+      "$(median ${p99[process.$name]}) | - |"
+    echo "| $name | HTTP | $(calc "$over_http" 0) | $(median ${p50[http.$name]}) |" \
+      "$(median ${p99[http.$name]}) | $(ratio "$over_http" "$in_process") |"
+  done
+} | tee "${out_file:-/dev/null}"
