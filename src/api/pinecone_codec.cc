@@ -21,6 +21,7 @@ int GrpcCodeOf(int http_status) {
     case 401: return 16;  // UNAUTHENTICATED
     case 403: return 7;   // PERMISSION_DENIED
     case 404: return 5;   // NOT_FOUND
+    case 405: return 12;  // UNIMPLEMENTED (no such method on the route)
     case 409: return 6;   // ALREADY_EXISTS
     case 429: return 8;   // RESOURCE_EXHAUSTED
     case 501: return 12;  // UNIMPLEMENTED
