@@ -145,10 +145,7 @@ bool PineconeHttp::Allowed(const net::HttpRequest& request, RecordedResponder& r
       record != nullptr ? CheckRecorded(*options_.access, request, action, resource, 0, *record)
                         : CheckRequest(*options_.access, request, action, resource);
   if (auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
-    net::HttpResponse refused = RefusalResponse(*refusal, request, ErrorShape::kKServe);
-    refused.body = pc::ErrorJson(
-        refused.status, refusal->AnswerMessage(gateway::RequestId(request, TraceContext())));
-    responder.Send(std::move(refused));
+    responder.Send(RefusalResponse(*refusal, request, ErrorShape::kPinecone));
     return false;
   }
   responder.SetFull(
@@ -232,9 +229,7 @@ void PineconeHttp::List(const net::HttpRequest& request, RecordedResponder respo
       const policy::AccessRefusal refusal =
           policy::AccessRefusal::Unauthenticated(identity.status());
       if (audit::AuditRecord* record = responder.record()) record->allowed = false;
-      net::HttpResponse refused = RefusalResponse(refusal, request, ErrorShape::kKServe);
-      refused.body = pc::ErrorJson(refused.status, refusal.message);
-      responder.Send(std::move(refused));
+      responder.Send(RefusalResponse(refusal, request, ErrorShape::kPinecone));
       return;
     }
     if (audit::AuditRecord* record = responder.record()) NoteIdentity(*identity, *record);
