@@ -4,11 +4,14 @@
 // over HTTP (wrk against `rampart serve` on the same folder).
 //
 //   index_query_probe load  --indexes DIR --index NAME --count N --dimension D
-//   index_query_probe query --indexes DIR --index NAME --query-file FILE --threads T --seconds S
+//   index_query_probe query --indexes DIR --index NAME --query-file FILE --threads 1,2
+//                           --rounds R --seconds S
 //
 // `load` also writes FILE (--query-file) with {"topK":10,"vector":[...],"namespace":""}, a point
-// near one of the clusters. `query` parses FILE with the front end's own codec
-// (api/pinecone_codec.h) and prints one line: "qps=<n> p50_us=<n> p99_us=<n> matches=<k>".
+// near one of the clusters. `query` opens the folder once (recovering an index rebuilds its graph,
+// which takes long), parses FILE with the front end's own codec (api/pinecone_codec.h), and for
+// each thread count and round prints one line:
+// "threads=<t> round=<r> qps=<n> p50_us=<n> p99_us=<n> matches=<k>".
 
 #include <algorithm>
 #include <atomic>
@@ -36,8 +39,9 @@ struct Args {
   size_t count = 100000;
   size_t dimension = 128;
   size_t clusters = 64;
-  int threads = 2;
-  double seconds = 10;
+  std::vector<int> threads = {1, 2};
+  int rounds = 3;
+  double seconds = 5;
 };
 
 int Fail(const Status& status) {
@@ -103,6 +107,40 @@ int Load(const Args& args) {
   return 0;
 }
 
+// Runs `request` on `threads` threads for `seconds` and prints the round's line.
+void RunRound(const knowledge::IndexBackend& index, const knowledge::QueryRequest& request,
+              int threads, int round, double seconds) {
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<int64_t>> latencies(threads);
+  std::atomic<size_t> matches{0};
+  std::vector<std::thread> running;
+  for (int t = 0; t < threads; ++t) {
+    running.emplace_back([&, t] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        const auto started = std::chrono::steady_clock::now();
+        Result<knowledge::QueryResult> result = index.Query(request);
+        latencies[t].push_back(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::steady_clock::now() - started)
+                                   .count());
+        if (result.ok()) matches.store(result->matches.size(), std::memory_order_relaxed);
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));  // the round's length
+  stop = true;
+  for (std::thread& thread : running) thread.join();
+  std::vector<int64_t> all;
+  for (const auto& some : latencies) all.insert(all.end(), some.begin(), some.end());
+  std::sort(all.begin(), all.end());
+  const auto percentile = [&](double p) {
+    return all.empty() ? 0 : all[std::min(all.size() - 1, static_cast<size_t>(p * all.size()))];
+  };
+  std::printf("threads=%d round=%d qps=%.0f p50_us=%lld p99_us=%lld matches=%zu\n", threads, round,
+              static_cast<double>(all.size()) / seconds, static_cast<long long>(percentile(0.5)),
+              static_cast<long long>(percentile(0.99)), matches.load());
+  std::fflush(stdout);
+}
+
 int Query(const Args& args) {
   Result<std::unique_ptr<knowledge::IndexCatalog>> catalog = Open(args);
   if (!catalog.ok()) return Fail(catalog.status());
@@ -114,35 +152,11 @@ int Query(const Args& args) {
   Result<knowledge::QueryRequest> request =
       api::pinecone::ParseQuery(parser, body.str(), (*index)->spec().engine.dimension);
   if (!request.ok()) return Fail(request.status());
-  std::atomic<bool> stop{false};
-  std::vector<std::vector<int64_t>> latencies(args.threads);
-  std::atomic<size_t> matches{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < args.threads; ++t) {
-    threads.emplace_back([&, t] {
-      while (!stop.load(std::memory_order_relaxed)) {
-        const auto started = std::chrono::steady_clock::now();
-        Result<knowledge::QueryResult> result = (*index)->Query(*request);
-        latencies[t].push_back(std::chrono::duration_cast<std::chrono::microseconds>(
-                                   std::chrono::steady_clock::now() - started)
-                                   .count());
-        if (result.ok()) matches.store(result->matches.size(), std::memory_order_relaxed);
-      }
-    });
+  for (int threads : args.threads) {
+    for (int round = 1; round <= args.rounds; ++round) {
+      RunRound(**index, *request, threads, round, args.seconds);
+    }
   }
-  std::this_thread::sleep_for(std::chrono::duration<double>(args.seconds));  // the run's length
-  stop = true;
-  for (std::thread& thread : threads) thread.join();
-  std::vector<int64_t> all;
-  for (const auto& some : latencies) all.insert(all.end(), some.begin(), some.end());
-  std::sort(all.begin(), all.end());
-  const auto percentile = [&](double p) {
-    return all.empty() ? 0 : all[std::min(all.size() - 1, static_cast<size_t>(p * all.size()))];
-  };
-  std::printf("qps=%.0f p50_us=%lld p99_us=%lld matches=%zu\n",
-              static_cast<double>(all.size()) / args.seconds,
-              static_cast<long long>(percentile(0.5)), static_cast<long long>(percentile(0.99)),
-              matches.load());
   return 0;
 }
 
@@ -165,8 +179,10 @@ int main(int argc, char** argv) {
   load->add_option("--dimension", args.dimension, "Dimensions");
   load->add_option("--clusters", args.clusters, "Clusters the vectors are drawn around");
   CLI::App* query = app.get_subcommand("query");
-  query->add_option("--threads", args.threads, "Query threads");
-  query->add_option("--seconds", args.seconds, "Length of the run");
+  query->add_option("--threads", args.threads, "Query thread counts, each run in turn")
+      ->delimiter(',');
+  query->add_option("--rounds", args.rounds, "Rounds of each thread count");
+  query->add_option("--seconds", args.seconds, "Length of a round");
   CLI11_PARSE(app, argc, argv);
   return load->parsed() ? rampart::Load(args) : rampart::Query(args);
 }
