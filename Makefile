@@ -74,6 +74,7 @@ bench: build
 	$(BUILD_DIR)/bench/codec_bench --benchmark_min_time=0.5
 	bench/pinecone_http_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models --probe $(BUILD_DIR)/bench/index_query_probe
 	$(BUILD_DIR)/bench/guard_bench
+	$(BUILD_DIR)/bench/vector_bench
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

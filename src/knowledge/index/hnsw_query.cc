@@ -22,8 +22,16 @@
 namespace rampart::knowledge {
 namespace {
 
-// Filters whose candidates number at most this are scanned exactly rather than searched.
-size_t ExactScanLimit(size_t live) { return std::max<size_t>(4096, live / 20); }
+// The most candidates a filter may have for the planner to score them all rather than search
+// the graph. A filtered graph search of breadth b at selectivity p = c/n visits about b/p nodes
+// and computes about 2M distances for each; an exact scan computes c. They cost the same where
+// c = 2M·b·n/c, so the limit is sqrt(2M·b·n) (n = 100k, b = 100, M = 16: about 18k), and at
+// least a few thousand, which an exact scan handles in well under a millisecond.
+size_t ExactScanLimit(size_t live, size_t breadth, size_t m) {
+  double balance = std::sqrt(2.0 * static_cast<double>(m) * static_cast<double>(breadth) *
+                             static_cast<double>(live));
+  return std::max<size_t>(4096, static_cast<size_t>(balance));
+}
 constexpr size_t kSelectivitySample = 512;
 // Graph breadth as a share of the namespace above which an exact scan is cheaper and exact.
 constexpr size_t kExactScanShare = 2;  // breadth >= live / 2
@@ -64,7 +72,7 @@ class QueryPlanner {
     size_t breadth = std::max(request_.ef > 0 ? request_.ef : options_.default_ef, top_k);
     if (filter_ != nullptr) {
       std::optional<MetadataIndex::Postings> candidates =
-          ns_.metadata.Candidates(*filter_, ExactScanLimit(live));
+          ns_.metadata.Candidates(*filter_, ExactScanLimit(live, breadth, options_.hnsw_m));
       if (candidates) {
         ExactScan(&*candidates);
         return Finish("exact");
@@ -122,18 +130,23 @@ class QueryPlanner {
   }
 
   // Searches the graph with `breadth`, keeping published, matching nodes; true when the graph
-  // gave fewer nodes than asked (so a larger breadth would not find more).
+  // gave fewer nodes than asked (so a larger breadth would not find more). Nodes are ranked by
+  // hnswlib's distance (Finish scores the ones kept), or scored here when the query has sparse
+  // values (the graph knows only the dense part).
   bool SearchGraph(size_t breadth) {
     scored_.clear();
     std::vector<std::pair<float, size_t>> found = ns_.graph->Search(query_.data(), breadth);
     bool exhausted = found.size() < breadth;
+    bool lower_is_closer = options_.metric == Metric::kEuclidean;
     for (const auto& [distance, label] : found) {
       if (label >= ns_.slots.size()) continue;  // added by the writer, not yet published
       const Slot* slot = ns_.slots[label].get();
       if (slot == nullptr || !Eligible(*slot)) continue;
-      scored_.emplace_back(Score(*slot), static_cast<uint32_t>(label));
-      ++candidates_scored_;
+      // hnswlib's inner product distance is 1 - dot product.
+      float rank = sparse_ != nullptr ? Score(*slot) : lower_is_closer ? distance : 1 - distance;
+      scored_.emplace_back(rank, static_cast<uint32_t>(label));
     }
+    candidates_scored_ += found.size();
     return exhausted;
   }
 
@@ -168,6 +181,10 @@ class QueryPlanner {
     result.plan = plan;
     result.candidates_scored = candidates_scored_;
     result.matches.reserve(keep);
+    // The kept matches' scores, computed exactly (a graph search ranked them by hnswlib's
+    // distance), and ordered by them.
+    for (size_t i = 0; i < keep; ++i) scored_[i].first = Score(*ns_.slots[scored_[i].second]);
+    std::sort(scored_.begin(), scored_.begin() + static_cast<ptrdiff_t>(keep), closer);
     for (size_t i = 0; i < keep; ++i) {
       const Slot& slot = *ns_.slots[scored_[i].second];
       Match match;

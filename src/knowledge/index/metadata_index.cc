@@ -27,18 +27,22 @@ Postings Union(std::vector<const Postings*> parts) {
 
 }  // namespace
 
-void MetadataIndex::Insert(Postings& postings, uint32_t slot) {
+bool MetadataIndex::Insert(Postings& postings, uint32_t slot) {
   if (postings.empty() || postings.back() < slot) {
     postings.push_back(slot);  // the usual case: slots are handed out in increasing order
-    return;
+    return true;
   }
   auto it = std::lower_bound(postings.begin(), postings.end(), slot);
-  if (it == postings.end() || *it != slot) postings.insert(it, slot);
+  if (it != postings.end() && *it == slot) return false;
+  postings.insert(it, slot);
+  return true;
 }
 
-void MetadataIndex::Erase(Postings& postings, uint32_t slot) {
+bool MetadataIndex::Erase(Postings& postings, uint32_t slot) {
   auto it = std::lower_bound(postings.begin(), postings.end(), slot);
-  if (it != postings.end() && *it == slot) postings.erase(it);
+  if (it == postings.end() || *it != slot) return false;
+  postings.erase(it);
+  return true;
 }
 
 void MetadataIndex::Add(uint32_t slot, const Metadata& metadata) {
@@ -69,8 +73,7 @@ void MetadataIndex::Add(uint32_t slot, const Metadata& metadata) {
       for (const std::string& item : list) {
         auto [it, added] = field.strings.try_emplace(item);
         if (added) bytes_ += kValueBytes + item.size();
-        Insert(it->second, slot);
-        bytes_ += kEntryBytes;
+        if (Insert(it->second, slot)) bytes_ += kEntryBytes;
       }
     }
   }
@@ -79,8 +82,7 @@ void MetadataIndex::Add(uint32_t slot, const Metadata& metadata) {
 void MetadataIndex::Remove(uint32_t slot, const Metadata& metadata) {
   auto drop_string = [&](Field& field, const std::string& text) {
     auto it = field.strings.find(text);
-    if (it == field.strings.end()) return;
-    Erase(it->second, slot);
+    if (it == field.strings.end() || !Erase(it->second, slot)) return;
     bytes_ -= std::min(bytes_, kEntryBytes);
     if (it->second.empty()) {
       bytes_ -= std::min(bytes_, kValueBytes + text.size());

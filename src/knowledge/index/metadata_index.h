@@ -48,8 +48,9 @@ class MetadataIndex {
     size_t records = 0;    // slots that have the field
   };
 
-  static void Insert(Postings& postings, uint32_t slot);
-  static void Erase(Postings& postings, uint32_t slot);
+  // Whether the slot was added / removed (a list may name a value twice).
+  static bool Insert(Postings& postings, uint32_t slot);
+  static bool Erase(Postings& postings, uint32_t slot);
   const Postings* ValuePostings(const Field& field, const FilterNode::Scalar& value) const;
   std::optional<Postings> FieldCandidates(const FilterNode& filter, size_t limit) const;
 
