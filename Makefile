@@ -75,6 +75,7 @@ bench: build
 	bench/pinecone_http_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models --probe $(BUILD_DIR)/bench/index_query_probe
 	$(BUILD_DIR)/bench/guard_bench
 	$(BUILD_DIR)/bench/vector_bench
+	$(BUILD_DIR)/bench/vector_durability_bench
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

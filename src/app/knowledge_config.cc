@@ -29,7 +29,8 @@ Status ReadKnowledge(const YAML::Node& node, KnowledgeConfig& config) {
       CheckKeys(node, where,
                 {"enabled", "indexes_dir", "read_only", "public_url", "max_memory_mb", "hnsw_m",
                  "ef_construction", "default_ef", "compaction_ratio", "snapshot_every_records",
-                 "snapshot_every_mb", "seal_snapshots", "worker_threads", "max_queued_requests"}));
+                 "snapshot_every_mb", "segment_mb", "max_pending_writes", "replica_poll_ms",
+                 "seal_snapshots", "worker_threads", "max_queued_requests"}));
   RETURN_IF_ERROR(Read(node, "enabled", where, config.enabled));
   RETURN_IF_ERROR(Read(node, "indexes_dir", where, config.indexes_dir));
   RETURN_IF_ERROR(Read(node, "read_only", where, config.read_only));
@@ -57,6 +58,13 @@ Status ReadKnowledge(const YAML::Node& node, KnowledgeConfig& config) {
   RETURN_IF_ERROR(
       ReadRange<uint64_t>(node, "snapshot_every_mb", where, 1, uint64_t{1} << 20, snapshot_mb));
   config.durability.snapshot_every_bytes = snapshot_mb << 20;
+  uint64_t segment_mb = config.durability.segment_bytes >> 20;
+  RETURN_IF_ERROR(ReadRange<uint64_t>(node, "segment_mb", where, 1, 4096, segment_mb));
+  config.durability.segment_bytes = static_cast<size_t>(segment_mb << 20);
+  RETURN_IF_ERROR(ReadRange<size_t>(node, "max_pending_writes", where, 1, size_t{1} << 30,
+                                    config.durability.max_pending_writes));
+  RETURN_IF_ERROR(ReadRange<uint32_t>(node, "replica_poll_ms", where, 10, 3600 * 1000,
+                                      config.durability.replica_poll_milliseconds));
   RETURN_IF_ERROR(Read(node, "seal_snapshots", where, config.seal_snapshots));
   RETURN_IF_ERROR(ReadRange<size_t>(node, "worker_threads", where, 1, 256, config.worker_threads));
   RETURN_IF_ERROR(ReadRange<size_t>(node, "max_queued_requests", where, 1, 1 << 20,

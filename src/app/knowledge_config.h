@@ -16,6 +16,9 @@
 //     compaction_ratio: 0.25         # rebuild a namespace's graph once this share is stale
 //     snapshot_every_records: 200000 # a snapshot after this many logged records ...
 //     snapshot_every_mb: 512         # ... or this much log
+//     segment_mb: 64                 # a new log segment once the current one is this large
+//     max_pending_writes: 100000     # writes waiting for the log; more are refused (429)
+//     replica_poll_ms: 2000          # how often a read-only replica looks for a new snapshot
 //     seal_snapshots: false          # encrypt snapshots with the keyring (needs a master key)
 //     worker_threads: 4              # threads serving reads and parsing requests
 //     max_queued_requests: 256       # requests waiting for them; more get 429

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -252,6 +253,18 @@ class DurableCatalog final : public IndexCatalog {
       const Status scanned = Scan();
       if (!scanned.ok()) LOG_WARN("index catalog: {}", scanned.ToString());
       found = indexes_.find(name);
+    }
+    if (found != indexes_.end() && options_.read_only) {
+      // A replica drops an index the writer deleted (one stat per request).
+      struct stat info {};
+      const std::string spec_path =
+          options_.directory + "/" + std::string(name) + "/" + std::string(kSpecFile);
+      if (::stat(spec_path.c_str(), &info) != 0 && errno == ENOENT) {
+        const Status closed = found->second->Close();
+        if (!closed.ok()) LOG_WARN("index '{}': {}", name, closed.ToString());
+        indexes_.erase(found);
+        found = indexes_.end();
+      }
     }
     if (found == indexes_.end()) return NotFound("index '{}' does not exist", name);
     return std::shared_ptr<IndexBackend>(found->second);

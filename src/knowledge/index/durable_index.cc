@@ -231,6 +231,7 @@ void DurableIndex::Commit(std::vector<Resolved>& group, std::vector<std::string>
       for (const Resolved& entry : group) engine_->Apply(entry.op);
       applied_sequence_ = *last;
     }
+    commits_.fetch_add(1, std::memory_order_relaxed);
     for (const Resolved& entry : group) records_since_snapshot_ += entry.records;
     for (const std::string& payload : payloads) bytes_since_snapshot_ += payload.size();
     for (Resolved& entry : group) entry.done(Status::Ok());

@@ -77,6 +77,8 @@ class DurableIndex final : public IndexBackend {
   // The sequence of the last write applied, and of the newest snapshot written or loaded.
   uint64_t applied_sequence() const { return applied_sequence_.load(); }
   uint64_t snapshot_sequence() const { return snapshot_sequence_.load(); }
+  // Group commits so far (one log append and fdatasync each): writes / commits is the mean group.
+  uint64_t commits() const { return commits_.load(); }
   // Writes a snapshot now (on the calling thread, after the queued writes), for tests and tools.
   Status SnapshotNow();
   // Read-only mode: looks for a newer snapshot now and loads it (the poll thread's work).
@@ -125,6 +127,7 @@ class DurableIndex final : public IndexBackend {
   std::mutex apply_mutex_;
 
   std::atomic<uint64_t> applied_sequence_{0};
+  std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> snapshot_sequence_{0};
   std::mutex snapshot_mutex_;             // one snapshot written at a time; guards kept_sequences_
   std::vector<uint64_t> kept_sequences_;  // the snapshots on disk, oldest first

@@ -34,6 +34,9 @@ knowledge:
   compaction_ratio: 0.5
   snapshot_every_records: 1000
   snapshot_every_mb: 16
+  segment_mb: 8
+  max_pending_writes: 500
+  replica_poll_ms: 250
   seal_snapshots: true
   worker_threads: 8
   max_queued_requests: 64
@@ -52,6 +55,9 @@ knowledge:
   EXPECT_DOUBLE_EQ(config.engine.compaction_ratio, 0.5);
   EXPECT_EQ(config.durability.snapshot_every_records, 1000u);
   EXPECT_EQ(config.durability.snapshot_every_bytes, uint64_t{16} << 20);
+  EXPECT_EQ(config.durability.segment_bytes, size_t{8} << 20);
+  EXPECT_EQ(config.durability.max_pending_writes, 500u);
+  EXPECT_EQ(config.durability.replica_poll_milliseconds, 250u);
   EXPECT_TRUE(config.seal_snapshots);
   EXPECT_EQ(config.worker_threads, 8u);
   EXPECT_EQ(config.max_queued_requests, 64u);

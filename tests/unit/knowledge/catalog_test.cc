@@ -174,6 +174,10 @@ TEST(CatalogTest, AReadOnlyCatalogServesWhatTheWriterMadeAndRefusesChanges) {
   ASSERT_TRUE(served.ok()) << served.status().ToString();
   EXPECT_TRUE((*served)->read_only());
   EXPECT_EQ((*replica)->Delete("late").code(), StatusCode::kFailedPrecondition);
+  // Deleted by the writer: gone from the replica too.
+  ASSERT_TRUE((*writer)->Delete("late").ok());
+  EXPECT_EQ((*replica)->Get("late").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE((*replica)->List().empty());
 }
 
 TEST(CatalogTest, SealedIndexesNeedTheKeyringToOpen) {

@@ -191,6 +191,36 @@ TEST(WriteAheadLogTest, SegmentsRotateAndDropThroughDeletesOnlyCoveredOnes) {
   EXPECT_NE(gap.status().message().find("missing"), std::string::npos) << gap.status().message();
 }
 
+// The log lost records the snapshot holds (a damaged tail cut after the snapshot was written):
+// it goes on in a new segment at the snapshot's next sequence, and recovers from there.
+TEST(WriteAheadLogTest, ASnapshotAheadOfTheLogStartsANewSegment) {
+  testing::TempFolder folder;
+  {
+    Replayed replayed;
+    auto log = OpenLog(folder.path(), replayed);
+    ASSERT_TRUE(log.ok());
+    AppendRecords(**log, 1, 3);
+  }
+  {
+    Replayed replayed;
+    auto log = OpenLog(folder.path(), replayed, /*after=*/5);
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    EXPECT_TRUE(replayed.ids.empty());
+    EXPECT_EQ((*log)->last_sequence(), 5u);
+    AppendRecords(**log, 6, 7);
+    EXPECT_EQ((*log)->SegmentPaths().size(), 2u);
+    EXPECT_EQ((*log)->last_sequence(), 7u);
+  }
+  Replayed replayed;
+  auto log = OpenLog(folder.path(), replayed, /*after=*/5);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ(replayed.ids, (std::vector<std::string>{"r6", "r7"}));
+  EXPECT_EQ(replayed.sequences, (std::vector<uint64_t>{6, 7}));
+  log->reset();
+  Replayed without_snapshot;
+  EXPECT_FALSE(OpenLog(folder.path(), without_snapshot, /*after=*/3).ok());  // 4 and 5 missing
+}
+
 TEST(WriteAheadLogTest, DamageInAnEarlierSegmentIsAnError) {
   testing::TempFolder folder;
   std::vector<std::string> segments;
