@@ -35,8 +35,9 @@ Status ApplySections(const std::string& path, const YAML::Node& root,
     auto found = sections.find(name);
     if (found == sections.end()) {
       return InvalidArgument(
-          "config file '{}': unknown section '{}' (known: server, http, gateway, access, audit, keyring, knowledge)", path,
-          name);
+          "config file '{}': unknown section '{}' (known: server, http, gateway, access, audit, "
+          "keyring, knowledge)",
+          path, name);
     }
     // Read elsewhere: gateway: (app/gateway_config.h), access: (app/access_config.h).
     if (found->second == nullptr) continue;
