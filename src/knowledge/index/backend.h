@@ -64,7 +64,7 @@ struct DurabilityOptions {
   // were written since the last one (and at a clean shutdown).
   uint64_t snapshot_every_records = 200000;
   uint64_t snapshot_every_bytes = uint64_t{512} << 20;
-  // Writes waiting for the log beyond this are refused (ResourceExhausted).
+  // Writes waiting for the log beyond this are refused (ResourceExhausted); 0: no bound.
   size_t max_pending_writes = 100000;
   // How often a read-only replica looks for a newer snapshot.
   uint32_t replica_poll_milliseconds = 2000;

@@ -127,7 +127,8 @@ void DurableIndex::Submit(PendingWrite write) {
   }
   {
     std::unique_lock lock(queue_mutex_);
-    if (!stopping_ && queue_.size() < options_.durability.max_pending_writes) {
+    const size_t bound = options_.durability.max_pending_writes;
+    if (!stopping_ && (bound == 0 || queue_.size() < bound)) {
       queue_.push_back(std::move(write));
       lock.unlock();
       queue_changed_.notify_one();

@@ -8,7 +8,9 @@
 // the resolved ones to the log with one fdatasync, applies them to the engine in log order, then
 // runs their `done` callbacks. So a read sees every acknowledged write and never one that is not
 // yet durable. A write that depends on the index's contents (an update, a delete by filter) is
-// resolved only after the writes queued before it are applied.
+// resolved only after the writes queued before it are applied. Upserts of one group are checked
+// against the engine's memory limit as of the group's start, so a group may pass the limit by at
+// most its own size.
 //
 // Snapshots: after an apply that takes the writes since the last snapshot past
 // DurabilityOptions' thresholds, the writer takes the engine's View at that sequence S and a

@@ -153,6 +153,46 @@ TEST(DurableIndexTest, RefusedWritesAreNotLoggedAndLaterWritesSeeEarlierOnes) {
   EXPECT_EQ((*index)->applied_sequence(), 2u);  // the refused write took no sequence
 }
 
+// A MapEngine whose ResolveUpsert of id "gate" waits until opened: holds the writer thread.
+class GatedEngine final : public MapEngine {
+ public:
+  using MapEngine::MapEngine;
+  Result<WriteOp> ResolveUpsert(std::string_view name_space,
+                                std::vector<VectorRecord> records) const override {
+    if (!records.empty() && records[0].id == "gate") {
+      entered.set_value();
+      opened.get_future().wait();
+    }
+    return MapEngine::ResolveUpsert(name_space, std::move(records));
+  }
+  mutable std::promise<void> entered, opened;
+};
+
+TEST(DurableIndexTest, WritesBeyondThePendingBoundAreRefused) {
+  testing::TempFolder folder;
+  DurableIndexOptions options = Options(folder.path());
+  options.durability.max_pending_writes = 1;
+  GatedEngine* gate = nullptr;
+  options.engine_factory =
+      [&](const EngineOptions& engine) -> Result<std::unique_ptr<IndexEngine>> {
+    auto made = std::make_unique<GatedEngine>(engine);
+    gate = made.get();
+    return std::unique_ptr<IndexEngine>(std::move(made));
+  };
+  auto index = DurableIndex::Open(options);
+  ASSERT_TRUE(index.ok());
+  std::promise<Status> first, second;
+  (*index)->Upsert("", {Record("gate", 1)}, [&](Status s) { first.set_value(s); });
+  gate->entered.get_future().wait();  // the writer holds "gate"; the queue is empty
+  (*index)->Upsert("", {Record("queued", 2)}, [&](Status s) { second.set_value(s); });
+  const Status refused = UpsertAndWait(**index, "", {Record("refused", 3)});
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted) << refused.ToString();
+  gate->opened.set_value();
+  EXPECT_TRUE(first.get_future().get().ok());
+  EXPECT_TRUE(second.get_future().get().ok());
+  EXPECT_EQ(Contents(**index), (std::set<std::string>{"/gate=1", "/queued=2"}));
+}
+
 TEST(DurableIndexTest, WritesAfterCloseAreUnavailable) {
   testing::TempFolder folder;
   auto index = DurableIndex::Open(Options(folder.path()));

@@ -13,7 +13,7 @@
 
 namespace rampart::knowledge::testing {
 
-class MapEngine final : public IndexEngine {
+class MapEngine : public IndexEngine {
  public:
   using Namespaces = std::map<std::string, std::map<std::string, VectorRecord>, std::less<>>;
 
