@@ -72,12 +72,44 @@ size_t HnswGraph::MemoryBytes() const {
          graph.cur_element_count * (upper + label_map);
 }
 
-std::vector<std::pair<float, size_t>> HnswGraph::Search(const float* query, size_t breadth) const {
-  auto found = impl_->graph->searchKnn(query, breadth);
+std::vector<std::pair<float, size_t>> HnswGraph::Search(const float* query, size_t breadth,
+                                                        size_t keep) const {
+  const auto& graph = *impl_->graph;
   std::vector<std::pair<float, size_t>> nodes;
+  if (graph.cur_element_count == 0) return nodes;
+  // hnswlib's searchKnn, with the breadth as a parameter rather than the graph's ef_ (which is
+  // shared by every search) and without its statistics counters (atomics every search touches).
+  // The greedy descent through the upper levels:
+  hnswlib::tableint current = graph.enterpoint_node_;
+  float current_distance =
+      graph.fstdistfunc_(query, graph.getDataByInternalId(current), graph.dist_func_param_);
+  for (int level = graph.maxlevel_; level > 0; --level) {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      unsigned int* links = graph.get_linklist(current, level);
+      int count = graph.getListCount(links);
+      const auto* neighbours = reinterpret_cast<const hnswlib::tableint*>(links + 1);
+      for (int i = 0; i < count; ++i) {
+        hnswlib::tableint candidate = neighbours[i];
+        if (candidate >= graph.cur_element_count) continue;
+        float distance =
+            graph.fstdistfunc_(query, graph.getDataByInternalId(candidate), graph.dist_func_param_);
+        if (distance < current_distance) {
+          current_distance = distance;
+          current = candidate;
+          changed = true;
+        }
+      }
+    }
+  }
+  // Then the bottom level with `breadth` candidates, keeping the `keep` closest.
+  auto found = graph.num_deleted_ ? graph.searchBaseLayerST<true, false>(current, query, breadth)
+                                  : graph.searchBaseLayerST<false, false>(current, query, breadth);
+  while (found.size() > keep) found.pop();
   nodes.reserve(found.size());
   while (!found.empty()) {
-    nodes.push_back(found.top());
+    nodes.emplace_back(found.top().first, graph.getExternalLabel(found.top().second));
     found.pop();
   }
   return nodes;

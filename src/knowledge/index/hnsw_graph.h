@@ -44,9 +44,10 @@ class HnswGraph {
   // Bytes the graph holds: its preallocated level-0 block and locks, and upper-level links.
   size_t MemoryBytes() const;
 
-  // Up to `breadth` nearest unhidden nodes as (distance, label), in no particular order; the
-  // search breadth is `breadth` (hnswlib's ef).
-  std::vector<std::pair<float, size_t>> Search(const float* query, size_t breadth) const;
+  // The `keep` nearest unhidden nodes (fewer when the graph has fewer) among those a search of
+  // breadth `breadth` (hnswlib's ef) finds, as (distance, label), farthest first.
+  std::vector<std::pair<float, size_t>> Search(const float* query, size_t breadth,
+                                               size_t keep) const;
 
  private:
   struct Impl;

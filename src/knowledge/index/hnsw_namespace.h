@@ -1,8 +1,7 @@
 #pragma once
 
 // One namespace of the embedded engine (knowledge/index/hnsw_engine.h): its records by slot, the
-// id map, the inverted metadata indexes and the HNSW graph. Internal to the engine's .cc files
-// (it includes hnswlib).
+// id map, the inverted metadata indexes and the HNSW graph. Internal to the engine's .cc files.
 //
 // Slots: every record written gets a new slot number (never reused), which is also its label in
 // the graph. Replacing or deleting a record empties its slot, removes it from the id map and the

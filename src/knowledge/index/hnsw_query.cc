@@ -71,10 +71,11 @@ class QueryPlanner {
     size_t top_k = std::min(request_.top_k, live);
     size_t breadth = std::max(request_.ef > 0 ? request_.ef : options_.default_ef, top_k);
     if (filter_ != nullptr) {
+      bool exact = false;
       std::optional<MetadataIndex::Postings> candidates =
-          ns_.metadata.Candidates(*filter_, ExactScanLimit(live, breadth, options_.hnsw_m));
+          ns_.metadata.Candidates(*filter_, ExactScanLimit(live, breadth, options_.hnsw_m), &exact);
       if (candidates) {
-        ExactScan(&*candidates);
+        ExactScan(&*candidates, /*all_match=*/exact);
         return Finish("exact");
       }
       double selectivity = EstimateSelectivity();
@@ -85,7 +86,10 @@ class QueryPlanner {
         ExactScan(nullptr);
         return Finish("exact");
       }
-      bool exhausted = SearchGraph(breadth);
+      // Without a filter or sparse values only the topK closest nodes are wanted (more only
+      // when some are not yet published, which the next round's larger breadth covers).
+      bool rank_all = filter_ != nullptr || sparse_ != nullptr;
+      bool exhausted = SearchGraph(breadth, rank_all ? breadth : top_k);
       if (scored_.size() >= top_k) return Finish(filter_ ? "hnsw+filter" : "hnsw");
       if (exhausted) {
         ExactScan(nullptr);
@@ -113,17 +117,33 @@ class QueryPlanner {
     return filter_ == nullptr || FilterMatches(*filter_, slot.record.metadata);
   }
 
-  // Scores `slots` (all live slots when null) that pass the filter.
-  void ExactScan(const MetadataIndex::Postings* slots) {
+  // Scores `slots` (all live slots when null) that pass the filter (all of them when
+  // `all_match`). Records are separate allocations: the loop prefetches the slot a few ahead
+  // and the vector of the one after, so that their cache misses overlap.
+  void ExactScan(const MetadataIndex::Postings* slots, bool all_match = false) {
     scored_.clear();
     auto visit = [&](uint32_t number) {
       const Slot* slot = ns_.slots[number].get();
-      if (slot == nullptr || !Eligible(*slot)) return;
+      if (slot == nullptr || (!all_match && !Eligible(*slot))) return;
       scored_.emplace_back(Score(*slot), number);
       ++candidates_scored_;
     };
     if (slots != nullptr) {
-      for (uint32_t number : *slots) visit(number);
+      constexpr size_t kSlotAhead = 8;
+      constexpr size_t kVectorAhead = 4;
+      const auto& list = *slots;
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (i + kSlotAhead < list.size()) {
+          __builtin_prefetch(ns_.slots[list[i + kSlotAhead]].get());
+        }
+        if (i + kVectorAhead < list.size()) {
+          if (const Slot* ahead = ns_.slots[list[i + kVectorAhead]].get()) {
+            __builtin_prefetch(ahead->vector());
+            __builtin_prefetch(ahead->vector() + 16);
+          }
+        }
+        visit(list[i]);
+      }
     } else {
       for (const auto& [id, number] : ns_.ids) visit(number);
     }
@@ -133,10 +153,10 @@ class QueryPlanner {
   // gave fewer nodes than asked (so a larger breadth would not find more). Nodes are ranked by
   // hnswlib's distance (Finish scores the ones kept), or scored here when the query has sparse
   // values (the graph knows only the dense part).
-  bool SearchGraph(size_t breadth) {
+  bool SearchGraph(size_t breadth, size_t keep) {
     scored_.clear();
-    std::vector<std::pair<float, size_t>> found = ns_.graph->Search(query_.data(), breadth);
-    bool exhausted = found.size() < breadth;
+    std::vector<std::pair<float, size_t>> found = ns_.graph->Search(query_.data(), breadth, keep);
+    bool exhausted = found.size() < keep;
     bool lower_is_closer = options_.metric == Metric::kEuclidean;
     for (const auto& [distance, label] : found) {
       if (label >= ns_.slots.size()) continue;  // added by the writer, not yet published

@@ -196,32 +196,50 @@ std::optional<Postings> MetadataIndex::FieldCandidates(const FilterNode& filter,
   }
 }
 
-std::optional<Postings> MetadataIndex::Candidates(const FilterNode& filter, size_t limit) const {
+std::optional<Postings> MetadataIndex::Candidates(const FilterNode& filter, size_t limit,
+                                                  bool* exact) const {
+  bool ignored = false;
+  bool& is_exact = exact != nullptr ? *exact : ignored;
   switch (filter.op) {
     case Op::kAnd: {
+      // The smallest bounded part; exact only when it is the one part.
       std::optional<Postings> best;
+      bool best_exact = false;
       for (const FilterNode& child : filter.children) {
+        bool child_exact = false;
         std::optional<Postings> part =
-            Candidates(child, best ? std::min(limit, best->size()) : limit);
-        if (part && (!best || part->size() < best->size())) best = std::move(part);
+            Candidates(child, best ? std::min(limit, best->size()) : limit, &child_exact);
+        if (part && (!best || part->size() < best->size())) {
+          best = std::move(part);
+          best_exact = child_exact;
+        }
         if (best && best->empty()) break;
       }
+      is_exact = best.has_value() && best_exact && filter.children.size() == 1;
       return best;
     }
     case Op::kOr: {
       Postings merged;
+      bool all_exact = true;
       for (const FilterNode& child : filter.children) {
-        std::optional<Postings> part = Candidates(child, limit);
+        bool child_exact = false;
+        std::optional<Postings> part = Candidates(child, limit, &child_exact);
         if (!part) return std::nullopt;
+        all_exact = all_exact && child_exact;
         Postings next;
         std::set_union(merged.begin(), merged.end(), part->begin(), part->end(),
                        std::back_inserter(next));
         if (next.size() > limit) return std::nullopt;
         merged.swap(next);
       }
+      is_exact = all_exact;
       return merged;
     }
-    default: return FieldCandidates(filter, limit);
+    default: {
+      std::optional<Postings> found = FieldCandidates(filter, limit);
+      is_exact = found.has_value();  // every bounded comparison is answered exactly
+      return found;
+    }
   }
 }
 

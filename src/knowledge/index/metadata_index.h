@@ -32,8 +32,11 @@ class MetadataIndex {
   // A sorted superset of the slots that match `filter`, when the indexes can bound it by
   // `limit` slots; nullopt when they cannot ($ne, $nin and {"$exists": false} alone, ranges or
   // values with more than `limit` slots). An $and is bounded by its smallest bounded part, an
-  // $or when every part is. The caller checks each slot against the filter itself.
-  std::optional<Postings> Candidates(const FilterNode& filter, size_t limit) const;
+  // $or when every part is. `exact` (when given) is set to whether the set is exactly the
+  // matching slots (a comparison, $in, $exists: true, or an $or/$and of one such); otherwise
+  // the caller checks each slot against the filter itself.
+  std::optional<Postings> Candidates(const FilterNode& filter, size_t limit,
+                                     bool* exact = nullptr) const;
 
   // Approximate heap bytes held (for the engine's memory accounting).
   size_t MemoryBytes() const { return bytes_; }
