@@ -72,6 +72,7 @@ bench: build
 	bench/grpc_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models
 	bench/gateway_bench.sh --binary $(BUILD_DIR)/rampart --probe $(BUILD_DIR)/bench/first_event_probe
 	$(BUILD_DIR)/bench/codec_bench --benchmark_min_time=0.5
+	bench/pinecone_http_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models --probe $(BUILD_DIR)/bench/index_query_probe
 	$(BUILD_DIR)/bench/guard_bench
 	$(BUILD_DIR)/bench/vector_bench
 	$(BUILD_DIR)/bench/vector_durability_bench

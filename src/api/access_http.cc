@@ -1,6 +1,7 @@
 #include "api/access_http.h"
 
 #include "api/http_status.h"
+#include "api/pinecone_codec.h"
 #include "core/trace.h"
 #include "gateway/access_stages.h"
 #include "gateway/gateway.h"
@@ -22,6 +23,8 @@ net::HttpResponse RefusalResponse(const policy::AccessRefusal& refusal,
   net::HttpResponse response;
   if (shape == ErrorShape::kKServe) {
     response = KServeError(Status(StatusCode::kPermissionDenied, message));
+  } else if (shape == ErrorShape::kPinecone) {
+    response.body = pinecone::ErrorJson(status, message);
   } else {
     response.body = gateway::ErrorJson(message, gateway::ErrorType(status), "", "");
   }

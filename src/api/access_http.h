@@ -19,8 +19,9 @@
 namespace rampart::api {
 
 enum class ErrorShape {
-  kKServe,  // {"error": "<message>"}
-  kOpenAi,  // {"error": {"message", "type", "param", "code"}}
+  kKServe,    // {"error": "<message>"}
+  kOpenAi,    // {"error": {"message", "type", "param", "code"}}
+  kPinecone,  // {"code": <gRPC code>, "message", "details": []}
 };
 
 // Whether `access` asks anything of requests (not null, and enforcing).

@@ -30,6 +30,8 @@
 #include "app/gateway_config.h"
 #include "app/keyring_cli.h"
 #include "app/keyring_setup.h"
+#include "app/knowledge_config.h"
+#include "app/knowledge_setup.h"
 #include "app/policy_cli.h"
 #include "app/settings.h"
 #include "app/signals.h"
@@ -419,11 +421,33 @@ int Serve(const ServeSettings& settings) {
   api::OpenAiHttp openai(**gateway, reload, access_control, admin.get(), audit_sink);
   LOG_INFO("OpenAI gateway at /v1; routing table:\n{}", (*gateway)->Describe());
 
+  // Vector indexes under /pinecone (the config's knowledge: section), recovered before serving.
+  Result<std::optional<KnowledgeConfig>> knowledge_config =
+      LoadKnowledgeConfig(settings.config_file);
+  if (!knowledge_config.ok()) {
+    LOG_ERROR("knowledge: {}", knowledge_config.status().message());
+    return 1;
+  }
+  std::unique_ptr<KnowledgeRuntime> knowledge;
+  if (knowledge_config->has_value() && (*knowledge_config)->enabled) {
+    Result<std::unique_ptr<KnowledgeRuntime>> started = StartKnowledge(
+        **knowledge_config, data_dir, keyring ? keyring->runtime.keyring.get() : nullptr,
+        !settings.http_ssl_cert.empty(), access_control, audit_sink);
+    if (!started.ok()) {
+      LOG_ERROR("knowledge: {}", started.status().message());
+      return 1;
+    }
+    knowledge = std::move(started).value();
+  }
+  api::PineconeHttp* const pinecone = knowledge ? knowledge->pinecone.get() : nullptr;
+
   auto http = net::HttpServer::Start(
       http_options,
-      [&kserve, &openai](net::HttpRequest&& request, net::Responder responder) {
+      [&kserve, &openai, pinecone](net::HttpRequest&& request, net::Responder responder) {
         if (api::OpenAiHttp::Owns(request.path())) {
           openai.Handle(std::move(request), std::move(responder));
+        } else if (pinecone != nullptr && api::PineconeHttp::Owns(request.path())) {
+          pinecone->Handle(std::move(request), std::move(responder));
         } else {
           kserve.Handle(std::move(request), std::move(responder));
         }
@@ -496,6 +520,8 @@ int Serve(const ServeSettings& settings) {
   kserve.Shutdown();
   openai.Shutdown();
   if (admin) admin->Shutdown();
+  // The indexes close after the HTTP server: a write it still answers holds its index.
+  if (knowledge) StopKnowledge(*knowledge);
   gateway->reset();  // after the HTTP server: its streams call back into the gateway
   // Models go first: their threads may still hold responders that point into the HTTP server.
   server.reset();

@@ -35,8 +35,9 @@ Status ApplySections(const std::string& path, const YAML::Node& root,
     auto found = sections.find(name);
     if (found == sections.end()) {
       return InvalidArgument(
-          "config file '{}': unknown section '{}' (known: server, http, gateway, access)", path,
-          name);
+          "config file '{}': unknown section '{}' (known: server, http, gateway, access, audit, "
+          "keyring, knowledge)",
+          path, name);
     }
     // Read elsewhere: gateway: (app/gateway_config.h), access: (app/access_config.h).
     if (found->second == nullptr) continue;
@@ -128,7 +129,8 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
   };
   const std::map<std::string, const FieldMap*> sections = {
       {"server", &server_fields}, {"http", &http_fields}, {"gateway", nullptr},
-      {"access", nullptr},        {"audit", nullptr},     {"keyring", nullptr}};
+      {"access", nullptr},        {"audit", nullptr},     {"keyring", nullptr},
+      {"knowledge", nullptr}};
 
   // Keys that are not scalars (`[a]: 1`) fail their conversion to a name.
   try {

@@ -299,14 +299,21 @@ const std::vector<std::string_view>& KnownActions() {
       "admin:roles:grant",
       "admin:audit:read",
       "admin:policy:read",
+      // Vector indexes (api/pinecone_http.h), on resource type "index".
+      "index:create",
+      "index:delete",
+      "index:read",
+      "index:configure",
+      "vectors:read",
+      "vectors:write",
   };
   return kActions;
 }
 
 const std::vector<std::string_view>& KnownResourceTypes() {
   static const std::vector<std::string_view> kTypes = {
-      "model", "route",  "server",   "repository", "tenant",  "principal",
-      "key",   "policy", "document", "role",       "keyring", "audit"};
+      "model",  "route",    "server", "repository", "tenant", "principal", "key",
+      "policy", "document", "role",   "keyring",    "audit",  "index"};
   return kTypes;
 }
 

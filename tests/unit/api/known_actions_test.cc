@@ -16,6 +16,7 @@
 #include "api/kserve_grpc_access.h"
 #include "api/kserve_http.h"
 #include "api/openai_http.h"
+#include "api/pinecone_http.h"
 #include "policy/policy.h"
 
 namespace rampart::api {
@@ -34,7 +35,7 @@ TEST(KnownActionsTest, EveryFrontEndsActionIsKnownToThePolicyEngine) {
   const std::pair<std::string_view, std::vector<std::string_view>> front_ends[] = {
       {"KServe HTTP", KServeHttp::Actions()}, {"KServe gRPC", grpc},
       {"OpenAI", OpenAiHttp::Actions()},      {"guard", GuardHttp::Actions()},
-      {"admin", AdminHttp::Actions()},
+      {"admin", AdminHttp::Actions()},        {"Pinecone", PineconeHttp::Actions()},
   };
   for (const auto& [front_end, actions] : front_ends) {
     EXPECT_FALSE(actions.empty()) << front_end;

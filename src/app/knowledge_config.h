@@ -1,0 +1,52 @@
+#pragma once
+
+// The `knowledge:` section of the YAML config file (docs/vector-indexes.md,
+// docs/configuration.md): vector indexes served with Pinecone's API under /pinecone. The
+// section present turns them on (an empty map, `knowledge: {}`, takes every default):
+//
+//   knowledge:
+//     enabled: true
+//     indexes_dir: ./data/indexes    # default: <data-dir>/indexes
+//     read_only: false               # serve the indexes there read-only (a replica)
+//     public_url: ""                 # the address clients reach, for index descriptions' host
+//     max_memory_mb: 0               # per index; 0: no limit
+//     hnsw_m: 16                     # HNSW links per node
+//     ef_construction: 200           # HNSW build-time breadth
+//     default_ef: 100                # HNSW query breadth (at least topK)
+//     compaction_ratio: 0.25         # rebuild a namespace's graph once this share is stale
+//     snapshot_every_records: 200000 # a snapshot after this many logged records ...
+//     snapshot_every_mb: 512         # ... or this much log
+//     segment_mb: 64                 # a new log segment once the current one is this large
+//     max_pending_writes: 100000     # writes waiting for the log; more are refused (429)
+//     replica_poll_ms: 2000          # how often a read-only replica looks for a new snapshot
+//     seal_snapshots: false          # encrypt snapshots with the keyring (needs a master key)
+//     worker_threads: 4              # threads serving reads and parsing requests
+//     max_queued_requests: 256       # requests waiting for them; more get 429
+//
+// Unknown keys, wrong types and values out of range are errors naming the key and its line.
+
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "knowledge/index/backend.h"
+
+namespace rampart::app {
+
+struct KnowledgeConfig {
+  bool enabled = true;
+  std::string indexes_dir;  // empty: <data-dir>/indexes
+  bool read_only = false;
+  std::string public_url;
+  knowledge::EngineOptions engine;  // dimension and metric unset: each index's own
+  knowledge::DurabilityOptions durability;
+  bool seal_snapshots = false;
+  size_t worker_threads = 4;
+  size_t max_queued_requests = 256;
+};
+
+// Reads `path`'s knowledge: section: nullopt when there is none (no vector indexes). Errors:
+// NotFound for a file that cannot be read; InvalidArgument naming the key.
+Result<std::optional<KnowledgeConfig>> LoadKnowledgeConfig(const std::string& path);
+
+}  // namespace rampart::app
