@@ -327,6 +327,7 @@ void AuditLog::Append(AuditRecord record, UniqueFunction<void(Status)> done) {
   pending.row.request_id = IndexText(record.request_id);
   pending.row.action = IndexText(record.action);
   Status refused = Status::Ok();
+  bool wake_writer = false;
   {
     std::lock_guard lock(impl_->mutex);
     if (impl_->stopping) {
@@ -335,6 +336,10 @@ void AuditLog::Append(AuditRecord record, UniqueFunction<void(Status)> done) {
       refused = Unavailable("the audit log's queue is full ({} records)", impl_->options.max_queue);
     } else {
       impl_->queue.push_back(std::move(pending));
+      // The writer waits only for an empty queue to get a record, or (batched) for a batch to
+      // fill: waking it for any other append would cost both threads a futex call and the
+      // writer a context switch per record, for nothing (see Run's two waits).
+      wake_writer = impl_->queue.size() == 1 || impl_->queue.size() == impl_->options.max_batch;
     }
   }
   if (!refused.ok()) {
@@ -345,7 +350,7 @@ void AuditLog::Append(AuditRecord record, UniqueFunction<void(Status)> done) {
     }
     return;
   }
-  impl_->wake.notify_one();
+  if (wake_writer) impl_->wake.notify_one();
   if (!sync) done(Status::Ok());
 }
 
