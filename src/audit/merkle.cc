@@ -80,30 +80,24 @@ void ShiftWhileEven(uint64_t& fn, uint64_t& sn) {
   }
 }
 
+std::string_view View(const Digest& digest) {
+  return std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size());
+}
+
 }  // namespace
 
 Digest LeafHash(DigestAlgorithm algorithm, std::string_view data) {
-  crypto::Hasher hasher(algorithm);
-  hasher.Update(std::string_view("\x00", 1));
-  hasher.Update(data);
-  return hasher.Finish();
+  return crypto::HashParts(algorithm, {std::string_view("\x00", 1), data});
 }
 
 Digest NodeHash(DigestAlgorithm algorithm, const Digest& left, const Digest& right) {
-  crypto::Hasher hasher(algorithm);
-  hasher.Update(std::string_view("\x01", 1));
-  hasher.Update(std::string_view(reinterpret_cast<const char*>(left.data()), left.size()));
-  hasher.Update(std::string_view(reinterpret_cast<const char*>(right.data()), right.size()));
-  return hasher.Finish();
+  return crypto::HashParts(algorithm, {std::string_view("\x01", 1), View(left), View(right)});
 }
 
 Digest EmptyRoot(DigestAlgorithm algorithm) { return crypto::Hash(algorithm, ""); }
 
 Digest ChainHash(DigestAlgorithm algorithm, const Digest& previous, const Digest& leaf) {
-  crypto::Hasher hasher(algorithm);
-  hasher.Update(std::string_view(reinterpret_cast<const char*>(previous.data()), previous.size()));
-  hasher.Update(std::string_view(reinterpret_cast<const char*>(leaf.data()), leaf.size()));
-  return hasher.Finish();
+  return crypto::HashParts(algorithm, {View(previous), View(leaf)});
 }
 
 Result<Frontier> Frontier::Make(DigestAlgorithm algorithm, int64_t size,

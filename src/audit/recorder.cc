@@ -21,9 +21,17 @@ std::string Base64(std::string_view bytes) {
 }  // namespace
 
 std::string ContentDigest(crypto::DigestAlgorithm algorithm, std::string_view content) {
-  std::string digest(crypto::DigestName(algorithm));
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const crypto::Digest hash = crypto::Hash(algorithm, content);
+  const std::string_view name = crypto::DigestName(algorithm);
+  std::string digest;
+  digest.reserve(name.size() + 1 + 2 * hash.size());
+  digest += name;
   digest += ':';
-  digest += crypto::ToHex(crypto::Hash(algorithm, content));
+  for (const uint8_t byte : hash) {
+    digest += kDigits[byte >> 4];
+    digest += kDigits[byte & 0xf];
+  }
   return digest;
 }
 

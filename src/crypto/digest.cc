@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 #include "crypto/openssl_algorithms.h"
 
@@ -111,15 +112,36 @@ Result<DigestAlgorithm> ParseDigest(std::string_view name) {
   return InvalidArgument("unknown digest '{}' (expected sha256 or sm3)", name);
 }
 
-Digest Hash(DigestAlgorithm algorithm, std::string_view data) {
+Digest HashParts(DigestAlgorithm algorithm, std::initializer_list<std::string_view> parts) {
+  // One context per thread and algorithm, re-initialised per call: EVP_Digest would allocate
+  // and free a context (and its provider state) for every hash.
+  struct ContextDeleter {
+    void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
+  };
+  thread_local std::unique_ptr<EVP_MD_CTX, ContextDeleter> contexts[2];
+  auto& context = contexts[algorithm == DigestAlgorithm::kSm3 ? 1 : 0];
+  if (context == nullptr) {
+    context.reset(EVP_MD_CTX_new());
+    if (context == nullptr) internal::OpenSslFailure("EVP_MD_CTX_new");
+  }
+  if (EVP_DigestInit_ex2(context.get(), internal::GetAlgorithms().Md(algorithm), nullptr) != 1) {
+    internal::OpenSslFailure("EVP_DigestInit_ex2");
+  }
+  for (const std::string_view part : parts) {
+    if (EVP_DigestUpdate(context.get(), part.data(), part.size()) != 1) {
+      internal::OpenSslFailure("EVP_DigestUpdate");
+    }
+  }
   Digest digest;
   unsigned int length = 0;
-  if (EVP_Digest(data.data(), data.size(), digest.data(), &length,
-                 internal::GetAlgorithms().Md(algorithm), nullptr) != 1 ||
-      length != digest.size()) {
-    internal::OpenSslFailure("EVP_Digest");
+  if (EVP_DigestFinal_ex(context.get(), digest.data(), &length) != 1 || length != digest.size()) {
+    internal::OpenSslFailure("EVP_DigestFinal_ex");
   }
   return digest;
+}
+
+Digest Hash(DigestAlgorithm algorithm, std::string_view data) {
+  return HashParts(algorithm, {data});
 }
 
 Hasher::Hasher(DigestAlgorithm algorithm) {

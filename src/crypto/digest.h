@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,10 @@ Result<DigestAlgorithm> ParseDigest(std::string_view name);
 using Digest = std::array<uint8_t, 32>;
 
 Digest Hash(DigestAlgorithm algorithm, std::string_view data);
+// The digest of `parts` concatenated (as a Hasher fed each in turn). Like Hash, it runs on a
+// context kept per thread and algorithm, so it allocates nothing per call: the form for many
+// small hashes (the audit log's leaves, nodes and chain).
+Digest HashParts(DigestAlgorithm algorithm, std::initializer_list<std::string_view> parts);
 // Incremental hashing (large objects, records hashed in parts). Move-only.
 class Hasher {
  public:

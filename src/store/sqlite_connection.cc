@@ -31,6 +31,13 @@ Statement& Statement::Bind(int index, std::string_view text) {
   return *this;
 }
 
+Statement& Statement::BindBorrowed(int index, std::string_view text) {
+  sqlite3_bind_text(statement_, index, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
+  return *this;
+}
+
+void Statement::Reset() { sqlite3_reset(statement_); }
+
 Statement& Statement::Bind(int index, int64_t value) {
   sqlite3_bind_int64(statement_, index, value);
   return *this;

@@ -34,6 +34,11 @@ class Statement {
   // Parameters are numbered from 1, as in the SQL's ?1, ?2, ...
   Statement& Bind(int index, std::string_view text);
   Statement& Bind(int index, int64_t value);
+  // As Bind(text) without SQLite copying the text: `text` must stay valid and unchanged until
+  // the statement is stepped to its end and Reset (or destroyed). For hot inserts.
+  Statement& BindBorrowed(int index, std::string_view text);
+  // Makes the statement ready to run again (its bindings are kept until bound anew).
+  void Reset();
 
   // Advances: true with a row to read, false when done. The error's code is SQLite's mapped by
   // SqliteError; `last_result()` holds the raw extended code (e.g. to tell a unique violation).
