@@ -36,6 +36,10 @@ struct SnapshotInfo {
   std::string path;
   uint64_t sequence = 0;
   uint64_t record_count = 0;
+  // LoadSnapshot: namespaces whose graph was loaded, and those whose graph was rebuilt from the
+  // records although the snapshot carried one (logged; no graph at all counts in neither).
+  uint64_t graphs_loaded = 0;
+  uint64_t graphs_rebuilt = 0;
 };
 
 // Writes `view` as the snapshot at `sequence`: a temporary file, fsync, rename, fsync of the
