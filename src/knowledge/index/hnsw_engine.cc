@@ -360,8 +360,8 @@ Status HnswEngine::ImportNamespace(std::vector<VectorRecord>& records,
     for (size_t i = 0; i < fresh.size(); ++i) records[i] = std::move(fresh[i]->record);
   };
   // Record i gets slot i; the graph's hidden nodes get the slots after them, left empty.
-  Status adopted = graph->AdoptLabels(exported.labels,
-                                      [&](size_t record) { return fresh[record]->vector(); });
+  Status adopted =
+      graph->AdoptLabels(exported.labels, [&](size_t record) { return fresh[record]->vector(); });
   for (size_t i = 0; adopted.ok() && i < fresh.size(); ++i) {
     if (!ns->ids.try_emplace(fresh[i]->record.id, static_cast<uint32_t>(i)).second) {
       adopted = InvalidArgument("record id '{}' twice", fresh[i]->record.id);

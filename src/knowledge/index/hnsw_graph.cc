@@ -116,7 +116,8 @@ std::string HnswGraph::Export() const {
   const size_t count = graph.cur_element_count;
   size_t upper_bytes = 0;
   for (size_t i = 0; i < count; ++i) {
-    upper_bytes += 4 + static_cast<size_t>(graph.element_levels_[i]) * graph.size_links_per_element_;
+    upper_bytes +=
+        4 + static_cast<size_t>(graph.element_levels_[i]) * graph.size_links_per_element_;
   }
   std::string bytes;
   bytes.reserve(256 + count * graph.size_data_per_element_ + upper_bytes);
@@ -188,7 +189,8 @@ Result<std::unique_ptr<HnswGraph>> HnswGraph::Import(Metric metric, size_t dimen
     std::memcpy(graph.linkLists_[i], links.data(), size);
     graph.element_levels_[i] = static_cast<int>(size / graph.size_links_per_element_);
   }
-  if (reader.remaining() != 0) return InvalidArgument("{} bytes after the graph", reader.remaining());
+  if (reader.remaining() != 0)
+    return InvalidArgument("{} bytes after the graph", reader.remaining());
 
   // Every level, link and label, so that no search can read outside the graph.
   const int max_level = static_cast<int>(top_level);
@@ -208,7 +210,8 @@ Result<std::unique_ptr<HnswGraph>> HnswGraph::Import(Metric metric, size_t dimen
       return InvalidArgument("graph node {} above the top level", i);
     }
     for (int level = 0; level <= graph.element_levels_[i]; ++level) {
-      const auto* header = reinterpret_cast<const unsigned char*>(graph.get_linklist_at_level(node, level));
+      const auto* header =
+          reinterpret_cast<const unsigned char*>(graph.get_linklist_at_level(node, level));
       const size_t limit = level == 0 ? graph.maxM0_ : graph.maxM_;
       const size_t links = graph.getListCount(graph.get_linklist_at_level(node, level));
       if (links > limit || (level == 0 && (header[2] & ~1u) != 0) || header[3] != 0) {
