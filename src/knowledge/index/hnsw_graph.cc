@@ -18,6 +18,8 @@ struct HnswGraph::Impl {
   std::unique_ptr<hnswlib::SpaceInterface<float>> space;
   std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph;
   size_t m = 16;
+  // Between Import and AdoptLabels: by node, the digest of the values an unhidden node had.
+  std::vector<uint64_t> value_digests;
 };
 
 HnswGraph::HnswGraph(Metric metric, size_t dimension, size_t capacity, size_t m,
@@ -82,13 +84,22 @@ size_t HnswGraph::MemoryBytes() const {
 //
 // Export's bytes: the layout tag, the layout (the type sizes and hnswlib's derived sizes and
 // offsets, which Import compares with a graph it makes itself), the node count, top level and
-// entry point, the level generators' states, the level-0 block (links, values, label per node),
-// then each node's upper-level links (a U32 byte count, then the bytes). Integers little-endian.
+// entry point, the level generators' states, then per node its level-0 links and label and, for
+// a hidden node only, its values (a live node's values are its record's: AdoptLabels puts them
+// back, checked against the 64-bit FNV-1a digest of them written in their place), then each node's
+// upper-level links (a U32 byte count, then the bytes). Integers little-endian.
 
 namespace {
 
 constexpr std::string_view kGraphLayoutTag = "hnswlib-0.6.2 HierarchicalNSW<float>";
 constexpr int kMaxLevel = 64;  // hnswlib's levels are -ln(U)/ln(M): never near this
+
+uint64_t ValuesDigest(const void* values, size_t bytes) {
+  uint64_t digest = 14695981039346656037ull;
+  const auto* data = static_cast<const unsigned char*>(values);
+  for (size_t i = 0; i < bytes; ++i) digest = (digest ^ data[i]) * 1099511628211ull;
+  return digest;
+}
 
 template <typename Engine>
 std::string GeneratorState(const Engine& engine) {
@@ -119,8 +130,10 @@ std::string HnswGraph::Export() const {
     upper_bytes +=
         4 + static_cast<size_t>(graph.element_levels_[i]) * graph.size_links_per_element_;
   }
+  const size_t hidden_bytes = graph.num_deleted_ * graph.data_size_ + count * sizeof(uint64_t);
   std::string bytes;
-  bytes.reserve(256 + count * graph.size_data_per_element_ + upper_bytes);
+  bytes.reserve(256 + count * (graph.size_links_level0_ + sizeof(hnswlib::labeltype)) +
+                hidden_bytes + upper_bytes);
   ByteWriter writer(bytes);
   WriteLayout(graph, writer);
   writer.U64(count);
@@ -128,7 +141,17 @@ std::string HnswGraph::Export() const {
   writer.U32(graph.enterpoint_node_);
   writer.String(GeneratorState(graph.level_generator_));
   writer.String(GeneratorState(graph.update_probability_generator_));
-  writer.Bytes(std::string_view(graph.data_level0_memory_, count * graph.size_data_per_element_));
+  for (size_t i = 0; i < count; ++i) {
+    const auto node = static_cast<hnswlib::tableint>(i);
+    const char* element = graph.data_level0_memory_ + i * graph.size_data_per_element_;
+    writer.Bytes(std::string_view(element, graph.size_links_level0_));
+    writer.Bytes(std::string_view(element + graph.label_offset_, sizeof(hnswlib::labeltype)));
+    if (graph.isMarkedDeleted(node)) {
+      writer.Bytes(std::string_view(element + graph.offsetData_, graph.data_size_));
+    } else {
+      writer.U64(ValuesDigest(element + graph.offsetData_, graph.data_size_));
+    }
+  }
   for (size_t i = 0; i < count; ++i) {
     const uint32_t size =
         static_cast<uint32_t>(graph.element_levels_[i] * graph.size_links_per_element_);
@@ -170,9 +193,25 @@ Result<std::unique_ptr<HnswGraph>> HnswGraph::Import(Metric metric, size_t dimen
     return Unavailable("loading a graph of {} nodes: {}", count, error.what());
   }
   auto& graph = *made->impl_->graph;
-  const size_t level0_bytes = count * graph.size_data_per_element_;
-  ASSIGN_OR_RETURN(std::string_view level0, reader.Bytes(level0_bytes, "graph level 0"));
-  std::memcpy(graph.data_level0_memory_, level0.data(), level0_bytes);
+  if (count * (graph.size_links_level0_ + sizeof(hnswlib::labeltype) + 8) > reader.remaining()) {
+    return InvalidArgument("graph of {} nodes cut short", count);
+  }
+  std::memset(graph.data_level0_memory_, 0, count * graph.size_data_per_element_);
+  made->impl_->value_digests.assign(count, 0);
+  for (size_t i = 0; i < count; ++i) {
+    char* element = graph.data_level0_memory_ + i * graph.size_data_per_element_;
+    ASSIGN_OR_RETURN(std::string_view links, reader.Bytes(graph.size_links_level0_, "graph links"));
+    std::memcpy(element, links.data(), links.size());
+    ASSIGN_OR_RETURN(std::string_view label,
+                     reader.Bytes(sizeof(hnswlib::labeltype), "graph label"));
+    std::memcpy(element + graph.label_offset_, label.data(), label.size());
+    if (graph.isMarkedDeleted(static_cast<hnswlib::tableint>(i))) {
+      ASSIGN_OR_RETURN(std::string_view values, reader.Bytes(graph.data_size_, "graph values"));
+      std::memcpy(element + graph.offsetData_, values.data(), values.size());
+    } else {
+      ASSIGN_OR_RETURN(made->impl_->value_digests[i], reader.U64("graph values digest"));
+    }
+  }
   // From here the destructor frees the link lists of the nodes whose level is set.
   graph.cur_element_count = count;
   for (size_t i = 0; i < count; ++i) {
@@ -271,9 +310,9 @@ Status HnswGraph::AdoptLabels(std::span<const uint64_t> record_labels,
     if (graph.isMarkedDeleted(node)) {
       return InvalidArgument("record {}'s graph node is hidden", it->second);
     }
-    if (std::memcmp(graph.getDataByInternalId(node), vector_of(it->second), graph.data_size_) !=
-        0) {
-      return InvalidArgument("record {}'s graph node holds other values", it->second);
+    if (i >= impl_->value_digests.size() ||
+        ValuesDigest(vector_of(it->second), graph.data_size_) != impl_->value_digests[i]) {
+      return InvalidArgument("record {}'s graph node held other values", it->second);
     }
     found[it->second] = true;
     labels[i] = it->second;
@@ -283,9 +322,14 @@ Status HnswGraph::AdoptLabels(std::span<const uint64_t> record_labels,
   }
   graph.label_lookup_.clear();
   for (size_t i = 0; i < count; ++i) {
-    graph.setExternalLabel(static_cast<hnswlib::tableint>(i), labels[i]);
-    graph.label_lookup_.emplace(labels[i], static_cast<hnswlib::tableint>(i));
+    const auto node = static_cast<hnswlib::tableint>(i);
+    graph.setExternalLabel(node, labels[i]);
+    graph.label_lookup_.emplace(labels[i], node);
+    if (labels[i] < record_labels.size()) {
+      std::memcpy(graph.getDataByInternalId(node), vector_of(labels[i]), graph.data_size_);
+    }
   }
+  impl_->value_digests = {};
   return Status::Ok();
 }
 

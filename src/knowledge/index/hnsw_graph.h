@@ -49,19 +49,23 @@ class HnswGraph {
   // Bytes the graph holds: its preallocated level-0 block and locks, and upper-level links.
   size_t MemoryBytes() const;
 
-  // The whole graph as bytes (hnswlib's own fields in hnswlib's own layout, after a tag naming
-  // that layout): what Import reads back. Reads the graph: nothing may change it meanwhile.
+  // The graph as bytes (hnswlib's own fields in hnswlib's own layout, after a tag naming that
+  // layout), with a digest of an unhidden node's values in place of them (its record holds
+  // them): what Import reads back. Reads the graph: nothing may change it meanwhile.
   std::string Export() const;
-  // A graph from Export's bytes, made with the same parameters. FailedPrecondition when the
-  // bytes are of another layout (another hnswlib, other parameters); InvalidArgument when they
-  // are damaged (every link, level, count and label is checked, so a graph that loads cannot
-  // make a search read out of bounds); Unavailable when memory runs out.
+  // A graph from Export's bytes, made with the same parameters; its unhidden nodes have no
+  // values until AdoptLabels gives them theirs, so it must not be searched before.
+  // FailedPrecondition when the bytes are of another layout (another hnswlib, other parameters);
+  // InvalidArgument when they are damaged (every link, level, count and label is checked, so a
+  // graph that loads cannot make a search read out of bounds); Unavailable when memory runs out.
   static Result<std::unique_ptr<HnswGraph>> Import(Metric metric, size_t dimension, size_t m,
                                                    size_t ef_construction, std::string_view bytes);
-  // Renumbers the labels: the node labelled record_labels[i] becomes label i, and must be
-  // unhidden and hold exactly the values vector_of(i) points to (dimension floats); every other
-  // node must be hidden, and becomes record_labels.size(), +1, ... in node order. InvalidArgument
-  // (the graph unchanged) when the graph and the records disagree in any of this.
+  // After Import: renumbers the labels and puts the records' values in: the node labelled
+  // record_labels[i] must be unhidden and have held exactly the values vector_of(i) points to
+  // (dimension floats, as the engine searches them; checked by digest), gets them, and becomes
+  // label i; every other node must be hidden, and
+  // becomes record_labels.size(), +1, ... in node order. InvalidArgument (the graph unchanged)
+  // when the graph and the records disagree in any of this.
   Status AdoptLabels(std::span<const uint64_t> record_labels,
                      const std::function<const float*(size_t record)>& vector_of);
 

@@ -22,11 +22,11 @@
 namespace rampart::knowledge {
 namespace {
 
-EngineOptions Options(size_t dimension = 16) {
+EngineOptions Options(size_t m = 8) {
   EngineOptions options;
-  options.dimension = dimension;
+  options.dimension = 16;
   options.metric = Metric::kCosine;
-  options.hnsw_m = 8;
+  options.hnsw_m = m;
   options.ef_construction = 40;
   options.default_ef = 20;         // narrow, so that a graph built otherwise answers otherwise
   options.compaction_ratio = 1.0;  // keep the tombstones in the graph
@@ -268,7 +268,7 @@ TEST(SnapshotGraphTest, AFormatOneSnapshotStillLoads) {
 TEST(SnapshotGraphTest, SealedSnapshotsCarryTheGraphsAcrossChunks) {
   testing::TempFolder folder;
   testing::TestKeyring keys(folder.path(), 'a');
-  const EngineOptions options = Options(128);
+  const EngineOptions options = Options(64);  // 532 bytes of links a node
   const auto source = Filled(options, 4000);  // graphs over 4 MiB: several sealed chunks
   size_t graph_bytes = 0;
   for (const auto& graph : source->View()->graphs()) graph_bytes += graph.graph.size();
