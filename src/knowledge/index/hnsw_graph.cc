@@ -86,7 +86,7 @@ size_t HnswGraph::MemoryBytes() const {
 // offsets, which Import compares with a graph it makes itself), the node count, top level and
 // entry point, the level generators' states, then per node its level-0 links and label and, for
 // a hidden node only, its values (a live node's values are its record's: AdoptLabels puts them
-// back, checked against the 64-bit FNV-1a digest of them written in their place), then each node's
+// back, checked against a 64-bit FNV-1a digest of them written in their place), then each node's
 // upper-level links (a U32 byte count, then the bytes). Integers little-endian.
 
 namespace {
@@ -94,10 +94,19 @@ namespace {
 constexpr std::string_view kGraphLayoutTag = "hnswlib-0.6.2 HierarchicalNSW<float>";
 constexpr int kMaxLevel = 64;  // hnswlib's levels are -ln(U)/ln(M): never near this
 
+// FNV-1a over 64-bit words (then the bytes left over): one multiply per 8 bytes, since Export
+// digests every live node while writes wait.
 uint64_t ValuesDigest(const void* values, size_t bytes) {
+  constexpr uint64_t kPrime = 1099511628211ull;
   uint64_t digest = 14695981039346656037ull;
   const auto* data = static_cast<const unsigned char*>(values);
-  for (size_t i = 0; i < bytes; ++i) digest = (digest ^ data[i]) * 1099511628211ull;
+  size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, data + i, 8);
+    digest = (digest ^ word) * kPrime;
+  }
+  for (; i < bytes; ++i) digest = (digest ^ data[i]) * kPrime;
   return digest;
 }
 
