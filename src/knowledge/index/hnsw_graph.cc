@@ -194,6 +194,14 @@ Result<std::unique_ptr<HnswGraph>> HnswGraph::Import(Metric metric, size_t dimen
   if (count > std::numeric_limits<uint32_t>::max() / 2) {
     return InvalidArgument("graph of {} nodes", count);
   }
+  // Every node takes at least its level-0 links, label and digest or values: a count the bytes
+  // cannot hold is damage, refused before anything is allocated for it.
+  const size_t node_bytes = (2 * m) * sizeof(hnswlib::tableint) + sizeof(hnswlib::linklistsizeint) +
+                            sizeof(hnswlib::labeltype) +
+                            std::min<size_t>(8, dimension * sizeof(float));
+  if (count > reader.remaining() / node_bytes) {
+    return InvalidArgument("graph of {} nodes cut short", count);
+  }
   std::unique_ptr<HnswGraph> made;
   try {
     made = std::make_unique<HnswGraph>(metric, dimension, std::max<size_t>(count, 1), m,
@@ -202,9 +210,6 @@ Result<std::unique_ptr<HnswGraph>> HnswGraph::Import(Metric metric, size_t dimen
     return Unavailable("loading a graph of {} nodes: {}", count, error.what());
   }
   auto& graph = *made->impl_->graph;
-  if (count * (graph.size_links_level0_ + sizeof(hnswlib::labeltype) + 8) > reader.remaining()) {
-    return InvalidArgument("graph of {} nodes cut short", count);
-  }
   std::memset(graph.data_level0_memory_, 0, count * graph.size_data_per_element_);
   made->impl_->value_digests.assign(count, 0);
   for (size_t i = 0; i < count; ++i) {

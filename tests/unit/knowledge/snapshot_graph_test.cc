@@ -210,6 +210,12 @@ TEST(SnapshotGraphTest, AGraphThatFailsAnyCheckIsRebuiltFromTheRecords) {
          // Somewhere in the level-0 block: every byte there is a link, a value or a label.
          for (size_t i = 200; i < graphs[0].graph.size() / 2; i += 101) graphs[0].graph[i] ^= 0x40;
        }},
+      {"a node count the bytes cannot hold",
+       [](auto& graphs) {
+         // After the layout: its tag (a U32 length and 36 bytes), 3 U32 sizes and 9 U64 sizes.
+         const uint64_t count = 0x7fff0000;
+         std::memcpy(graphs[0].graph.data() + 4 + 36 + 12 + 72, &count, 8);
+       }},
       {"labels swapped", [](auto& graphs) { std::swap(graphs[0].labels[0], graphs[0].labels[1]); }},
       {"a label missing", [](auto& graphs) { graphs[0].labels[3] = 1u << 30; }},
       {"too few labels", [](auto& graphs) { graphs[0].labels.pop_back(); }},
