@@ -4,6 +4,7 @@
 //     answer) from several writer threads, against the engine's Resolve + Apply alone; and the
 //     same over a map engine (tests/unit/knowledge/map_engine.h: a std::map, no graph), which
 //     shows the log's own ceiling;
+//   - the engine's View (the pause a snapshot imposes on writes: it copies the graphs);
 //   - snapshot write time, and recovery time from a snapshot and from the log alone.
 //
 //   vector_durability_bench [--records 100000] [--dimension 128] [--batch 100]
@@ -13,6 +14,7 @@
 // folder under the system's temp folder (removed afterwards): put it on the disk to be measured.
 
 #include <unistd.h>
+#include <algorithm>
 
 #include <atomic>
 #include <chrono>
@@ -116,6 +118,20 @@ int main(int argc, char** argv) {
       (*engine)->Apply(*op);
     }
     std::printf("engine Resolve+Apply alone: %.0f records/s\n", records / Seconds(start));
+    // View: what a snapshot takes while writes wait (the records' pointers and the graphs' copy).
+    double slowest = 0, total = 0;
+    size_t graph_bytes = 0;
+    for (int round = 0; round < 5; ++round) {
+      const auto view_start = Clock::now();
+      const auto view = (*engine)->View();
+      const double took = Seconds(view_start);
+      slowest = std::max(slowest, took);
+      total += took;
+      graph_bytes = 0;
+      for (const auto& graph : view->graphs()) graph_bytes += graph.graph.size();
+    }
+    std::printf("engine View (writes wait): %.1f ms mean, %.1f ms slowest of 5; graphs %.0f MB\n",
+                total / 5 * 1e3, slowest * 1e3, graph_bytes / 1e6);
   }
 
   for (const bool map_engine : {true, false})

@@ -39,6 +39,15 @@ struct EngineOptions {
   double compaction_ratio = 0.25;
 };
 
+// A namespace's search graph as of a view, for a snapshot to carry so that loading need not
+// rebuild it. Opaque outside the engine that exported it.
+struct NamespaceGraph {
+  std::string name_space;
+  // The graph's label of each of the namespace's records, in the order the view visits them.
+  std::vector<uint64_t> labels;
+  std::string graph;  // the engine's own encoding
+};
+
 // A consistent cut of the engine's live records, taken at one moment and read later (on another
 // thread, while the engine goes on taking writes).
 class EngineView {
@@ -49,6 +58,11 @@ class EngineView {
   virtual Status ForEach(const std::function<Status(std::string_view name_space,
                                                     const VectorRecord& record)>& visit) const = 0;
   virtual uint64_t record_count() const = 0;
+  // The graphs of the namespaces, consistent with the records (none for engines without).
+  virtual const std::vector<NamespaceGraph>& graphs() const {
+    static const std::vector<NamespaceGraph> kNone;
+    return kNone;
+  }
 };
 
 class IndexEngine {
@@ -84,8 +98,22 @@ class IndexEngine {
   // Counts per namespace, of the records `filter` matches when given.
   virtual Result<IndexStats> Stats(const FilterNode* filter) const = 0;
 
+  // The live records now, and the namespaces' graphs for engines that have them (the embedded
+  // engine copies them while writes wait: docs/vector-indexes.md, "Snapshots").
   virtual std::unique_ptr<EngineView> View() const = 0;
   virtual size_t MemoryBytes() const = 0;
+
+  // ---- loading a snapshot -------------------------------------------------------------------
+  // Adds a namespace the engine does not have, with `records` and the graph a view exported with
+  // them, as if they had been upserted, without rebuilding the graph. Any disagreement between
+  // graph and records (layout, damage, labels, values) is an error and leaves the engine and
+  // `records` unchanged: the caller then applies the records as upserts. On success `records` is
+  // moved from. Engines without graphs answer Unimplemented.
+  virtual Status ImportNamespace(std::vector<VectorRecord>& records, const NamespaceGraph& graph) {
+    (void)records;
+    (void)graph;
+    return Status(StatusCode::kUnimplemented, "this engine has no graphs to import");
+  }
 };
 
 // The embedded engine: hnswlib graphs per namespace, Rampart's own id map and tombstones,

@@ -322,6 +322,74 @@ void HnswEngine::Account(Namespace& ns) {
   ns.accounted_bytes = bytes;
 }
 
+// ---- loading a snapshot -------------------------------------------------------------------
+
+Status HnswEngine::ImportNamespace(std::vector<VectorRecord>& records,
+                                   const NamespaceGraph& exported) {
+  std::lock_guard writer(writer_mutex_);
+  const std::string name(CanonicalNamespace(exported.name_space));
+  if (FindNamespace(name) != nullptr) {
+    return FailedPrecondition("namespace '{}' exists already", name);
+  }
+  if (records.empty() || exported.labels.size() != records.size()) {
+    return InvalidArgument("namespace '{}': {} graph labels for {} records", name,
+                           exported.labels.size(), records.size());
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<HnswGraph> graph,
+                   HnswGraph::Import(options_.metric, options_.dimension, options_.hnsw_m,
+                                     options_.ef_construction, exported.graph));
+  for (const VectorRecord& record : records) {
+    if (record.values.size() != options_.dimension) {
+      return InvalidArgument("record '{}' has {} values", record.id, record.values.size());
+    }
+  }
+  auto ns = std::make_shared<Namespace>();
+  ns->name = name;
+  std::vector<std::shared_ptr<Slot>> fresh;
+  fresh.reserve(records.size());
+  for (VectorRecord& record : records) {
+    auto slot = std::make_shared<Slot>();
+    slot->record = std::move(record);
+    if (options_.metric == Metric::kCosine) {
+      slot->normalized = slot->record.values;
+      Normalize(slot->normalized);
+    }
+    fresh.push_back(std::move(slot));
+  }
+  const auto give_back = [&] {
+    for (size_t i = 0; i < fresh.size(); ++i) records[i] = std::move(fresh[i]->record);
+  };
+  // Record i gets slot i; the graph's hidden nodes get the slots after them, left empty.
+  Status adopted =
+      graph->AdoptLabels(exported.labels, [&](size_t record) { return fresh[record]->vector(); });
+  for (size_t i = 0; adopted.ok() && i < fresh.size(); ++i) {
+    if (!ns->ids.try_emplace(fresh[i]->record.id, static_cast<uint32_t>(i)).second) {
+      adopted = InvalidArgument("record id '{}' twice", fresh[i]->record.id);
+    }
+  }
+  if (!adopted.ok()) {
+    give_back();
+    return adopted.WithContext(fmt::format("namespace '{}'", name));
+  }
+  ns->slots.assign(fresh.begin(), fresh.end());
+  ns->slots.resize(fresh.size() + graph->hidden());
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    ns->metadata.Add(static_cast<uint32_t>(i), fresh[i]->record.metadata);
+    ns->record_bytes += RecordBytes(fresh[i]->record);
+  }
+  const size_t wanted = std::max(kInitialCapacity, graph->size() + graph->size() / 4);
+  if (graph->capacity() < wanted) graph->Resize(wanted);
+  ns->graph = std::move(graph);
+  records.clear();
+  {
+    std::unique_lock lock(state_lock_);
+    namespaces_.emplace(name, ns);
+    Account(*ns);
+  }
+  MaybeQueueCompaction(ns);
+  return Status::Ok();
+}
+
 // ---- compaction ---------------------------------------------------------------------------
 
 void HnswEngine::MaybeQueueCompaction(const std::shared_ptr<Namespace>& ns) {

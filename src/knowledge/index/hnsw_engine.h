@@ -72,8 +72,10 @@ class HnswEngine final : public IndexEngine {
   Result<ListPage> List(std::string_view name_space, std::string_view prefix, size_t limit,
                         std::string_view token) const override;
   Result<IndexStats> Stats(const FilterNode* filter) const override;
+  // Takes the writer mutex (writes wait, reads go on) to copy each namespace's graph.
   std::unique_ptr<EngineView> View() const override;
   size_t MemoryBytes() const override;
+  Status ImportNamespace(std::vector<VectorRecord>& records, const NamespaceGraph& graph) override;
 
   // Queues every namespace with any tombstone for compaction now (tests, benchmarks).
   void CompactAll();
@@ -105,7 +107,7 @@ class HnswEngine final : public IndexEngine {
   const EngineOptions options_;
 
   mutable WriterPreferringMutex state_lock_;
-  std::mutex writer_mutex_;  // Apply, and compaction's catch-up and swap
+  mutable std::mutex writer_mutex_;  // Apply, compaction's catch-up and swap, View's graph copy
   std::map<std::string, std::shared_ptr<Namespace>, std::less<>> namespaces_;
   size_t memory_bytes_ = 0;  // state_lock_
 

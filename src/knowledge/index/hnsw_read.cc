@@ -49,7 +49,8 @@ class HnswView final : public EngineView {
     std::string name_space;
     std::vector<std::shared_ptr<const Slot>> slots;  // in id order
   };
-  explicit HnswView(std::vector<Part> parts) : parts_(std::move(parts)) {
+  HnswView(std::vector<Part> parts, std::vector<NamespaceGraph> graphs)
+      : parts_(std::move(parts)), graphs_(std::move(graphs)) {
     for (const Part& part : parts_) count_ += part.slots.size();
   }
   Status ForEach(const std::function<Status(std::string_view name_space,
@@ -60,9 +61,11 @@ class HnswView final : public EngineView {
     return Status::Ok();
   }
   uint64_t record_count() const override { return count_; }
+  const std::vector<NamespaceGraph>& graphs() const override { return graphs_; }
 
  private:
   std::vector<Part> parts_;
+  std::vector<NamespaceGraph> graphs_;
   uint64_t count_ = 0;
 };
 
@@ -133,16 +136,28 @@ Result<IndexStats> HnswEngine::Stats(const FilterNode* filter) const {
 
 std::unique_ptr<EngineView> HnswEngine::View() const {
   std::vector<HnswView::Part> parts;
+  std::vector<NamespaceGraph> graphs;
+  // The writer mutex keeps the graphs still (the writer adds nodes outside the state lock, and
+  // compaction swaps graphs under it); the shared lock is then only for form's sake.
+  std::lock_guard writer(writer_mutex_);
   std::shared_lock lock(state_lock_);
   for (const auto& [name, ns] : namespaces_) {
     if (ns->ids.empty()) continue;
     HnswView::Part part;
+    NamespaceGraph graph;
     part.name_space = name;
+    graph.name_space = name;
     part.slots.reserve(ns->ids.size());
-    for (const auto& [id, slot] : ns->ids) part.slots.push_back(ns->slots[slot]);
+    graph.labels.reserve(ns->ids.size());
+    for (const auto& [id, slot] : ns->ids) {
+      part.slots.push_back(ns->slots[slot]);
+      graph.labels.push_back(slot);
+    }
+    graph.graph = ns->graph->Export();
     parts.push_back(std::move(part));
+    graphs.push_back(std::move(graph));
   }
-  return std::make_unique<HnswView>(std::move(parts));
+  return std::make_unique<HnswView>(std::move(parts), std::move(graphs));
 }
 
 }  // namespace rampart::knowledge

@@ -8,7 +8,10 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <optional>
 
+#include "core/logging.h"
 #include "crypto/digest.h"
 #include "crypto/envelope.h"
 #include "knowledge/index/durable_files.h"
@@ -18,7 +21,8 @@ namespace rampart::knowledge {
 namespace {
 
 constexpr std::string_view kSnapshotMagic = "RPVSNAP1";
-constexpr uint32_t kSnapshotVersion = 1;
+constexpr uint32_t kSnapshotVersion = 2;  // 1: records only (still read)
+constexpr uint32_t kRecordsOnlyVersion = 1;
 constexpr size_t kHeaderBytes = 8 + 4 + 1 + 4 + 1 + 8 + 8;
 constexpr size_t kChunkTargetBytes = size_t{4} << 20;
 // A chunk holds whole records, so at most the target plus one record (and an envelope's
@@ -92,6 +96,32 @@ Status VerifyDigest(int fd, const std::string& path) {
   return Status::Ok();
 }
 
+// The graph section's entries (see WriteSnapshot).
+Status ParseGraphSection(std::string_view section,
+                         std::map<std::string, NamespaceGraph, std::less<>>& graphs) {
+  ByteReader reader(section);
+  while (reader.remaining() > 0) {
+    NamespaceGraph graph;
+    ASSIGN_OR_RETURN(std::string_view name_space, reader.String("graph namespace"));
+    graph.name_space = std::string(name_space);
+    ASSIGN_OR_RETURN(uint64_t count, reader.U64("graph label count"));
+    if (count > reader.remaining() / 8) return Internal("graph of {} labels is cut short", count);
+    graph.labels.resize(count);
+    for (uint64_t& label : graph.labels) {
+      ASSIGN_OR_RETURN(label, reader.U64("graph label"));
+    }
+    ASSIGN_OR_RETURN(uint64_t size, reader.U64("graph size"));
+    if (size > reader.remaining()) return Internal("graph of {} bytes is cut short", size);
+    ASSIGN_OR_RETURN(std::string_view bytes, reader.Bytes(size, "graph"));
+    graph.graph = std::string(bytes);
+    const std::string key = graph.name_space;
+    if (!graphs.emplace(key, std::move(graph)).second) {
+      return Internal("two graphs for namespace '{}'", key);
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<SnapshotInfo> WriteSnapshot(const std::string& directory, const EngineView& view,
@@ -145,6 +175,30 @@ Result<SnapshotInfo> WriteSnapshot(const std::string& directory, const EngineVie
 
   Status status = emit(header);
   std::string chunk;
+  // The graph section: each namespace's graph as its name, the graph label of each of its
+  // records (in the order the records follow), then the graph's bytes; cut into chunks anywhere.
+  const auto append = [&](std::string_view bytes) -> Status {
+    while (!bytes.empty()) {
+      const size_t take = std::min(bytes.size(), kChunkTargetBytes - chunk.size());
+      chunk.append(bytes.substr(0, take));
+      bytes.remove_prefix(take);
+      if (chunk.size() >= kChunkTargetBytes) RETURN_IF_ERROR(emit_chunk(chunk));
+    }
+    return Status::Ok();
+  };
+  for (const NamespaceGraph& graph : view.graphs()) {
+    if (!status.ok()) break;
+    std::string entry;
+    ByteWriter writer(entry);
+    writer.String(graph.name_space);
+    writer.U64(graph.labels.size());
+    for (uint64_t label : graph.labels) writer.U64(label);
+    writer.U64(graph.graph.size());
+    status = append(entry);
+    if (status.ok()) status = append(graph.graph);
+  }
+  if (status.ok() && !chunk.empty()) status = emit_chunk(chunk);
+  if (status.ok()) status = emit(std::string(4, '\0'));  // the end of the graph section
   uint64_t written = 0;
   if (status.ok()) {
     status = view.ForEach([&](std::string_view name_space, const VectorRecord& record) -> Status {
@@ -213,8 +267,9 @@ Result<SnapshotInfo> LoadSnapshot(const std::string& path, const EngineOptions& 
   ASSIGN_OR_RETURN(std::string_view magic, reader.Bytes(kSnapshotMagic.size(), "magic"));
   if (magic != kSnapshotMagic) return corrupt("not a snapshot (wrong magic)");
   ASSIGN_OR_RETURN(uint32_t version, reader.U32("version"));
-  if (version != kSnapshotVersion) {
-    return corrupt(fmt::format("format version {} is not {}", version, kSnapshotVersion));
+  if (version != kSnapshotVersion && version != kRecordsOnlyVersion) {
+    return corrupt(fmt::format("format version {} is not {} or {}", version, kRecordsOnlyVersion,
+                               kSnapshotVersion));
   }
   ASSIGN_OR_RETURN(uint8_t sealed, reader.U8("sealed"));
   ASSIGN_OR_RETURN(uint32_t dimension, reader.U32("dimension"));
@@ -235,38 +290,84 @@ Result<SnapshotInfo> LoadSnapshot(const std::string& path, const EngineOptions& 
   std::optional<crypto::Envelope> envelope;
   if (sealed == 1) envelope.emplace(*sealing.keyring);
 
-  uint64_t loaded = 0;
+  // Reads the next chunk into `chunk` (opened when sealed): false at the end of a section.
+  uint64_t chunk_number = 0;
   std::string chunk;
-  for (uint64_t chunk_number = 0;; ++chunk_number) {
+  Status opening;  // the last chunk's envelope error
+  const auto next_chunk = [&]() -> Result<bool> {
     char length_bytes[4];
-    ASSIGN_OR_RETURN(complete, ReadExactly(fd, length_bytes, 4, path));
-    if (!complete) return corrupt("truncated chunk length");
+    ASSIGN_OR_RETURN(bool whole, ReadExactly(fd, length_bytes, 4, path));
+    if (!whole) return corrupt("truncated chunk length");
     uint32_t length;
     std::memcpy(&length, length_bytes, 4);
-    if (length == 0) break;
+    if (length == 0) return false;
     if (length > kMaxChunkBytes) return corrupt(fmt::format("chunk of {} bytes", length));
     chunk.resize(length);
-    ASSIGN_OR_RETURN(complete, ReadExactly(fd, chunk.data(), length, path));
-    if (!complete) return corrupt("truncated chunk");
+    ASSIGN_OR_RETURN(whole, ReadExactly(fd, chunk.data(), length, path));
+    if (!whole) return corrupt("truncated chunk");
+    opening = Status::Ok();
     if (envelope) {
       Result<std::string> opened = envelope->Open(
           chunk, {sealing.index_name, "", ChunkDataClass(header_digest, chunk_number)});
-      if (!opened.ok()) {
-        return Status(opened.status().code(),
-                      fmt::format("snapshot '{}' of index '{}' does not open: {}", path,
-                                  sealing.index_name, opened.status().message()));
+      if (opened.ok()) {
+        chunk = std::move(*opened);
+      } else {
+        opening = Status(opened.status().code(),
+                         fmt::format("snapshot '{}' of index '{}' does not open: {}", path,
+                                     sealing.index_name, opened.status().message()));
       }
-      chunk = std::move(*opened);
     }
+    ++chunk_number;
+    return true;
+  };
+
+  // The graph section (format 2): kept whole, then parsed; any failure only costs the graphs.
+  std::map<std::string, NamespaceGraph, std::less<>> graphs;
+  if (version == kSnapshotVersion) {
+    std::string section;
+    Status usable;
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, next_chunk());
+      if (!more) break;
+      if (!opening.ok() && usable.ok()) usable = opening;
+      if (usable.ok()) section.append(chunk);
+    }
+    if (usable.ok()) usable = ParseGraphSection(section, graphs);
+    if (!usable.ok()) {
+      graphs.clear();
+      LOG_WARN("snapshot '{}': its graphs are not usable, rebuilding them from the records: {}",
+               path, usable.ToString());
+    }
+  }
+
+  // The records. A namespace with a graph is gathered whole and handed to the engine with it;
+  // the others (and one whose graph the engine refuses) are applied as upserts.
+  uint64_t loaded = 0;
+  std::string current;
+  std::optional<NamespaceGraph> current_graph;
+  std::vector<VectorRecord> gathered;
+  const auto apply = [&](std::vector<VectorRecord>& records) {
+    if (records.empty()) return;
+    engine.Apply(WriteOp{current, UpsertOp{std::move(records)}});
+    records.clear();
+  };
+  const auto finish_namespace = [&] {
+    if (!current_graph) return apply(gathered);
+    const Status imported = engine.ImportNamespace(gathered, *current_graph);
+    if (imported.ok()) {
+      ++info.graphs_loaded;
+      return;
+    }
+    ++info.graphs_rebuilt;
+    LOG_WARN("snapshot '{}': rebuilding the graph of namespace '{}': {}", path, current,
+             imported.ToString());
+    apply(gathered);
+  };
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, next_chunk());
+    if (!more) break;
+    RETURN_IF_ERROR(opening);
     ByteReader entries(chunk);
-    WriteOp op;
-    const auto flush = [&] {
-      if (auto* upsert = std::get_if<UpsertOp>(&op.change); upsert && !upsert->records.empty()) {
-        engine.Apply(op);
-        upsert->records.clear();
-      }
-    };
-    op.change = UpsertOp{};
     while (entries.remaining() > 0) {
       Result<std::string_view> name_space = entries.String("namespace");
       if (!name_space.ok()) return corrupt(name_space.status().message());
@@ -275,15 +376,19 @@ Result<SnapshotInfo> LoadSnapshot(const std::string& path, const EngineOptions& 
       if (record->values.size() != options.dimension) {
         return corrupt(fmt::format("record '{}' has {} values", record->id, record->values.size()));
       }
-      if (*name_space != op.name_space) {
-        flush();
-        op.name_space = std::string(*name_space);
+      if (*name_space != current || loaded == 0) {
+        finish_namespace();
+        current = std::string(*name_space);
+        auto found = graphs.extract(current);  // used once at most
+        current_graph.reset();
+        if (!found.empty()) current_graph = std::move(found.mapped());
       }
-      std::get<UpsertOp>(op.change).records.push_back(std::move(*record));
+      gathered.push_back(std::move(*record));
       ++loaded;
     }
-    flush();
+    if (!current_graph) apply(gathered);
   }
+  finish_namespace();
   if (loaded != info.record_count) {
     return corrupt(fmt::format("{} records where the header says {}", loaded, info.record_count));
   }

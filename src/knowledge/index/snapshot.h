@@ -1,10 +1,14 @@
 #pragma once
 
-// Snapshots: an index's live records as of one log sequence S, in `snapshot-<S>.snap` in the
-// index's folder (docs/vector-indexes.md, "Durability"). Format: a header (magic "RPVSNAP1",
-// format version, sealed flag, dimension, metric, S, record count), then chunks (a 4-byte length
-// and that many bytes; a zero length ends them) each holding whole entries (namespace, record,
-// knowledge/index/write_codec.h), then the SHA-256 of everything before it.
+// Snapshots: an index's live records and its namespaces' graphs as of one log sequence S, in
+// `snapshot-<S>.snap` in the index's folder (docs/vector-indexes.md, "Snapshots"). Format 2: a
+// header (magic "RPVSNAP1", format version, sealed flag, dimension, metric, S, record count),
+// then the graph section, then the records, each as chunks (a 4-byte length and that many
+// bytes; a zero length ends them), then the SHA-256 of everything before it. The graph section
+// is one byte stream cut into chunks anywhere: per namespace its name, the graph label of each
+// of its records (in the order they follow) and the engine's graph (EngineView::graphs). Record
+// chunks hold whole entries (namespace, record, knowledge/index/write_codec.h). Format 1 (no
+// graph section) is still read.
 //
 // Sealed snapshots (a keyring given): each chunk is an envelope (crypto/envelope.h) under the
 // keyring key "knowledge:index", whose associated data binds the index's name (tenant), the
@@ -36,6 +40,10 @@ struct SnapshotInfo {
   std::string path;
   uint64_t sequence = 0;
   uint64_t record_count = 0;
+  // LoadSnapshot: namespaces whose graph was loaded, and those whose graph was rebuilt from the
+  // records although the snapshot carried one (logged; no graph at all counts in neither).
+  uint64_t graphs_loaded = 0;
+  uint64_t graphs_rebuilt = 0;
 };
 
 // Writes `view` as the snapshot at `sequence`: a temporary file, fsync, rename, fsync of the
@@ -47,11 +55,13 @@ Result<SnapshotInfo> WriteSnapshot(const std::string& directory, const EngineVie
 // Snapshot files in `directory`, newest (highest sequence) first.
 std::vector<SnapshotInfo> ListSnapshots(const std::string& directory);
 
-// Checks the snapshot's trailing digest, then applies its records to `engine` (new and empty)
-// as upserts. Errors name the file: Internal "corrupt snapshot ..." (digest, malformed,
-// record count), InvalidArgument when its dimension or metric differ from `options`, the
-// envelope's errors (wrong key, another index's snapshot) as InvalidArgument, FailedPrecondition
-// for a sealed snapshot without a keyring.
+// Checks the snapshot's trailing digest, then loads its records into `engine` (new and empty):
+// each namespace with a graph through engine.ImportNamespace, and as upserts (which rebuild the
+// graph) those without one, and those whose graph the engine refuses or whose graph section is
+// unusable (logged as warnings; counted in graphs_rebuilt). Errors name the file: Internal "corrupt
+// snapshot ..." (digest, malformed, record count), InvalidArgument when its dimension or metric
+// differ from `options`, the envelope's errors (wrong key, another index's snapshot) as
+// InvalidArgument, FailedPrecondition for a sealed snapshot without a keyring.
 Result<SnapshotInfo> LoadSnapshot(const std::string& path, const EngineOptions& options,
                                   const SnapshotSealing& sealing, IndexEngine& engine);
 

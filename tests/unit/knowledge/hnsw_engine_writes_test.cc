@@ -300,7 +300,10 @@ TEST(HnswEngineWritesTest, ReadersSeeEachApplyWholeWhileTheWriterRuns) {
       result = engine.Query(query);
       std::set<std::string> unique;
       for (const Match& match : result->matches) unique.insert(match.id);
-      if (result->matches.size() != 20 || unique.size() != 20) ++failures;
+      // 20 matches once 20 records exist (a reader may start before the writer's tenth pair).
+      if (unique.size() != result->matches.size() || (seen >= 10 && result->matches.size() != 20)) {
+        ++failures;
+      }
     }
   };
   std::thread reader1(reader, 1);
