@@ -1,9 +1,12 @@
 #include "api/kserve_grpc.h"
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/generic/async_generic_service.h>
@@ -99,10 +102,16 @@ Result<Control> ControlParameters(const Request& request, bool load) {
   return control;
 }
 
-class Service final : public inference::GRPCInferenceService::CallbackService {
+// ModelInfer and ModelStreamInfer are asynchronous (grpc_calls, on Rampart's queue threads); the
+// other methods use the callback API.
+class Service final : public grpc_calls::InferService {
  public:
   Service(serve::InferenceServer& server, const KServeGrpcOptions& options)
-      : server_(server), options_(options), shared_(server, options.access, options.audit) {}
+      : server_(server),
+        options_(options),
+        shared_(server, options.access, options.audit, options.max_inflight_bytes) {
+    shared_.service = this;
+  }
 
   grpc_calls::CallShared& shared() { return shared_; }
   // Runs queued repository loads and unloads, then stops their thread. REQUIRES: no more calls
@@ -258,17 +267,6 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     return RepositoryControl(context, *request, /*load=*/false);
   }
 
-  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
-                                       const ModelInferRequest* request,
-                                       ModelInferResponse* response) override {
-    return grpc_calls::StartInfer(shared_, context, request, response);
-  }
-
-  grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* ModelStreamInfer(
-      grpc::CallbackServerContext* context) override {
-    return grpc_calls::StartStream(shared_, context);
-  }
-
  private:
   // The refusal of a call of `method` (its action and resource type: grpc_access::RpcActions)
   // on the resource `name`, or nullopt when it may go on (open, or granted). A rate's refusal
@@ -419,9 +417,10 @@ struct KServeGrpc::Impl {
       : options(std::move(options_in)), service(server, options) {}
 
   const KServeGrpcOptions options;
-  Service service;                            // outlives grpc_server (declared before it)
-  UnimplementedMethods unimplemented;         // likewise
-  std::unique_ptr<grpc::Server> grpc_server;  // null until started
+  Service service;                                   // outlives grpc_server (declared before it)
+  UnimplementedMethods unimplemented;                // likewise
+  std::unique_ptr<grpc::Server> grpc_server;         // null until started
+  std::unique_ptr<grpc_calls::CallPollers> pollers;  // null until started
   int port = 0;
   bool stopped = false;
   bool shut_down = false;
@@ -444,16 +443,35 @@ Result<std::unique_ptr<KServeGrpc>> KServeGrpc::Start(serve::InferenceServer& se
     builder.RegisterService(&impl->service);
     builder.RegisterCallbackGenericService(&impl->unimplemented);
     builder.SetMaxReceiveMessageSize(impl->options.max_receive_bytes);
+    // gRPC's own buffers (transport reads and writes, call state) draw on a quota of their own;
+    // the requests held in flight are bounded by the front end's byte budget.
+    grpc::ResourceQuota quota("rampart-grpc");
+    quota.Resize(impl->options.transport_memory_bytes);
+    builder.SetResourceQuota(quota);
+    const size_t queue_count = impl->options.completion_queue_threads > 0
+                                   ? static_cast<size_t>(impl->options.completion_queue_threads)
+                                   : std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues;
+    for (size_t i = 0; i < queue_count; ++i) queues.push_back(builder.AddCompletionQueue());
     // Without this, Linux lets a second server bind the same port and steal half the calls.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     impl->grpc_server = builder.BuildAndStart();
     if (impl->grpc_server == nullptr || impl->port == 0) {
       impl->grpc_server.reset();
+      for (auto& queue : queues) {  // drained before they go
+        queue->Shutdown();
+        void* tag = nullptr;
+        bool ok = false;
+        while (queue->Next(&tag, &ok)) {
+        }
+      }
       return Unavailable("gRPC cannot listen on {}{}", target,
                          impl->options.tls ? " (is the address free, and are the TLS certificate "
                                              "and key valid PEM that belong together?)"
                                            : " (is the address free?)");
     }
+    impl->pollers =
+        std::make_unique<grpc_calls::CallPollers>(impl->service.shared(), std::move(queues));
     if (grpc::HealthCheckServiceInterface* health = impl->grpc_server->GetHealthCheckService()) {
       health->SetServingStatus(kServiceName, true);
     }
@@ -484,6 +502,7 @@ void KServeGrpc::Shutdown(std::chrono::milliseconds timeout) {
   impl_->shut_down = true;
   // Returns once every call's handler is done (cancelled at the deadline if still running).
   impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + timeout);
+  impl_->pollers->Stop();  // once the calls the server still held are answered
   impl_->service.StopControl();
 }
 

@@ -4,19 +4,20 @@
 // `inference.GRPCInferenceService` on its own port, over the same InferenceServer as the HTTP front
 // end, plus the standard `grpc.health.v1.Health` service and server reflection.
 //
-// Every RPC uses gRPC's callback API: handlers run on gRPC's own threads, hand infer requests to
-// the server and return at once; the completion callback (on an instance thread) finishes the
-// call. No thread waits while a model runs. ModelStreamInfer keeps any number of requests in
-// flight per stream (reading pauses at kMaxStreamPending unanswered or unwritten ones) and
-// writes the responses in request order, as Triton does for models that are not decoupled (an
-// answer that completes early waits for those before it); a failed request is answered in the
-// stream with `error_message`, and the stream stays open. Each answer the server gave carries
-// Triton's `triton_final_response` parameter (true: every request has one response). Methods of
-// Triton's service that Rampart does not implement answer UNIMPLEMENTED, with a message. A
-// cancelled call (client gone, deadline passed) marks its requests cancelled, so the batcher drops
-// those still queued. RepositoryModelLoad/Unload run on a control thread of their own (loading
-// builds models) and RepositoryIndex on another (it reads the repository), each behind a bounded
-// queue (RESOURCE_EXHAUSTED when full), as HTTP's do.
+// ModelInfer and ModelStreamInfer use gRPC's asynchronous API on Rampart's own completion-queue
+// threads (api/kserve_grpc_calls.h): the thread that reads a request hands it to the server (and
+// runs a fast model directly); the completion callback finishes the call from the thread that
+// answered it. The other RPCs use gRPC's callback API. No thread waits while a model runs.
+// ModelStreamInfer keeps any number of requests in flight per stream (reading pauses at
+// kMaxStreamPending unanswered or unwritten ones) and writes the responses in request order, as
+// Triton does for models that are not decoupled (an answer that completes early waits for those
+// before it); a failed request is answered in the stream with `error_message`, and the stream stays
+// open. Each answer the server gave carries Triton's `triton_final_response` parameter (true: every
+// request has one response). Methods of Triton's service that Rampart does not implement answer
+// UNIMPLEMENTED, with a message. A cancelled call (client gone, deadline passed) marks its requests
+// cancelled, so the batcher drops those still queued. RepositoryModelLoad/Unload run on a control
+// thread of their own (loading builds models) and RepositoryIndex on another (it reads the
+// repository), each behind a bounded queue (RESOURCE_EXHAUSTED when full), as HTTP's do.
 //
 // gRPC's headers stay inside this module: this header only declares the front end's surface.
 //
@@ -55,6 +56,14 @@ struct KServeGrpcOptions {
   // Largest request message accepted; larger ones fail with RESOURCE_EXHAUSTED. Triton's (and
   // its clients' send limit): INT32_MAX.
   int max_receive_bytes = std::numeric_limits<int>::max();
+  // Bytes of infer requests (their message size) the front end holds at once, over all calls and
+  // streams; a request that does not fit is refused RESOURCE_EXHAUSTED (a stream's in the
+  // stream, with `error_message`).
+  size_t max_inflight_bytes = size_t{4} << 30;
+  // gRPC's own memory (grpc::ResourceQuota): transport buffers and call state.
+  size_t transport_memory_bytes = size_t{1} << 30;
+  // Rampart's completion-queue threads for the infer methods (`grpc-cq-<i>`); 0 = one per core.
+  int completion_queue_threads = 0;
   std::optional<GrpcTlsOptions> tls;  // plaintext when empty
   // Authentication, policy and quotas (docs/access.md), as HTTP's: every RPC but ServerLive and
   // ServerReady is decided (model:infer, model:read, model:load, model:unload, repository:read,
