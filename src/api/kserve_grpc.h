@@ -5,9 +5,11 @@
 // end, plus the standard `grpc.health.v1.Health` service and server reflection.
 //
 // ModelInfer and ModelStreamInfer use gRPC's asynchronous API on Rampart's own completion-queue
-// threads (api/kserve_grpc_calls.h): the thread that reads a request hands it to the server (and
+// thread (api/kserve_grpc_calls.h): the thread that reads a request hands it to the server (and
 // runs a fast model directly); the completion callback finishes the call from the thread that
-// answered it. The other RPCs use gRPC's callback API. No thread waits while a model runs.
+// answered it. No thread waits while a model runs. The other RPCs are synchronous, on gRPC's
+// synchronous-server threads (repository calls wait there for their worker); the health service
+// is the front end's own (api/kserve_grpc_health.h).
 // ModelStreamInfer keeps any number of requests in flight per stream (reading pauses at
 // kMaxStreamPending unanswered or unwritten ones) and writes the responses in request order, as
 // Triton does for models that are not decoupled (an answer that completes early waits for those
@@ -62,7 +64,9 @@ struct KServeGrpcOptions {
   size_t max_inflight_bytes = size_t{4} << 30;
   // gRPC's own memory (grpc::ResourceQuota): transport buffers and call state.
   size_t transport_memory_bytes = size_t{1} << 30;
-  // Rampart's completion-queue threads for the infer methods (`grpc-cq-<i>`); 0 = one per core.
+  // Rampart's completion-queue threads for the infer methods (`grpc-cq-<i>`), each with its own
+  // queue; 0 = one. gRPC 1.51 has every polling thread poll every connection, so a second thread
+  // hands requests back and forth with the first (docs/benchmarks.md, "gRPC vs HTTP infer").
   int completion_queue_threads = 0;
   std::optional<GrpcTlsOptions> tls;  // plaintext when empty
   // Authentication, policy and quotas (docs/access.md), as HTTP's: every RPC but ServerLive and

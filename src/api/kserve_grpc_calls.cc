@@ -168,7 +168,45 @@ class InferCall {
   bool done_ = false;      // queue thread only
 };
 
+// A call of a method no service implements (Triton's shared-memory, trace and log settings
+// RPCs, a typo): UNIMPLEMENTED naming it. gRPC's own answer carries no message at all.
+class UnknownMethodCall {
+ public:
+  UnknownMethodCall(CallShared& shared, grpc::ServerCompletionQueue* queue)
+      : shared_(shared), queue_(queue), stream_(&context_) {
+    shared_.CallCreated();
+    shared_.unknown_methods->RequestCall(&context_, &stream_, queue_, queue_, &arrived_tag_);
+  }
+  ~UnknownMethodCall() { shared_.CallDeleted(); }
+  UnknownMethodCall(const UnknownMethodCall&) = delete;
+  UnknownMethodCall& operator=(const UnknownMethodCall&) = delete;
+
+ private:
+  void Arrived(bool ok) {
+    if (!ok) {
+      delete this;
+      return;
+    }
+    AwaitUnknownMethod(shared_, queue_);
+    stream_.Finish(ToGrpcStatus(Unimplemented("method '{}' is not implemented by this server",
+                                              context_.method())),
+                   &finished_tag_);
+  }
+  void Finished(bool) { delete this; }
+
+  CallShared& shared_;
+  grpc::ServerCompletionQueue* const queue_;
+  grpc::GenericServerContext context_;
+  grpc::GenericServerAsyncReaderWriter stream_;
+  MemberTag<UnknownMethodCall, &UnknownMethodCall::Arrived> arrived_tag_{this};
+  MemberTag<UnknownMethodCall, &UnknownMethodCall::Finished> finished_tag_{this};
+};
+
 }  // namespace
+
+void AwaitUnknownMethod(CallShared& shared, grpc::ServerCompletionQueue* queue) {
+  new UnknownMethodCall(shared, queue);  // owns itself
+}
 
 void AwaitInfer(CallShared& shared, grpc::ServerCompletionQueue* queue) {
   new InferCall(shared, queue);  // owns itself
@@ -206,6 +244,7 @@ CallPollers::CallPollers(CallShared& shared,
     grpc::ServerCompletionQueue* queue = queues_[i].get();
     AwaitInfer(shared_, queue);
     AwaitStream(shared_, queue);
+    if (shared_.unknown_methods != nullptr) AwaitUnknownMethod(shared_, queue);
     threads_.emplace_back([queue, i] {
       NameThisThread(fmt::format("grpc-cq-{}", i));
       void* tag = nullptr;

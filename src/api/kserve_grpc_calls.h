@@ -7,9 +7,12 @@
 // directly (serve's direct execution), executes it and writes the answer, with no hand-off to
 // another thread. An answer that completes on an instance thread is written from there.
 //
-// Why not gRPC's callback API (which the other methods use): its reactions run on gRPC's own
-// threads, and each unary call cost about seven context switches (docs/benchmarks.md, "gRPC vs
-// HTTP infer"), against one for the same request over HTTP.
+// Why not gRPC's callback API: its reactions run on gRPC's own threads, and each unary call cost
+// about seven context switches (docs/benchmarks.md, "gRPC vs HTTP infer"), against one for the
+// same request over HTTP. The front end registers no callback service at all: one would make
+// gRPC start its own polling threads, which read the infer calls' bytes and wake the queue
+// thread. Likewise one queue thread by default: with gRPC 1.51's epoll engine every polling
+// thread polls every connection, so two of them hand each request from one to the other.
 //
 // Memory: every infer request held by the front end (read and not yet answered) is charged its
 // size against CallShared's byte budget (max_inflight_bytes); one that does not fit is refused
@@ -25,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 
 #include "api/grpc_service.grpc.pb.h"
@@ -34,20 +38,11 @@
 
 namespace rampart::api::grpc_calls {
 
-// The service: its infer methods are asynchronous, the others use the callback API. (The async
-// marks must come first, over the plain Service: gRPC only drops a method's handler when a
-// synchronous method is marked async, not a callback one.)
-namespace service_methods {
-using S = inference::GRPCInferenceService;
-using Async = S::WithAsyncMethod_ModelInfer<S::WithAsyncMethod_ModelStreamInfer<S::Service>>;
-using Control = S::WithCallbackMethod_RepositoryIndex<
-    S::WithCallbackMethod_RepositoryModelLoad<S::WithCallbackMethod_RepositoryModelUnload<Async>>>;
-using Models = S::WithCallbackMethod_ModelReady<S::WithCallbackMethod_ModelMetadata<
-    S::WithCallbackMethod_ModelConfig<S::WithCallbackMethod_ModelStatistics<Control>>>>;
-using All = S::WithCallbackMethod_ServerLive<
-    S::WithCallbackMethod_ServerReady<S::WithCallbackMethod_ServerMetadata<Models>>>;
-}  // namespace service_methods
-using InferService = service_methods::All;
+// The service: its infer methods are asynchronous (here), the others synchronous (gRPC's
+// synchronous-server threads run them; they are not on the hot path, and may wait for a worker).
+using InferService = inference::GRPCInferenceService::WithAsyncMethod_ModelInfer<
+    inference::GRPCInferenceService::WithAsyncMethod_ModelStreamInfer<
+        inference::GRPCInferenceService::Service>>;
 
 // What a completion-queue thread runs for a tag it takes off its queue. Every tag the calls pass
 // to gRPC is one of these, owned by its call.
@@ -108,9 +103,10 @@ struct CallShared {
              audit::AuditSink* audit_in, size_t max_inflight_bytes)
       : server(server_in), access(access_in), audit(audit_in), budget(max_inflight_bytes) {}
   serve::InferenceServer& server;
-  const policy::AccessControl* access;       // null: open
-  audit::AuditSink* audit;                   // null: nothing recorded
-  InferService* service = nullptr;           // set before the first call is awaited
+  const policy::AccessControl* access;                   // null: open
+  audit::AuditSink* audit;                               // null: nothing recorded
+  InferService* service = nullptr;                       // set before the first call is awaited
+  grpc::AsyncGenericService* unknown_methods = nullptr;  // every other method; may stay null
   std::atomic<uint64_t> cancelled_calls{0};  // calls whose client cancelled or timed out
   StreamRegistry streams;
   ByteBudget budget;
@@ -152,5 +148,6 @@ class CallPollers {
 // calls themselves use it).
 void AwaitInfer(CallShared& shared, grpc::ServerCompletionQueue* queue);
 void AwaitStream(CallShared& shared, grpc::ServerCompletionQueue* queue);
+void AwaitUnknownMethod(CallShared& shared, grpc::ServerCompletionQueue* queue);
 
 }  // namespace rampart::api::grpc_calls
