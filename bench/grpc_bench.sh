@@ -13,7 +13,7 @@
 # Usage: bench/grpc_bench.sh --binary build/rampart --repository examples/models
 #                            [--grpc-bench build/bench/grpc_bench] [--duration 10] [--warmup 2]
 #                            [--out FILE] [--start-timeout 120] [--no-stream] [--keep-workdir]
-#                            [--models "simple mlp_classifier"]
+#                            [--models "simple mlp_classifier"] [--grpc-thread-count N]
 # See docs/benchmarks.md.
 set -euo pipefail
 
@@ -54,6 +54,9 @@ while [ $# -gt 0 ]; do
     --start-timeout) start_timeout="${2:?--start-timeout needs a value}"; shift 2 ;;
     --no-stream) streams=0; shift ;;
     --models) read -r -a models <<<"${2:?--models needs a value}"; shift 2 ;;
+    --grpc-thread-count)
+      rampart_extra_args+=(--grpc-thread-count "${2:?--grpc-thread-count needs a value}")
+      shift 2 ;;
     --keep-workdir) keep_workdir=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
