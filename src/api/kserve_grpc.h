@@ -62,8 +62,11 @@ struct KServeGrpcOptions {
   // streams; a request that does not fit is refused RESOURCE_EXHAUSTED (a stream's in the
   // stream, with `error_message`).
   size_t max_inflight_bytes = size_t{4} << 30;
-  // gRPC's own memory (grpc::ResourceQuota): transport buffers and call state.
-  size_t transport_memory_bytes = size_t{1} << 30;
+  // gRPC's own memory (grpc::ResourceQuota): transport buffers and call state. gRPC 1.51 treats
+  // it as memory pressure (it reads less, shrinking flow-control windows) more than as a hard
+  // limit, so it is set above what the byte budget lets calls hold: a request of the largest size
+  // must still be read.
+  size_t transport_memory_bytes = size_t{8} << 30;
   // Rampart's completion-queue threads for the infer methods (`grpc-cq-<i>`), each with its own
   // queue; 0 = one. gRPC 1.51 has every polling thread poll every connection, so a second thread
   // hands requests back and forth with the first (docs/benchmarks.md, "gRPC vs HTTP infer").
