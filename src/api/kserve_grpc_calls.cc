@@ -143,8 +143,13 @@ class InferCall {
     audit.Finish(std::move(status), "", [this](grpc::Status answer) { Answer(std::move(answer)); });
   }
 
-  // Starts Finish: the last thing done to the call outside its own tags.
+  // Starts Finish: the last thing done to the call outside its own tags. The request's bytes go
+  // back to the budget first, so a client that has its answer finds them there.
   void Answer(grpc::Status status) {
+    if (charged_ > 0) {
+      shared_.budget.Give(charged_);
+      charged_ = 0;
+    }
     if (status.ok()) {
       responder_.Finish(response_, status, &finished_tag_);
     } else {
