@@ -7,7 +7,9 @@
 //   grpc_bench --target 127.0.0.1:8001 --model simple --http-body FILE
 //
 // Inputs are made from the model's metadata (batch 1, variable dims 1, deterministic values) and
-// sent as raw_input_contents, Triton clients' default. Prints one line:
+// sent as raw_input_contents, Triton clients' default. One thread drives every call through one
+// completion queue (gRPC's asynchronous API), as wrk drives HTTP from one epoll loop per thread.
+// Prints one line:
 //   rps=<x> p50_us=<y> p99_us=<z> requests=<n> errors=<e>
 // `--http-body FILE` only writes the same request as KServe v2 JSON, for wrk (bench/grpc_bench.sh).
 
@@ -66,96 +68,115 @@ struct Run {
   }
 };
 
-// One unary call in flight at a time, issued again from its own completion.
-class UnaryWorker {
+// What the client's completion-queue thread runs for a tag it takes off the queue.
+class Tag {
  public:
-  UnaryWorker(GRPCInferenceService::Stub& stub, const ModelInferRequest& request, Run& run)
-      : stub_(stub), request_(request), run_(run) {}
+  virtual void Proceed(bool ok) = 0;
+
+ protected:
+  ~Tag() = default;
+};
+
+// One unary call in flight at a time, issued again from its own completion (on the queue thread).
+class UnaryWorker final : public Tag {
+ public:
+  UnaryWorker(GRPCInferenceService::Stub& stub, grpc::CompletionQueue& queue,
+              const ModelInferRequest& request, Run& run)
+      : stub_(stub), queue_(queue), request_(request), run_(run) {}
 
   void Issue() {
     context_ = std::make_unique<grpc::ClientContext>();
     response_.Clear();
     start_ = Clock::now();
     start_phase_ = run_.phase.load();
-    stub_.async()->ModelInfer(context_.get(), &request_, &response_, [this](grpc::Status status) {
-      if (run_.Complete(start_, status.ok(), start_phase_)) {
-        Issue();
-      } else {
-        run_.WorkerDone();
-      }
-    });
+    reader_ = stub_.PrepareAsyncModelInfer(context_.get(), request_, &queue_);
+    reader_->StartCall();
+    reader_->Finish(&response_, &status_, this);
+  }
+
+  void Proceed(bool ok) override {
+    if (run_.Complete(start_, ok && status_.ok(), start_phase_)) {
+      Issue();
+    } else {
+      run_.WorkerDone();
+    }
   }
 
  private:
   GRPCInferenceService::Stub& stub_;
+  grpc::CompletionQueue& queue_;
   const ModelInferRequest& request_;
   Run& run_;
   std::unique_ptr<grpc::ClientContext> context_;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<ModelInferResponse>> reader_;
   ModelInferResponse response_;
+  grpc::Status status_;
   Clock::time_point start_;
   int start_phase_ = kWarmup;
 };
 
-// One bidi stream with one request in flight: write, wait for its response, write the next.
-class StreamWorker final
-    : public grpc::ClientBidiReactor<ModelInferRequest, ModelStreamInferResponse> {
+// One bidi stream with one request in flight: write, read its response, write the next; at the
+// end, half-close and finish. One operation at a time, so one tag serves them all.
+class StreamWorker final : public Tag {
  public:
-  StreamWorker(GRPCInferenceService::Stub& stub, const ModelInferRequest& request, Run& run)
+  StreamWorker(GRPCInferenceService::Stub& stub, grpc::CompletionQueue& queue,
+               const ModelInferRequest& request, Run& run)
       : request_(request), run_(run) {
-    stub.async()->ModelStreamInfer(&context_, this);
+    stream_ = stub.PrepareAsyncModelStreamInfer(&context_, &queue);
   }
 
   void Start() {
-    StartRead(&response_);
-    Send();
-    StartCall();
+    step_ = kStarting;
+    stream_->StartCall(this);
   }
 
-  void OnWriteDone(bool /*ok*/) override {
-    std::lock_guard lock(mutex_);
-    writing_ = false;
-    if (send_pending_) {
-      send_pending_ = false;
-      SendLocked();
+  void Proceed(bool ok) override {
+    switch (step_) {
+      case kStarting:
+      case kReading:
+        if (step_ == kReading) {
+          const bool again =
+              ok && run_.Complete(start_, response_.error_message().empty(), start_phase_);
+          if (!ok) run_.errors.fetch_add(1);
+          if (!again) {
+            step_ = kClosing;
+            stream_->WritesDone(this);
+            return;
+          }
+        } else if (!ok) {
+          run_.errors.fetch_add(1);
+          step_ = kFinishing;
+          stream_->Finish(&status_, this);
+          return;
+        }
+        step_ = kWriting;
+        start_ = Clock::now();
+        start_phase_ = run_.phase.load();
+        stream_->Write(request_, this);
+        return;
+      case kWriting:
+        step_ = kReading;
+        stream_->Read(&response_, this);
+        return;
+      case kClosing:
+        step_ = kFinishing;
+        stream_->Finish(&status_, this);
+        return;
+      case kFinishing: run_.WorkerDone(); return;
     }
   }
-
-  void OnReadDone(bool ok) override {
-    const bool again = ok && run_.Complete(start_, response_.error_message().empty(), start_phase_);
-    if (!ok) run_.errors.fetch_add(1);
-    if (!again) {
-      StartWritesDone();
-      return;
-    }
-    StartRead(&response_);
-    Send();
-  }
-
-  void OnDone(const grpc::Status& /*status*/) override { run_.WorkerDone(); }
 
  private:
-  void Send() {
-    std::lock_guard lock(mutex_);
-    if (writing_) {
-      send_pending_ = true;  // the previous write's completion has not been seen yet
-      return;
-    }
-    SendLocked();
-  }
-  void SendLocked() {
-    writing_ = true;
-    start_ = Clock::now();
-    start_phase_ = run_.phase.load();
-    StartWrite(&request_);
-  }
+  enum Step { kStarting, kWriting, kReading, kClosing, kFinishing };
 
   grpc::ClientContext context_;
   const ModelInferRequest& request_;
   Run& run_;
+  std::unique_ptr<grpc::ClientAsyncReaderWriter<ModelInferRequest, ModelStreamInferResponse>>
+      stream_;
   ModelStreamInferResponse response_;
-  std::mutex mutex_;
-  bool writing_ = false;
-  bool send_pending_ = false;
+  grpc::Status status_;
+  Step step_ = kStarting;
   Clock::time_point start_;
   int start_phase_ = kWarmup;
 };
@@ -288,17 +309,26 @@ int main(int argc, char** argv) {
 
   Run run;
   run.active = concurrency;
+  // The client's own thread polls one completion queue: gRPC's callback API would run each
+  // completion on its own threads, a hand-off or two per request that costs this machine's
+  // shared cores more than the server's work (wrk, the HTTP side's client, is one epoll loop).
+  grpc::CompletionQueue queue;
   std::vector<std::unique_ptr<UnaryWorker>> unary;
   std::vector<std::unique_ptr<StreamWorker>> streams;
   for (int i = 0; i < concurrency; ++i) {
     if (stream) {
-      streams.push_back(std::make_unique<StreamWorker>(*stub, request, run));
+      streams.push_back(std::make_unique<StreamWorker>(*stub, queue, request, run));
       streams.back()->Start();
     } else {
-      unary.push_back(std::make_unique<UnaryWorker>(*stub, request, run));
+      unary.push_back(std::make_unique<UnaryWorker>(*stub, queue, request, run));
       unary.back()->Issue();
     }
   }
+  std::thread poller([&queue] {
+    void* tag = nullptr;
+    bool ok = false;
+    while (queue.Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
+  });
   std::this_thread::sleep_for(std::chrono::duration<double>(warmup));
   run.phase = kMeasure;
   const auto measure_start = Clock::now();
@@ -309,6 +339,8 @@ int main(int argc, char** argv) {
     std::unique_lock lock(run.done_mutex);
     run.done.wait(lock, [&] { return run.active == 0; });
   }
+  queue.Shutdown();
+  poller.join();
 
   std::vector<int64_t> latencies;
   {

@@ -13,6 +13,7 @@
 # Usage: bench/grpc_bench.sh --binary build/rampart --repository examples/models
 #                            [--grpc-bench build/bench/grpc_bench] [--duration 10] [--warmup 2]
 #                            [--out FILE] [--start-timeout 120] [--no-stream] [--keep-workdir]
+#                            [--models "simple mlp_classifier"] [--grpc-thread-count N]
 # See docs/benchmarks.md.
 set -euo pipefail
 
@@ -24,7 +25,7 @@ source "$bench_dir/lib.sh"
 
 # "s" for a count above one, for labels.
 plural() { if [ "$1" -gt 1 ]; then echo s; fi; }
-readonly models=(simple mlp_classifier)
+models=(simple mlp_classifier)
 # Load levels: name, wrk threads, connections (= gRPC calls or streams in flight).
 readonly levels=("c1 1 1" "c64 2 64")
 
@@ -52,12 +53,18 @@ while [ $# -gt 0 ]; do
     --out) out_file="${2:?--out needs a value}"; shift 2 ;;
     --start-timeout) start_timeout="${2:?--start-timeout needs a value}"; shift 2 ;;
     --no-stream) streams=0; shift ;;
+    --models) read -r -a models <<<"${2:?--models needs a value}"; shift 2 ;;
+    --grpc-thread-count)
+      rampart_extra_args+=(--grpc-thread-count "${2:?--grpc-thread-count needs a value}")
+      shift 2 ;;
     --keep-workdir) keep_workdir=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
 
+readonly models
+[ "${#models[@]}" -gt 0 ] || die "--models needs at least one model"
 [[ "$duration" =~ ^[1-9][0-9]*$ ]] || die "--duration must be a positive integer, got '$duration'"
 [[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, got '$warmup'"
 [[ "$start_timeout" =~ ^[1-9][0-9]*$ ]] || die "--start-timeout must be a positive integer"

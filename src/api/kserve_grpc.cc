@@ -1,20 +1,24 @@
 #include "api/kserve_grpc.h"
 
+#include <algorithm>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <sstream>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 
 #include "api/grpc_service.grpc.pb.h"
 #include "api/kserve_grpc_access.h"
 #include "api/kserve_grpc_audit.h"
 #include "api/kserve_grpc_calls.h"
 #include "api/kserve_grpc_codec.h"
+#include "api/kserve_grpc_health.h"
 #include "core/exceptions.h"
 #include "core/serial_worker.h"
 
@@ -27,41 +31,47 @@ using inference::ModelStreamInferResponse;
 
 constexpr char kServiceName[] = "inference.GRPCInferenceService";
 
-// Runs `body` (returning a grpc::Status) and finishes the call with its result; exceptions become
-// INTERNAL here, so none reaches gRPC.
+// Runs `body` (returning a grpc::Status) and answers with its result; exceptions become INTERNAL
+// here, so none reaches gRPC.
 template <typename Body>
-grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, Body&& body) {
-  grpc::Status status;
+grpc::Status Answer(Body&& body) {
   try {
-    status = body();
+    return body();
   } catch (const std::exception& error) {
-    status = grpc::Status(grpc::StatusCode::INTERNAL, error.what());
+    return grpc::Status(grpc::StatusCode::INTERNAL, error.what());
   } catch (...) {
-    status = grpc::Status(grpc::StatusCode::INTERNAL, "unexpected exception");
+    return grpc::Status(grpc::StatusCode::INTERNAL, "unexpected exception");
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(std::move(status));
-  return reactor;
 }
 
-// As Answer, recording the call (with `response`, the message `body` fills) before it finishes.
+// Runs `start`, which arranges for the function it is given to be called once, from any thread,
+// with the call's answer; returns that answer once it comes (a synchronous handler's thread
+// waits for it).
+template <typename Start>
+grpc::Status AwaitAnswer(Start&& start) {
+  auto answered = std::make_shared<std::promise<grpc::Status>>();
+  std::future<grpc::Status> answer = answered->get_future();
+  start([answered](grpc::Status status) { answered->set_value(std::move(status)); });
+  return answer.get();
+}
+
+// Records the call as answered `status` (with `response`), then answers: at once, or once the
+// record is durable (sync sink).
+grpc::Status Recorded(grpc_audit::GrpcRecord& audit, grpc::Status status,
+                      const google::protobuf::Message* response) {
+  if (!audit.recording()) return status;
+  const std::string answered = response != nullptr ? response->SerializeAsString() : "";
+  return AwaitAnswer([&](UniqueFunction<void(grpc::Status)> finish) {
+    audit.Finish(std::move(status), answered, std::move(finish));
+  });
+}
+
+// As Answer, recording the call (with `response`, the message `body` fills) before it answers.
 template <typename Body>
-grpc::ServerUnaryReactor* AnswerRecorded(grpc::CallbackServerContext* context,
-                                         grpc_audit::GrpcRecord& audit,
-                                         const google::protobuf::Message& response, Body&& body) {
-  if (!audit.recording()) return Answer(context, std::forward<Body>(body));
-  grpc::Status status;
-  try {
-    status = body();
-  } catch (const std::exception& error) {
-    status = grpc::Status(grpc::StatusCode::INTERNAL, error.what());
-  } catch (...) {
-    status = grpc::Status(grpc::StatusCode::INTERNAL, "unexpected exception");
-  }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  audit.Finish(std::move(status), response.SerializeAsString(),
-               [reactor](grpc::Status answer) { reactor->Finish(std::move(answer)); });
-  return reactor;
+grpc::Status AnswerRecorded(grpc_audit::GrpcRecord& audit,
+                            const google::protobuf::Message& response, Body&& body) {
+  grpc::Status status = Answer(std::forward<Body>(body));
+  return Recorded(audit, std::move(status), &response);
 }
 
 // Triton's repository load/unload parameters: `config` (load only: the model's config as JSON,
@@ -99,10 +109,16 @@ Result<Control> ControlParameters(const Request& request, bool load) {
   return control;
 }
 
-class Service final : public inference::GRPCInferenceService::CallbackService {
+// ModelInfer and ModelStreamInfer are asynchronous (grpc_calls, on Rampart's queue threads); the
+// other methods are synchronous.
+class Service final : public grpc_calls::InferService {
  public:
   Service(serve::InferenceServer& server, const KServeGrpcOptions& options)
-      : server_(server), options_(options), shared_(server, options.access, options.audit) {}
+      : server_(server),
+        options_(options),
+        shared_(server, options.access, options.audit, options.max_inflight_bytes) {
+    shared_.service = this;
+  }
 
   grpc_calls::CallShared& shared() { return shared_; }
   // Runs queued repository loads and unloads, then stops their thread. REQUIRES: no more calls
@@ -112,32 +128,29 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     repository_reads_.Stop();
   }
 
-  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
-                                       const inference::ServerLiveRequest*,
-                                       inference::ServerLiveResponse* response) override {
-    return Answer(context, [&] {
+  grpc::Status ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*,
+                          inference::ServerLiveResponse* response) override {
+    return Answer([&] {
       response->set_live(server_.IsLive());
       return grpc::Status::OK;
     });
   }
 
-  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context,
-                                        const inference::ServerReadyRequest*,
-                                        inference::ServerReadyResponse* response) override {
-    return Answer(context, [&] {
+  grpc::Status ServerReady(grpc::ServerContext*, const inference::ServerReadyRequest*,
+                           inference::ServerReadyResponse* response) override {
+    return Answer([&] {
       response->set_ready(server_.IsReady());
       return grpc::Status::OK;
     });
   }
 
-  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
-                                       const inference::ModelReadyRequest* request,
-                                       inference::ModelReadyResponse* response) override {
+  grpc::Status ModelReady(grpc::ServerContext* context, const inference::ModelReadyRequest* request,
+                          inference::ModelReadyResponse* response) override {
     grpc_audit::GrpcRecord audit(options_.audit, *context, "ModelReady", request->name(), "");
     if (auto refused = Refused(context, audit, "ModelReady", request->name())) {
-      return FinishNow(context, audit, *refused);
+      return Recorded(audit, *refused, nullptr);
     }
-    return AnswerRecorded(context, audit, *response, [&] {
+    return AnswerRecorded(audit, *response, [&] {
       Result<int64_t> version = ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
       // As Triton: an unknown model is NOT_FOUND, not merely "not ready".
@@ -147,14 +160,13 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     });
   }
 
-  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
-                                           const inference::ServerMetadataRequest*,
-                                           inference::ServerMetadataResponse* response) override {
+  grpc::Status ServerMetadata(grpc::ServerContext* context, const inference::ServerMetadataRequest*,
+                              inference::ServerMetadataResponse* response) override {
     grpc_audit::GrpcRecord audit(options_.audit, *context, "ServerMetadata", "*", "");
     if (auto refused = Refused(context, audit, "ServerMetadata")) {
-      return FinishNow(context, audit, *refused);
+      return Recorded(audit, *refused, nullptr);
     }
-    return AnswerRecorded(context, audit, *response, [&] {
+    return AnswerRecorded(audit, *response, [&] {
       response->set_name(options_.server_name);
       response->set_version(options_.server_version);
       // binary_tensor_data and logging are HTTP-only extensions.
@@ -165,14 +177,14 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     });
   }
 
-  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
-                                          const inference::ModelMetadataRequest* request,
-                                          inference::ModelMetadataResponse* response) override {
+  grpc::Status ModelMetadata(grpc::ServerContext* context,
+                             const inference::ModelMetadataRequest* request,
+                             inference::ModelMetadataResponse* response) override {
     grpc_audit::GrpcRecord audit(options_.audit, *context, "ModelMetadata", request->name(), "");
     if (auto refused = Refused(context, audit, "ModelMetadata", request->name())) {
-      return FinishNow(context, audit, *refused);
+      return Recorded(audit, *refused, nullptr);
     }
-    return AnswerRecorded(context, audit, *response, [&] {
+    return AnswerRecorded(audit, *response, [&] {
       Result<int64_t> version = ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
       Result<serve::ModelMetadata> metadata = server_.Metadata(request->name(), *version);
@@ -182,14 +194,14 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     });
   }
 
-  grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* context,
-                                        const inference::ModelConfigRequest* request,
-                                        inference::ModelConfigResponse* response) override {
+  grpc::Status ModelConfig(grpc::ServerContext* context,
+                           const inference::ModelConfigRequest* request,
+                           inference::ModelConfigResponse* response) override {
     grpc_audit::GrpcRecord audit(options_.audit, *context, "ModelConfig", request->name(), "");
     if (auto refused = Refused(context, audit, "ModelConfig", request->name())) {
-      return FinishNow(context, audit, *refused);
+      return Recorded(audit, *refused, nullptr);
     }
-    return AnswerRecorded(context, audit, *response, [&] {
+    return AnswerRecorded(audit, *response, [&] {
       Result<int64_t> version = ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
       auto model = server_.GetModel(request->name(), *version);
@@ -199,17 +211,17 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     });
   }
 
-  grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
-                                            const inference::ModelStatisticsRequest* request,
-                                            inference::ModelStatisticsResponse* response) override {
+  grpc::Status ModelStatistics(grpc::ServerContext* context,
+                               const inference::ModelStatisticsRequest* request,
+                               inference::ModelStatisticsResponse* response) override {
     grpc_audit::GrpcRecord audit(options_.audit, *context, "ModelStatistics",
                                  request->name().empty() ? "*" : request->name(), "");
     // Every model's statistics (no name) is the resource "*".
     if (auto refused = Refused(context, audit, "ModelStatistics",
                                request->name().empty() ? "*" : request->name())) {
-      return FinishNow(context, audit, *refused);
+      return Recorded(audit, *refused, nullptr);
     }
-    return AnswerRecorded(context, audit, *response, [&] {
+    return AnswerRecorded(audit, *response, [&] {
       Result<int64_t> version = request->version().empty() ? Result<int64_t>(serve::kLatestVersion)
                                                            : ParseModelVersion(request->version());
       if (!version.ok()) return ToGrpcStatus(version.status());
@@ -222,58 +234,46 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   }
 
   // Reads the repository's directory: on the repository thread.
-  grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
-                                            const inference::RepositoryIndexRequest* request,
-                                            inference::RepositoryIndexResponse* response) override {
+  grpc::Status RepositoryIndex(grpc::ServerContext* context,
+                               const inference::RepositoryIndexRequest* request,
+                               inference::RepositoryIndexResponse* response) override {
     grpc_audit::GrpcRecord audit(options_.audit, *context, "RepositoryIndex", "*", "");
     if (auto refused = Refused(context, audit, "RepositoryIndex")) {
-      return FinishNow(context, audit, *refused);
+      return Recorded(audit, *refused, nullptr);
     }
-    return OnWorker(repository_reads_, context, std::move(audit), "reading the repository index",
-                    [=, this] {
-                      if (!request->repository_name().empty()) {
-                        return Unimplemented("'repository_name' specification is not supported");
-                      }
-                      for (const serve::ModelIndexEntry& entry : server_.RepositoryIndex()) {
-                        if (request->ready() && entry.state != "READY") continue;
-                        auto& model = *response->add_models();
-                        model.set_name(entry.name);
-                        model.set_version(entry.version);
-                        model.set_state(entry.state);
-                        model.set_reason(entry.reason);
-                      }
-                      return Status::Ok();
-                    });
+    return OnWorker(repository_reads_, std::move(audit), "reading the repository index", [=, this] {
+      if (!request->repository_name().empty()) {
+        return Unimplemented("'repository_name' specification is not supported");
+      }
+      for (const serve::ModelIndexEntry& entry : server_.RepositoryIndex()) {
+        if (request->ready() && entry.state != "READY") continue;
+        auto& model = *response->add_models();
+        model.set_name(entry.name);
+        model.set_version(entry.version);
+        model.set_state(entry.state);
+        model.set_reason(entry.reason);
+      }
+      return Status::Ok();
+    });
   }
 
-  grpc::ServerUnaryReactor* RepositoryModelLoad(
-      grpc::CallbackServerContext* context, const inference::RepositoryModelLoadRequest* request,
-      inference::RepositoryModelLoadResponse*) override {
+  grpc::Status RepositoryModelLoad(grpc::ServerContext* context,
+                                   const inference::RepositoryModelLoadRequest* request,
+                                   inference::RepositoryModelLoadResponse*) override {
     return RepositoryControl(context, *request, /*load=*/true);
   }
 
-  grpc::ServerUnaryReactor* RepositoryModelUnload(
-      grpc::CallbackServerContext* context, const inference::RepositoryModelUnloadRequest* request,
-      inference::RepositoryModelUnloadResponse*) override {
+  grpc::Status RepositoryModelUnload(grpc::ServerContext* context,
+                                     const inference::RepositoryModelUnloadRequest* request,
+                                     inference::RepositoryModelUnloadResponse*) override {
     return RepositoryControl(context, *request, /*load=*/false);
-  }
-
-  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
-                                       const ModelInferRequest* request,
-                                       ModelInferResponse* response) override {
-    return grpc_calls::StartInfer(shared_, context, request, response);
-  }
-
-  grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* ModelStreamInfer(
-      grpc::CallbackServerContext* context) override {
-    return grpc_calls::StartStream(shared_, context);
   }
 
  private:
   // The refusal of a call of `method` (its action and resource type: grpc_access::RpcActions)
   // on the resource `name`, or nullopt when it may go on (open, or granted). A rate's refusal
   // carries `retry-after` in the trailing metadata.
-  std::optional<grpc::Status> Refused(grpc::CallbackServerContext* context,
+  std::optional<grpc::Status> Refused(grpc::ServerContextBase* context,
                                       grpc_audit::GrpcRecord& audit, std::string_view method,
                                       std::string_view name = "") {
     const policy::AccessControl* access = options_.access;
@@ -295,62 +295,52 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     return grpc_access::StatusOf(*refusal, grpc_access::RequestIdOf(*context));
   }
 
-  // Finishes the call at once with `status`.
-  static grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
-                                             grpc_audit::GrpcRecord& audit, grpc::Status status) {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    audit.Finish(std::move(status), "",
-                 [reactor](grpc::Status answer) { reactor->Finish(std::move(answer)); });
-    return reactor;
-  }
-
   // Loading reads files and builds models: it runs on the control thread, one at a time, and
   // finishes the call from there (as HTTP does).
   template <typename Request>
-  grpc::ServerUnaryReactor* RepositoryControl(grpc::CallbackServerContext* context,
-                                              const Request& request, bool load) {
+  grpc::Status RepositoryControl(grpc::ServerContext* context, const Request& request, bool load) {
     const std::string_view method = load ? "RepositoryModelLoad" : "RepositoryModelUnload";
     grpc_audit::GrpcRecord audit(options_.audit, *context, method, request.model_name(), "");
     if (audit.recording()) audit.SetRequestContent(request.SerializeAsString());
     if (auto refused = Refused(context, audit, method, request.model_name())) {
-      return FinishNow(context, audit, *refused);
+      return Recorded(audit, *refused, nullptr);
     }
     Result<Control> control = ControlParameters(request, load);
-    if (!control.ok()) return FinishNow(context, audit, ToGrpcStatus(control.status()));
+    if (!control.ok()) return Recorded(audit, ToGrpcStatus(control.status()), nullptr);
     return OnWorker(
-        control_, context, std::move(audit), load ? "loading a model" : "unloading a model",
+        control_, std::move(audit), load ? "loading a model" : "unloading a model",
         [this, load, model = request.model_name(), control = std::move(control).value()]() mutable {
           return load ? server_.LoadModel(model, std::move(control.config))
                       : server_.UnloadModel(model, control.unload_dependents);
         });
   }
 
-  // Runs `work` (returning a Status; it may fill the call's response) on `worker` and finishes
-  // the call from there. A full queue finishes it RESOURCE_EXHAUSTED at once, a stopping worker
-  // UNAVAILABLE; an exception from `work` becomes its Status.
-  // The call is recorded by `audit` as it finishes.
+  // Runs `work` (returning a Status; it may fill the call's response) on `worker` and answers
+  // with its result once it ran. A full queue answers RESOURCE_EXHAUSTED at once, a stopping
+  // worker UNAVAILABLE; an exception from `work` becomes its Status. The call is recorded by
+  // `audit` as it finishes.
   template <typename Work>
-  grpc::ServerUnaryReactor* OnWorker(SerialWorker& worker, grpc::CallbackServerContext* context,
-                                     grpc_audit::GrpcRecord audit, std::string_view what,
-                                     Work work) {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    const auto finish = [reactor](grpc::Status answer) { reactor->Finish(std::move(answer)); };
-    // Shared, so that a refused Post still has it to record the refusal.
-    auto held = std::make_shared<grpc_audit::GrpcRecord>(std::move(audit));
-    const Status queued = CatchAsStatus("queuing a repository call", [&] {
-      return worker.Post([held, finish, what, work = std::move(work)]() mutable {
-        held->Finish(ToGrpcStatus(CatchAsStatus(what, [&] { return work(); })), "", finish);
+  static grpc::Status OnWorker(SerialWorker& worker, grpc_audit::GrpcRecord audit,
+                               std::string_view what, Work work) {
+    return AwaitAnswer([&](UniqueFunction<void(grpc::Status)> finish) {
+      // Shared, so that a refused Post still has them to record the refusal.
+      auto held = std::make_shared<grpc_audit::GrpcRecord>(std::move(audit));
+      auto finish_held = std::make_shared<UniqueFunction<void(grpc::Status)>>(std::move(finish));
+      const Status queued = CatchAsStatus("queuing a repository call", [&] {
+        return worker.Post([held, finish_held, what, work = std::move(work)]() mutable {
+          held->Finish(ToGrpcStatus(CatchAsStatus(what, [&] { return work(); })), "",
+                       std::move(*finish_held));
+        });
       });
+      if (queued.code() == StatusCode::kResourceExhausted) {
+        held->Finish(
+            ToGrpcStatus(ResourceExhausted(
+                "too many repository requests are waiting ({}); retry later", queued.message())),
+            "", std::move(*finish_held));
+      } else if (!queued.ok()) {
+        held->Finish(ToGrpcStatus(queued), "", std::move(*finish_held));
+      }
     });
-    if (queued.code() == StatusCode::kResourceExhausted) {
-      held->Finish(
-          ToGrpcStatus(ResourceExhausted(
-              "too many repository requests are waiting ({}); retry later", queued.message())),
-          "", finish);
-    } else if (!queued.ok()) {
-      held->Finish(ToGrpcStatus(queued), "", finish);
-    }
-    return reactor;
   }
 
   serve::InferenceServer& server_;
@@ -360,24 +350,6 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   // last: they stop first.
   SerialWorker repository_reads_{"grpc-index", kMaxQueuedRepositoryCalls};
   SerialWorker control_{"grpc-control", kMaxQueuedRepositoryCalls};
-};
-
-// Every method no service here implements (Triton's shared-memory, trace and log settings
-// RPCs, a typo): UNIMPLEMENTED naming it. gRPC's own answer carries no message at all.
-class UnimplementedMethods final : public grpc::CallbackGenericService {
- public:
-  grpc::ServerGenericBidiReactor* CreateReactor(
-      grpc::GenericCallbackServerContext* context) override {
-    class Reactor final : public grpc::ServerGenericBidiReactor {
-     public:
-      explicit Reactor(const std::string& method) {
-        Finish(
-            ToGrpcStatus(Unimplemented("method '{}' is not implemented by this server", method)));
-      }
-      void OnDone() override { delete this; }
-    };
-    return new Reactor(context->method());
-  }
 };
 
 Result<std::string> ReadPem(const std::string& path, std::string_view flag) {
@@ -419,9 +391,11 @@ struct KServeGrpc::Impl {
       : options(std::move(options_in)), service(server, options) {}
 
   const KServeGrpcOptions options;
-  Service service;                            // outlives grpc_server (declared before it)
-  UnimplementedMethods unimplemented;         // likewise
-  std::unique_ptr<grpc::Server> grpc_server;  // null until started
+  Service service;                                   // outlives grpc_server (declared before it)
+  grpc::AsyncGenericService unknown_methods;         // likewise
+  grpc_health::HealthService health{kServiceName};   // likewise
+  std::unique_ptr<grpc::Server> grpc_server;         // null until started
+  std::unique_ptr<grpc_calls::CallPollers> pollers;  // null until started
   int port = 0;
   bool stopped = false;
   bool shut_down = false;
@@ -437,26 +411,45 @@ Result<std::unique_ptr<KServeGrpc>> KServeGrpc::Start(serve::InferenceServer& se
     ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, Credentials(options));
     auto impl = std::make_unique<Impl>(server, std::move(options));
     const std::string target = HostPort(impl->options.address, impl->options.port);
-    grpc::EnableDefaultHealthCheckService(true);
+    // Ours instead (api/kserve_grpc_health.h says why).
+    grpc::EnableDefaultHealthCheckService(false);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;
     builder.AddListeningPort(target, credentials, &impl->port);
     builder.RegisterService(&impl->service);
-    builder.RegisterCallbackGenericService(&impl->unimplemented);
+    builder.RegisterService(&impl->health);
+    builder.RegisterAsyncGenericService(&impl->unknown_methods);
+    impl->service.shared().unknown_methods = &impl->unknown_methods;
     builder.SetMaxReceiveMessageSize(impl->options.max_receive_bytes);
+    // gRPC's own buffers (transport reads and writes, call state) draw on a quota of their own;
+    // the requests held in flight are bounded by the front end's byte budget.
+    grpc::ResourceQuota quota("rampart-grpc");
+    quota.Resize(impl->options.transport_memory_bytes);
+    builder.SetResourceQuota(quota);
+    const size_t queue_count = impl->options.completion_queue_threads > 0
+                                   ? static_cast<size_t>(impl->options.completion_queue_threads)
+                                   : 1;
+    std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues;
+    for (size_t i = 0; i < queue_count; ++i) queues.push_back(builder.AddCompletionQueue());
     // Without this, Linux lets a second server bind the same port and steal half the calls.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     impl->grpc_server = builder.BuildAndStart();
     if (impl->grpc_server == nullptr || impl->port == 0) {
       impl->grpc_server.reset();
+      for (auto& queue : queues) {  // drained before they go
+        queue->Shutdown();
+        void* tag = nullptr;
+        bool ok = false;
+        while (queue->Next(&tag, &ok)) {
+        }
+      }
       return Unavailable("gRPC cannot listen on {}{}", target,
                          impl->options.tls ? " (is the address free, and are the TLS certificate "
                                              "and key valid PEM that belong together?)"
                                            : " (is the address free?)");
     }
-    if (grpc::HealthCheckServiceInterface* health = impl->grpc_server->GetHealthCheckService()) {
-      health->SetServingStatus(kServiceName, true);
-    }
+    impl->pollers =
+        std::make_unique<grpc_calls::CallPollers>(impl->service.shared(), std::move(queues));
     return std::unique_ptr<KServeGrpc>(new KServeGrpc(std::move(impl)));
   } catch (const std::exception& error) {
     return Internal("starting the gRPC server: {}", error.what());
@@ -472,9 +465,7 @@ uint64_t KServeGrpc::cancelled_calls() const {
 void KServeGrpc::StopServing() {
   if (impl_->stopped) return;
   impl_->stopped = true;
-  if (grpc::HealthCheckServiceInterface* health = impl_->grpc_server->GetHealthCheckService()) {
-    health->SetServingStatus(false);
-  }
+  impl_->health.SetServingAll(false);
   impl_->service.shared().streams.StopAll();
 }
 
@@ -482,8 +473,10 @@ void KServeGrpc::Shutdown(std::chrono::milliseconds timeout) {
   if (impl_->shut_down) return;
   StopServing();
   impl_->shut_down = true;
+  impl_->health.Shutdown();  // its Watch calls end: the server's Shutdown waits for them
   // Returns once every call's handler is done (cancelled at the deadline if still running).
   impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + timeout);
+  impl_->pollers->Stop();  // once the calls the server still held are answered
   impl_->service.StopControl();
 }
 

@@ -4,19 +4,22 @@
 // `inference.GRPCInferenceService` on its own port, over the same InferenceServer as the HTTP front
 // end, plus the standard `grpc.health.v1.Health` service and server reflection.
 //
-// Every RPC uses gRPC's callback API: handlers run on gRPC's own threads, hand infer requests to
-// the server and return at once; the completion callback (on an instance thread) finishes the
-// call. No thread waits while a model runs. ModelStreamInfer keeps any number of requests in
-// flight per stream (reading pauses at kMaxStreamPending unanswered or unwritten ones) and
-// writes the responses in request order, as Triton does for models that are not decoupled (an
-// answer that completes early waits for those before it); a failed request is answered in the
-// stream with `error_message`, and the stream stays open. Each answer the server gave carries
-// Triton's `triton_final_response` parameter (true: every request has one response). Methods of
-// Triton's service that Rampart does not implement answer UNIMPLEMENTED, with a message. A
-// cancelled call (client gone, deadline passed) marks its requests cancelled, so the batcher drops
-// those still queued. RepositoryModelLoad/Unload run on a control thread of their own (loading
-// builds models) and RepositoryIndex on another (it reads the repository), each behind a bounded
-// queue (RESOURCE_EXHAUSTED when full), as HTTP's do.
+// ModelInfer and ModelStreamInfer use gRPC's asynchronous API on Rampart's own completion-queue
+// thread (api/kserve_grpc_calls.h): the thread that reads a request hands it to the server (and
+// runs a fast model directly); the completion callback finishes the call from the thread that
+// answered it. No thread waits while a model runs. The other RPCs are synchronous, on gRPC's
+// synchronous-server threads (repository calls wait there for their worker); the health service
+// is the front end's own (api/kserve_grpc_health.h).
+// ModelStreamInfer keeps any number of requests in flight per stream (reading pauses at
+// kMaxStreamPending unanswered or unwritten ones) and writes the responses in request order, as
+// Triton does for models that are not decoupled (an answer that completes early waits for those
+// before it); a failed request is answered in the stream with `error_message`, and the stream stays
+// open. Each answer the server gave carries Triton's `triton_final_response` parameter (true: every
+// request has one response). Methods of Triton's service that Rampart does not implement answer
+// UNIMPLEMENTED, with a message. A cancelled call (client gone, deadline passed) marks its requests
+// cancelled, so the batcher drops those still queued. RepositoryModelLoad/Unload run on a control
+// thread of their own (loading builds models) and RepositoryIndex on another (it reads the
+// repository), each behind a bounded queue (RESOURCE_EXHAUSTED when full), as HTTP's do.
 //
 // gRPC's headers stay inside this module: this header only declares the front end's surface.
 //
@@ -55,6 +58,19 @@ struct KServeGrpcOptions {
   // Largest request message accepted; larger ones fail with RESOURCE_EXHAUSTED. Triton's (and
   // its clients' send limit): INT32_MAX.
   int max_receive_bytes = std::numeric_limits<int>::max();
+  // Bytes of infer requests (their message size) the front end holds at once, over all calls and
+  // streams; a request that does not fit is refused RESOURCE_EXHAUSTED (a stream's in the
+  // stream, with `error_message`).
+  size_t max_inflight_bytes = size_t{4} << 30;
+  // gRPC's own memory (grpc::ResourceQuota): transport buffers and call state. gRPC 1.51 treats
+  // it as memory pressure (it reads less, shrinking flow-control windows) more than as a hard
+  // limit, so it is set above what the byte budget lets calls hold: a request of the largest size
+  // must still be read.
+  size_t transport_memory_bytes = size_t{8} << 30;
+  // Rampart's completion-queue threads for the infer methods (`grpc-cq-<i>`), each with its own
+  // queue; 0 = one. gRPC 1.51 has every polling thread poll every connection, so a second thread
+  // hands requests back and forth with the first (docs/benchmarks.md, "gRPC vs HTTP infer").
+  int completion_queue_threads = 0;
   std::optional<GrpcTlsOptions> tls;  // plaintext when empty
   // Authentication, policy and quotas (docs/access.md), as HTTP's: every RPC but ServerLive and
   // ServerReady is decided (model:infer, model:read, model:load, model:unload, repository:read,

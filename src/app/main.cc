@@ -137,6 +137,8 @@ api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings,
   options.server_name = settings.server_name;
   options.server_version = RAMPART_VERSION;
   options.max_receive_bytes = static_cast<int>(settings.grpc_max_input_size);  // checked
+  options.max_inflight_bytes = static_cast<size_t>(settings.grpc_max_inflight_bytes);
+  options.completion_queue_threads = settings.grpc_thread_count;
   if (settings.grpc_use_ssl || settings.grpc_use_ssl_mutual) {
     options.tls = api::GrpcTlsOptions{.server_cert = settings.grpc_server_cert,
                                       .server_key = settings.grpc_server_key,
@@ -660,6 +662,11 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   option("--grpc-max-input-size", settings.grpc_max_input_size,
          "Largest gRPC request message in bytes; larger ones "
          "get RESOURCE_EXHAUSTED");
+  option("--grpc-thread-count", settings.grpc_thread_count,
+         "Threads polling the gRPC connections and running infer calls (grpc-cq-<i>)");
+  option("--grpc-max-inflight-bytes", settings.grpc_max_inflight_bytes,
+         "Bytes of infer requests the gRPC front end holds at once (all calls and streams); "
+         "past it requests get RESOURCE_EXHAUSTED");
   switch_flag("--grpc-use-ssl", settings.grpc_use_ssl,
               "Serve gRPC over TLS (needs --grpc-server-cert and "
               "--grpc-server-key)");

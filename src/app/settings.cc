@@ -96,6 +96,9 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"grpc_address", Field(settings.grpc_address, "server.grpc_address")},
       {"grpc_port", Field(settings.grpc_port, "server.grpc_port")},
       {"grpc_max_input_size", Field(settings.grpc_max_input_size, "server.grpc_max_input_size")},
+      {"grpc_max_inflight_bytes",
+       Field(settings.grpc_max_inflight_bytes, "server.grpc_max_inflight_bytes")},
+      {"grpc_thread_count", Field(settings.grpc_thread_count, "server.grpc_thread_count")},
       {"grpc_use_ssl", Field(settings.grpc_use_ssl, "server.grpc_use_ssl")},
       {"grpc_use_ssl_mutual", Field(settings.grpc_use_ssl_mutual, "server.grpc_use_ssl_mutual")},
       {"grpc_server_cert", Field(settings.grpc_server_cert, "server.grpc_server_cert")},
@@ -167,6 +170,16 @@ Status Validate(const ServeSettings& settings) {
       settings.grpc_max_input_size > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
     return InvalidArgument("--grpc-max-input-size must be in [1, 2147483647], got {}",
                            settings.grpc_max_input_size);
+  }
+  if (settings.grpc_thread_count < 1 || settings.grpc_thread_count > 64) {
+    return InvalidArgument("--grpc-thread-count must be in [1, 64], got {}",
+                           settings.grpc_thread_count);
+  }
+  if (settings.grpc_max_inflight_bytes < settings.grpc_max_input_size) {
+    return InvalidArgument(
+        "--grpc-max-inflight-bytes ({}) must be at least --grpc-max-input-size ({}): a request "
+        "of the largest size could never be served",
+        settings.grpc_max_inflight_bytes, settings.grpc_max_input_size);
   }
   if (settings.http_ssl_cert.empty() != settings.http_ssl_key.empty()) {
     return InvalidArgument("HTTPS needs both --http-ssl-cert and --http-ssl-key");

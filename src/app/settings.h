@@ -46,6 +46,12 @@ struct ServeSettings {
   int grpc_port = 8001;
   // Triton's limit, which its clients send up to (HTTP's is 64 MiB in both).
   uint64_t grpc_max_input_size = std::numeric_limits<int32_t>::max();
+  // Bytes of infer requests the gRPC front end holds at once (all calls and streams); past it
+  // requests are refused RESOURCE_EXHAUSTED. At least grpc_max_input_size, or a request of the
+  // largest size could never be served.
+  uint64_t grpc_max_inflight_bytes = uint64_t{4} << 30;
+  // Rampart's gRPC completion-queue threads (KServeGrpcOptions::completion_queue_threads).
+  int grpc_thread_count = 1;
   // TLS for gRPC (Triton's flags); --grpc-use-ssl-mutual implies --grpc-use-ssl.
   bool grpc_use_ssl = false;
   bool grpc_use_ssl_mutual = false;

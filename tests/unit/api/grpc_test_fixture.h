@@ -77,6 +77,7 @@ class GrpcTest : public ::testing::Test {
     ASSERT_TRUE(server_->LoadStartupModels().ok());
     KServeGrpcOptions grpc_options = Options();
     grpc_options.access = access_;
+    if (max_inflight_bytes_ > 0) grpc_options.max_inflight_bytes = max_inflight_bytes_;
     auto started = KServeGrpc::Start(*server_, grpc_options);
     ASSERT_TRUE(started.ok()) << started.status().ToString();
     grpc_ = std::move(started).value();
@@ -151,6 +152,8 @@ class GrpcTest : public ::testing::Test {
   // Access control for the front end (null: open); a derived fixture sets it in its
   // constructor.
   const policy::AccessControl* access_ = nullptr;
+  // The front end's budget of request bytes in flight (0: the default); likewise.
+  size_t max_inflight_bytes_ = 0;
   testing::Gate gate_;
   backend::BackendRegistry backends_;
   fs::path repository_;

@@ -5,6 +5,7 @@
 #include <future>
 #include <thread>
 
+#include "api/health.grpc.pb.h"
 #include "grpc_test_fixture.h"
 #include "testing/eventually.h"
 
@@ -200,6 +201,33 @@ TEST_F(GrpcTest, StopServingEndsOpenStreamsAndHealth) {
   EXPECT_EQ(status.error_message(), "the server is shutting down");
   EXPECT_EQ(HealthStatus(""), "NOT_SERVING");
   grpc_->Shutdown(5s);
+}
+
+TEST_F(GrpcTest, HealthWatchSendsTheStatusThenEachChangeUntilShutdown) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::ClientContext context;
+  context.set_deadline(Deadline());
+  grpc::health::v1::HealthCheckRequest request;
+  auto watch = health->Watch(&context, request);
+  grpc::health::v1::HealthCheckResponse response;
+  ASSERT_TRUE(watch->Read(&response));
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+
+  grpc::ClientContext unknown_context;
+  unknown_context.set_deadline(Deadline());
+  request.set_service("no.such.Service");
+  auto unknown = health->Watch(&unknown_context, request);
+  ASSERT_TRUE(unknown->Read(&response));
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVICE_UNKNOWN);
+  unknown_context.TryCancel();
+  EXPECT_EQ(unknown->Finish().error_code(), grpc::StatusCode::CANCELLED);
+
+  grpc_->StopServing();
+  ASSERT_TRUE(watch->Read(&response));
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  grpc_->Shutdown(5s);  // ends the watch (the server's shutdown waits for it)
+  EXPECT_FALSE(watch->Read(&response));
+  EXPECT_EQ(watch->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
 TEST_F(GrpcTest, ReflectionListsTheServices) {

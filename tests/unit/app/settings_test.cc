@@ -164,7 +164,8 @@ TEST(Settings, GrpcKeysLiveUnderServer) {
   const std::string path = WriteTemp(
       "server:\n  allow_grpc: false\n  grpc_address: 127.0.0.1\n  grpc_port: 0\n"
       "  grpc_use_ssl_mutual: true\n  grpc_server_cert: /c.pem\n  grpc_server_key: /k.pem\n"
-      "  grpc_root_cert: /ca.pem\n  grpc_max_input_size: 2048\n");
+      "  grpc_root_cert: /ca.pem\n  grpc_max_input_size: 2048\n"
+      "  grpc_max_inflight_bytes: 4096\n");
   ASSERT_TRUE(ApplyYamlFile(path, settings).ok());
   EXPECT_FALSE(settings.allow_grpc);
   EXPECT_EQ(settings.grpc_address, "127.0.0.1");
@@ -174,7 +175,19 @@ TEST(Settings, GrpcKeysLiveUnderServer) {
   EXPECT_EQ(settings.grpc_server_key, "/k.pem");
   EXPECT_EQ(settings.grpc_root_cert, "/ca.pem");
   EXPECT_EQ(settings.grpc_max_input_size, 2048u);
+  EXPECT_EQ(settings.grpc_max_inflight_bytes, 4096u);
   std::filesystem::remove(path);
+}
+
+TEST(Settings, GrpcInflightBytesHoldTheLargestRequest) {
+  ServeSettings settings;
+  settings.model_repository = "/models";
+  EXPECT_EQ(settings.grpc_max_inflight_bytes, uint64_t{4} << 30);
+  settings.grpc_max_inflight_bytes = settings.grpc_max_input_size - 1;
+  EXPECT_NE(Validate(settings).message().find("must be at least --grpc-max-input-size"),
+            std::string::npos);
+  settings.grpc_max_input_size = 1024;
+  EXPECT_TRUE(Validate(settings).ok());
 }
 
 TEST(Settings, GrpcTlsNeedsItsFiles) {

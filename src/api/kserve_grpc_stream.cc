@@ -1,0 +1,409 @@
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "api/kserve_grpc.h"
+#include "api/kserve_grpc_access.h"
+#include "api/kserve_grpc_audit.h"
+#include "api/kserve_grpc_calls.h"
+#include "api/kserve_grpc_codec.h"
+#include "core/clock.h"
+#include "core/exceptions.h"
+#include "core/trace.h"
+
+namespace rampart::api::grpc_calls {
+namespace {
+
+using inference::ModelInferRequest;
+using inference::ModelInferResponse;
+using inference::ModelStreamInferResponse;
+using InferResult = Result<std::unique_ptr<serve::InferResponse>>;
+
+// Decodes; an exception (running out of memory) becomes a Status (core/exceptions.h).
+Result<std::unique_ptr<serve::InferRequest>> SafeDecode(ModelInferRequest& request) {
+  return CatchAsStatus("decoding the infer request", [&] { return DecodeInferRequest(request); });
+}
+
+// Fills `out` from a completed request; the status the stream entry ends with.
+Status SafeEncode(InferResult& result, ModelInferResponse& out) {
+  if (!result.ok()) return result.status();
+  return CatchAsStatus("encoding the infer response", [&] {
+    EncodeInferResponse(**result, out);
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+// One ModelStreamInfer call. Reads requests one after another and hands each to the server
+// without waiting for the previous one; responses are written one at a time in request order,
+// as Triton writes them for models that are not decoupled (clients that send no `id` match
+// answers by position): each request read gets the next slot in answers_, and a slot is written
+// once it and every slot before it are filled. The stream finishes once reading has ended
+// (client half-close, cancellation or a drain) and every request in flight has been answered
+// and its answer written (or dropped, when the stream was cancelled or its write side broke).
+//
+// Read, Write and Finish are started under mutex_ (the asynchronous API never runs a tag inline,
+// so this cannot deadlock), which keeps "finished" and "start another operation" from racing.
+// Every tag comes back on the stream's queue, so one completion-queue thread runs them one at a
+// time; the server's callbacks (Respond, maybe on an instance thread) only change the state and
+// start operations under mutex_. The call deletes itself on its queue's thread once Finish and
+// the done notification have completed and no read or write is outstanding (taking mutex_
+// first, so that a Respond that just released it is out).
+class StreamCall {
+ public:
+  StreamCall(CallShared& shared, grpc::ServerCompletionQueue* queue)
+      : shared_(shared), queue_(queue), stream_(&context_) {
+    shared_.CallCreated();
+    context_.AsyncNotifyWhenDone(&done_tag_);
+    shared_.service->RequestModelStreamInfer(&context_, &stream_, queue_, queue_, &arrived_tag_);
+  }
+  ~StreamCall() {
+    if (registered_) shared_.streams.Unregister(this);
+    for (const auto& [slot, bytes] : charged_) shared_.budget.Give(bytes);
+    shared_.CallDeleted();
+  }
+  StreamCall(const StreamCall&) = delete;
+  StreamCall& operator=(const StreamCall&) = delete;
+
+  // The server is draining: end the stream once its requests in flight are answered.
+  void Stop() {
+    Progress([&] { stopping_ = true; });
+  }
+
+ private:
+  // The stream opened: the caller is authenticated once (UNAUTHENTICATED ends it at once); the
+  // credentials are kept, and each request is authenticated with them again, so a key revoked
+  // or a token expiring while the stream is open stops working at its next request.
+  void Arrived(bool ok) {
+    if (!ok) {  // the server is shutting down: the call never started, no other tag comes
+      delete this;
+      return;
+    }
+    AwaitStream(shared_, queue_);
+    if (shared_.access != nullptr && shared_.access->enforcing()) {
+      peer_ = grpc_access::PeerOf(context_);
+      const identity::Credentials credentials = grpc_access::CredentialsOf(context_, peer_);
+      Result<identity::Identity> identity = shared_.access->Authenticate(credentials);
+      if (!identity.ok()) {
+        std::lock_guard lock(mutex_);
+        finished_ = true;
+        stream_.Finish(
+            grpc_access::StatusOf(policy::AccessRefusal::Unauthenticated(identity.status()), ""),
+            &finished_tag_);
+        return;
+      }
+      authorization_ = std::string(credentials.authorization);
+      api_key_ = std::string(credentials.api_key);
+    }
+    registered_ = true;
+    const bool accepted = shared_.streams.Register(this);
+    if (!accepted) registered_ = false;
+    Progress([&] { stopping_ = stopping_ || !accepted; });
+  }
+
+  void ReadDone(bool ok) {
+    uint64_t slot = 0;
+    bool handle = false;
+    Progress([&] {
+      // A request that arrives as the stream finishes (a drain raced with it) is dropped: once
+      // Finish is called nothing may be handed to the server, whose answer would outlive us.
+      if (!ok || finished_) {
+        reading_ = false;
+        reads_done_ = reads_done_ || !ok;
+        return;
+      }
+      // Counted from here, so the stream cannot finish (and be deleted) while Handle runs or
+      // before the server's callback for this request has run.
+      ++in_flight_;
+      slot = first_slot_ + answers_.size();
+      answers_.emplace_back();
+      handle = true;
+    });
+    if (handle) {
+      // Handle answers the slot itself (now, or from the server's callback); should it throw
+      // before the request reached the server, the slot is answered here, so the stream ends.
+      if (!RunLoggingExceptions("a gRPC stream", [&] { Handle(slot); })) {
+        RunLoggingExceptions("a gRPC stream", [&] {
+          Respond(slot, Error(Internal("the request failed (see the server's log)"),
+                              request_.model_name(), request_.model_version(), request_.id()));
+        });
+      }
+      Progress([&] { reading_ = false; });
+    }
+    MaybeDelete();
+  }
+
+  void WriteDone(bool ok) {
+    Progress([&] {
+      writing_ = false;
+      answers_.pop_front();
+      ++first_slot_;
+      if (!ok) write_failed_ = true;
+    });
+    MaybeDelete();
+  }
+
+  void Done(bool) {
+    if (context_.IsCancelled()) {
+      cancelled_->store(true, std::memory_order_relaxed);
+      shared_.cancelled_calls.fetch_add(1, std::memory_order_relaxed);
+    }
+    Progress([&] { done_ = true; });
+    MaybeDelete();
+  }
+
+  void Finished(bool) {
+    {
+      std::lock_guard lock(mutex_);
+      finish_done_ = true;
+    }
+    MaybeDelete();
+  }
+
+  // On the queue's thread, last in each tag: deletes the call once nothing more can happen to it.
+  void MaybeDelete() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!finish_done_ || !done_ || reading_ || writing_) return;
+    }
+    delete this;
+  }
+
+  // Decodes request_ and hands it to the server, or answers the error in the stream, into
+  // answers_'s `slot`. The request is already counted in in_flight_; Respond uncounts it.
+  void Handle(uint64_t slot) {
+    const SteadyTime arrival = Clock::Real().Now();
+    grpc_audit::GrpcRecord audit(shared_.audit, peer_.address, "ModelStreamInfer",
+                                 request_.model_name(), request_.id());
+    if (audit.recording()) audit.SetRequestContent(request_.SerializeAsString());
+    const size_t bytes = request_.ByteSizeLong();
+    if (!shared_.budget.TryTake(bytes)) {
+      const Status refused = ResourceExhausted(
+          "the server holds too many request bytes in flight (limit {} bytes; this request: {}); "
+          "retry later",
+          shared_.budget.limit(), bytes);
+      RespondRecorded(
+          slot, std::move(audit), ToGrpcStatus(refused).error_code(),
+          Error(refused, request_.model_name(), request_.model_version(), request_.id()));
+      return;
+    }
+    charged_[slot] = bytes;  // given back when the slot is answered (Respond)
+    policy::Reservation reservation;
+    std::string tenant;
+    if (shared_.access != nullptr && shared_.access->enforcing()) {
+      const grpc_access::RpcAction& decided = grpc_access::RpcActionOf("ModelStreamInfer");
+      std::optional<policy::AccessRefusal> refusal;
+      Result<identity::Identity> identity = shared_.access->Authenticate(identity::Credentials{
+          .authorization = authorization_, .api_key = api_key_, .peer = &peer_});
+      if (!identity.ok()) refusal = policy::AccessRefusal::Unauthenticated(identity.status());
+      if (!refusal) {
+        const policy::Decision decision = shared_.access->Authorise(
+            *identity, decided.action,
+            policy::Resource{.type = decided.resource_type, .name = request_.model_name()},
+            peer_.address);
+        audit.Note(*identity, decision);
+        if (!decision.allowed) refusal = policy::AccessRefusal::Forbidden(decision);
+      }
+      if (!refusal) {
+        tenant = identity->tenant;
+        policy::QuotaLedger::Admission admission = shared_.access->Admit(*identity, 0);
+        if (!admission.admitted()) refusal = policy::AccessRefusal::Quota(*admission.refusal);
+        reservation = std::move(admission.reservation);
+      }
+      if (refusal) {
+        const std::string request_id =
+            request_.id().empty() ? "req_" + TraceContext::Start().TraceId() : request_.id();
+        const Status refused(refusal->ToStatus().code(), refusal->AnswerMessage(request_id));
+        RespondRecorded(
+            slot, std::move(audit), ToGrpcStatus(refused).error_code(),
+            Error(refused, request_.model_name(), request_.model_version(), request_.id()));
+        return;
+      }
+    }
+    Result<std::unique_ptr<serve::InferRequest>> decoded = SafeDecode(request_);
+    if (!decoded.ok()) {
+      RespondRecorded(
+          slot, std::move(audit), ToGrpcStatus(decoded.status()).error_code(),
+          Error(decoded.status(), request_.model_name(), request_.model_version(), request_.id()));
+      return;
+    }
+    (*decoded)->arrival = arrival;
+    (*decoded)->cancelled = cancelled_;
+    (*decoded)->tenant = std::move(tenant);
+    shared_.server.Infer(
+        std::move(decoded).value(),
+        [this, slot, model = request_.model_name(), version = request_.model_version(),
+         id = request_.id(), reservation = std::move(reservation),
+         audit = std::move(audit)](InferResult result) mutable {
+          if (!reservation.empty()) reservation.Settle(0);
+          ModelStreamInferResponse response;
+          grpc::StatusCode code = grpc::StatusCode::OK;
+          // The slot is answered whatever building its answer throws: the stream counts on it.
+          RunLoggingExceptions("a gRPC stream's answer", [&] {
+            if (Status encoded = SafeEncode(result, *response.mutable_infer_response());
+                !encoded.ok()) {
+              code = ToGrpcStatus(encoded).error_code();
+              response = Error(encoded, model, version, id);
+            }
+            // As Triton's stream writer marks each request's last response (for a model that is
+            // not decoupled, its only one); a request refused before it reached the server has
+            // none.
+            (*response.mutable_infer_response()->mutable_parameters())["triton_final_response"]
+                .set_bool_param(true);
+          });
+          RespondRecorded(slot, std::move(audit), code, std::move(response));
+        });
+  }
+
+  // Respond, once `audit` recorded the request as answered `code` (sync: once the record is
+  // durable; a refused record answers UNAVAILABLE in the stream instead). The slot stays counted
+  // in in_flight_ meanwhile, so the stream lives until it is answered.
+  void RespondRecorded(uint64_t slot, grpc_audit::GrpcRecord audit, grpc::StatusCode code,
+                       ModelStreamInferResponse response) {
+    if (!audit.recording()) {
+      Respond(slot, std::move(response));
+      return;
+    }
+    const std::string answered = response.SerializeAsString();
+    grpc::Status status = code == grpc::StatusCode::OK
+                              ? grpc::Status::OK
+                              : grpc::Status(code, response.error_message());
+    audit.Finish(std::move(status), answered,
+                 [this, slot, response = std::move(response)](grpc::Status recorded) mutable {
+                   if (recorded.error_code() == grpc::StatusCode::UNAVAILABLE &&
+                       response.error_message().empty()) {
+                     response = Error(Unavailable("{}", recorded.error_message()),
+                                      response.infer_response().model_name(),
+                                      response.infer_response().model_version(),
+                                      response.infer_response().id());
+                   }
+                   Respond(slot, std::move(response));
+                 });
+  }
+
+  // A failed request's answer; it names the request, so clients can match it.
+  static ModelStreamInferResponse Error(const Status& status, const std::string& model,
+                                        const std::string& version, const std::string& id) {
+    ModelStreamInferResponse response;
+    response.set_error_message(status.message());
+    response.mutable_infer_response()->set_model_name(model);
+    response.mutable_infer_response()->set_model_version(version);
+    response.mutable_infer_response()->set_id(id);
+    return response;
+  }
+
+  // On an instance thread (or in Handle): the answer for answers_'s `slot`.
+  void Respond(uint64_t slot, ModelStreamInferResponse response) {
+    Progress([&] {
+      --in_flight_;
+      if (auto charged = charged_.find(slot); charged != charged_.end()) {
+        shared_.budget.Give(charged->second);
+        charged_.erase(charged);
+      }
+      // Once cancelled or broken, answers_ is cut back and nothing more is written.
+      if (!write_failed_ && !cancelled_->load(std::memory_order_relaxed)) {
+        answers_[slot - first_slot_] = std::move(response);
+      }
+    });
+  }
+
+  // Runs `change` under mutex_, then starts the next write, resumes reading or finishes, as the
+  // state allows.
+  template <typename Change>
+  void Progress(Change change) {
+    std::lock_guard lock(mutex_);
+    change();
+    ProgressLocked();
+  }
+
+  // REQUIRES: mutex_ held. Starts the next write, resumes reading or starts Finish once nothing
+  // is left to do (finished_ is set then).
+  void ProgressLocked() {
+    if (finished_) return;
+    const bool cancelled = cancelled_->load(std::memory_order_relaxed);
+    if (cancelled || write_failed_) {
+      // Nobody will read the answers (the write on the wire completes by itself).
+      while (answers_.size() > (writing_ ? 1u : 0u)) answers_.pop_back();
+    } else if (!writing_ && !answers_.empty() && answers_.front()) {
+      writing_ = true;
+      stream_.Write(*answers_.front(), &write_tag_);
+    }
+    const bool ending = reads_done_ || stopping_ || cancelled || write_failed_;
+    // answers_ holds a slot for every request in flight and every answer not yet written.
+    if (!ending && !reading_ && answers_.size() < static_cast<size_t>(kMaxStreamPending)) {
+      reading_ = true;
+      stream_.Read(&request_, &read_tag_);
+    }
+    if (!ending || in_flight_ > 0 || writing_ || !answers_.empty()) return;
+    finished_ = true;
+    grpc::Status status = grpc::Status::OK;
+    if (cancelled || write_failed_) {
+      status = grpc::Status(grpc::StatusCode::CANCELLED, "the stream was cancelled");
+    } else if (stopping_ && !reads_done_) {
+      status = ToGrpcStatus(Unavailable("the server is shutting down"));
+    }
+    stream_.Finish(status, &finished_tag_);
+  }
+
+  CallShared& shared_;
+  grpc::ServerCompletionQueue* const queue_;
+  grpc::ServerContext context_;
+  grpc::ServerAsyncReaderWriter<ModelStreamInferResponse, ModelInferRequest> stream_;
+  MemberTag<StreamCall, &StreamCall::Arrived> arrived_tag_{this};
+  MemberTag<StreamCall, &StreamCall::ReadDone> read_tag_{this};
+  MemberTag<StreamCall, &StreamCall::WriteDone> write_tag_{this};
+  MemberTag<StreamCall, &StreamCall::Finished> finished_tag_{this};
+  MemberTag<StreamCall, &StreamCall::Done> done_tag_{this};
+  // The caller's credentials, as the stream opened (set in Arrived; unused when access is open).
+  std::string authorization_;
+  std::string api_key_;
+  Peer peer_;
+  bool registered_ = false;  // queue thread; in shared_.streams
+  const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
+  ModelInferRequest request_;  // target of the read in progress; used by the read path only
+
+  std::mutex mutex_;
+  // Guarded. One slot per request read and not yet written, in request order, filled by its
+  // answer; front() is on the wire if writing_. first_slot_ numbers the front slot.
+  std::deque<std::optional<ModelStreamInferResponse>> answers_;
+  std::map<uint64_t, size_t> charged_;  // guarded; budget bytes of each slot in the server's hands
+  uint64_t first_slot_ = 0;             // guarded by mutex_
+  bool writing_ = false;                // guarded by mutex_
+  bool reading_ = false;       // guarded; a read is outstanding or its request being handled
+  bool reads_done_ = false;    // guarded; the client half-closed (or the read side broke)
+  bool write_failed_ = false;  // guarded; the write side broke: nobody reads the answers
+  bool stopping_ = false;      // guarded; the server is draining
+  bool finished_ = false;      // guarded; Finish was started
+  bool finish_done_ = false;   // guarded; Finish's tag came back
+  bool done_ = false;          // guarded; the done notification came back
+  int in_flight_ = 0;          // guarded; requests read and not yet answered
+};
+
+bool StreamRegistry::Register(StreamCall* stream) {
+  std::lock_guard lock(mutex_);
+  if (stopped_) return false;
+  streams_.insert(stream);
+  return true;
+}
+
+void StreamRegistry::Unregister(StreamCall* stream) {
+  std::lock_guard lock(mutex_);
+  streams_.erase(stream);
+}
+
+void StreamRegistry::StopAll() {
+  std::lock_guard lock(mutex_);
+  stopped_ = true;
+  // No stream is deleted meanwhile: its destructor waits for mutex_ to unregister.
+  for (StreamCall* stream : streams_) stream->Stop();
+}
+
+void AwaitStream(CallShared& shared, grpc::ServerCompletionQueue* queue) {
+  new StreamCall(shared, queue);  // owns itself
+}
+
+}  // namespace rampart::api::grpc_calls
