@@ -76,6 +76,18 @@ bench: build
 	$(BUILD_DIR)/bench/guard_bench
 	$(BUILD_DIR)/bench/vector_bench
 	$(BUILD_DIR)/bench/vector_durability_bench
+	bench/metrics_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models
+	bench/access_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models
+	bench/audit_infer_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models
+	bench/crypto_bench.sh --binary $(BUILD_DIR)/bench/crypto_bench
+	$(BUILD_DIR)/bench/audit_bench
+	$(BUILD_DIR)/bench/guard_stage_bench
+	$(BUILD_DIR)/bench/http_client_bench
+	$(BUILD_DIR)/bench/auth_bench
+	$(BUILD_DIR)/bench/policy_bench
+	$(BUILD_DIR)/bench/quota_bench
+	$(BUILD_DIR)/bench/store_bench
+	$(BUILD_DIR)/bench/hub_text_bench
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)
