@@ -326,13 +326,14 @@ SerialWorker& FilesHttp::Worker() {
 }
 
 RecordedResponder FilesHttp::Recorded(const net::HttpRequest& request, net::Responder responder,
-                                      std::string_view action, std::string_view resource) {
-  if (options_.audit == nullptr) return RecordedResponder(std::move(responder));
+                                      std::string_view action, std::string_view resource,
+                                      std::string& request_id) {
   const TraceContext trace = TraceContext::Start();
+  request_id = gateway::RequestId(request, trace);
+  if (options_.audit == nullptr) return RecordedResponder(std::move(responder));
   return RecordedResponder(
       std::move(responder), options_.audit,
-      StartRecord(request, "files", trace.TraceId(), gateway::RequestId(request, trace), action,
-                  "file", resource),
+      StartRecord(request, "files", trace.TraceId(), request_id, action, "file", resource),
       request.received);
 }
 
@@ -398,11 +399,11 @@ void FilesHttp::Handle(net::HttpRequest&& request, net::Responder responder) {
 }
 
 void FilesHttp::Create(net::HttpRequest&& request, net::Responder responder) {
-  auto recorded =
-      std::make_shared<RecordedResponder>(Recorded(request, std::move(responder), kCreate, "*"));
+  std::string request_id;
+  auto recorded = std::make_shared<RecordedResponder>(
+      Recorded(request, std::move(responder), kCreate, "*", request_id));
   std::optional<std::string> tenant = Check(request, *recorded, kCreate, "*");
   if (!tenant) return;
-  const std::string request_id = gateway::RequestId(request, TraceContext::Start());
   Result<std::string> boundary =
       net::MultipartParser::BoundaryOf(request.Header("content-type").value_or(""));
   if (!boundary.ok()) {
@@ -425,11 +426,11 @@ void FilesHttp::Create(net::HttpRequest&& request, net::Responder responder) {
 }
 
 void FilesHttp::List(net::HttpRequest&& request, net::Responder responder) {
-  auto recorded =
-      std::make_shared<RecordedResponder>(Recorded(request, std::move(responder), kRead, "*"));
+  std::string request_id;
+  auto recorded = std::make_shared<RecordedResponder>(
+      Recorded(request, std::move(responder), kRead, "*", request_id));
   std::optional<std::string> tenant = Check(request, *recorded, kRead, "*");
   if (!tenant) return;
-  const std::string request_id = gateway::RequestId(request, TraceContext::Start());
   store::FileQuery query{.tenant = std::move(*tenant), .limit = 10000};
   const std::string_view parameters = request.query();
   if (auto limit = QueryValue(parameters, "limit")) {
@@ -489,11 +490,11 @@ void FilesHttp::List(net::HttpRequest&& request, net::Responder responder) {
 }
 
 void FilesHttp::Retrieve(net::HttpRequest&& request, net::Responder responder, std::string id) {
-  auto recorded =
-      std::make_shared<RecordedResponder>(Recorded(request, std::move(responder), kRead, id));
+  std::string request_id;
+  auto recorded = std::make_shared<RecordedResponder>(
+      Recorded(request, std::move(responder), kRead, id, request_id));
   std::optional<std::string> tenant = Check(request, *recorded, kRead, id);
   if (!tenant) return;
-  const std::string request_id = gateway::RequestId(request, TraceContext::Start());
   OnWorker(recorded, request, [this, recorded, request_id, tenant = *tenant, id] {
     Result<std::optional<store::StoredFile>> file = store_.GetFile(tenant, id);
     if (!file.ok()) {
@@ -542,11 +543,11 @@ struct Download : std::enable_shared_from_this<Download> {
 }  // namespace
 
 void FilesHttp::Content(net::HttpRequest&& request, net::Responder responder, std::string id) {
-  auto recorded =
-      std::make_shared<RecordedResponder>(Recorded(request, std::move(responder), kRead, id));
+  std::string request_id;
+  auto recorded = std::make_shared<RecordedResponder>(
+      Recorded(request, std::move(responder), kRead, id, request_id));
   std::optional<std::string> tenant = Check(request, *recorded, kRead, id);
   if (!tenant) return;
-  const std::string request_id = gateway::RequestId(request, TraceContext::Start());
   SerialWorker& worker = Worker();
   const Status posted = worker.Post([this, &worker, recorded, request_id, tenant = *tenant, id] {
     Result<std::optional<store::StoredFile>> file = store_.GetFile(tenant, id);
@@ -578,11 +579,11 @@ void FilesHttp::Content(net::HttpRequest&& request, net::Responder responder, st
 }
 
 void FilesHttp::Delete(net::HttpRequest&& request, net::Responder responder, std::string id) {
-  auto recorded =
-      std::make_shared<RecordedResponder>(Recorded(request, std::move(responder), kDelete, id));
+  std::string request_id;
+  auto recorded = std::make_shared<RecordedResponder>(
+      Recorded(request, std::move(responder), kDelete, id, request_id));
   std::optional<std::string> tenant = Check(request, *recorded, kDelete, id);
   if (!tenant) return;
-  const std::string request_id = gateway::RequestId(request, TraceContext::Start());
   OnWorker(recorded, request, [this, recorded, request_id, tenant = *tenant, id] {
     const Status deleted = store_.DeleteFile(tenant, id);
     if (deleted.code() == StatusCode::kNotFound) {

@@ -73,8 +73,11 @@ class FilesHttp {
   FilesHttp(store::Store& store, FilesOptions options);
   class Upload;
 
+  // `responder`, recording the request (api "files") when there is an audit log; sets
+  // `request_id` to the request's id (x-request-id, or a new one), for answers and the record.
   RecordedResponder Recorded(const net::HttpRequest& request, net::Responder responder,
-                             std::string_view action, std::string_view resource);
+                             std::string_view action, std::string_view resource,
+                             std::string& request_id);
   // The caller's tenant once allowed `action`, or nullopt once the refusal was answered.
   std::optional<std::string> Check(const net::HttpRequest& request, RecordedResponder& responder,
                                    std::string_view action, std::string_view resource);

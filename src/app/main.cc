@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "api/admin_http.h"
+#include "api/files_http.h"
 #include "api/kserve_grpc.h"
 #include "api/kserve_http.h"
 #include "api/openai_http.h"
@@ -419,10 +420,68 @@ int Serve(const ServeSettings& settings) {
   api::OpenAiHttp openai(**gateway, reload, access_control, admin.get(), audit_sink);
   LOG_INFO("OpenAI gateway at /v1; routing table:\n{}", (*gateway)->Describe());
 
+  // The OpenAI Files API (/v1/files): metadata in the access store, else the keyring's, else a
+  // SQLite store of its own when --data-dir is given; bytes under <data-dir>/files. Without a
+  // store it is off (501).
+  std::unique_ptr<store::Store> files_own_store;
+  store::Store* files_store = access ? access->store.get() : (keyring ? keyring->store : nullptr);
+  if (files_store == nullptr && !settings.data_dir.empty()) {
+    Result<std::unique_ptr<store::Store>> opened = store::OpenSqliteStore(data_dir);
+    if (!opened.ok()) {
+      LOG_ERROR("files: {}", opened.status().message());
+      return 1;
+    }
+    files_own_store = std::move(opened).value();
+    files_store = files_own_store.get();
+  }
+  std::unique_ptr<crypto::Envelope> files_envelope;
+  std::unique_ptr<api::FilesHttp> files;
+  if (files_store != nullptr) {
+    if (!settings.files_seal_key.empty()) {
+      if (!keyring) {
+        LOG_ERROR("files: files.seal_key needs the keyring (--master-key-file)");
+        return 1;
+      }
+      const Status ensured = keyring->runtime.keyring->Ensure(
+          settings.files_seal_key, crypto::KeyPurpose::kWrapping, "aes-256-gcm");
+      if (!ensured.ok()) {
+        LOG_ERROR("files: the sealing key: {}", ensured.message());
+        return 1;
+      }
+      files_envelope = std::make_unique<crypto::Envelope>(*keyring->runtime.keyring);
+    }
+    auto created = api::FilesHttp::Create(*files_store,
+                                          api::FilesOptions{.dir = data_dir + "/files",
+                                                            .max_bytes = settings.files_max_bytes,
+                                                            .envelope = files_envelope.get(),
+                                                            .seal_key = settings.files_seal_key,
+                                                            .access = access_control,
+                                                            .audit = audit_sink});
+    if (!created.ok()) {
+      LOG_ERROR("files: {}", created.status().message());
+      return 1;
+    }
+    files = std::move(created).value();
+    http_options.streamed_body = [&files](const net::HttpRequest& head) {
+      return files->StreamedBodyLimit(head);
+    };
+    LOG_INFO("Files API at /v1/files: {} (bytes under {}/files{})", files_store->Describe(),
+             data_dir, files_envelope ? ", sealed" : "");
+  }
+
   auto http = net::HttpServer::Start(
       http_options,
-      [&kserve, &openai](net::HttpRequest&& request, net::Responder responder) {
-        if (api::OpenAiHttp::Owns(request.path())) {
+      [&kserve, &openai, &files](net::HttpRequest&& request, net::Responder responder) {
+        if (api::FilesHttp::Owns(request.path())) {
+          if (files) {
+            files->Handle(std::move(request), std::move(responder));
+          } else {
+            responder.Send({.status = 501,
+                            .body = R"({"error":{"message":"the Files API needs a store: give )"
+                                    R"(--data-dir, an access: section or a keyring","type":)"
+                                    R"("server_error","param":null,"code":null}})"});
+          }
+        } else if (api::OpenAiHttp::Owns(request.path())) {
           openai.Handle(std::move(request), std::move(responder));
         } else {
           kserve.Handle(std::move(request), std::move(responder));
@@ -495,6 +554,7 @@ int Serve(const ServeSettings& settings) {
   if (metrics_http) metrics_http->Shutdown(std::chrono::milliseconds(0));
   kserve.Shutdown();
   openai.Shutdown();
+  if (files) files->Shutdown();
   if (admin) admin->Shutdown();
   gateway->reset();  // after the HTTP server: its streams call back into the gateway
   // Models go first: their threads may still hold responders that point into the HTTP server.
@@ -617,6 +677,11 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
          "then 408");
   option("--http-body-min-rate", settings.http_body_min_rate,
          "Bytes per second a slow request body must keep (0 = the body timeout alone)");
+  option("--files-max-bytes", settings.files_max_bytes,
+         "The Files API's limit on a file's content (bytes); a larger upload gets 413");
+  serve->add_option("--files-seal-key", settings.files_seal_key,
+                    "Keyring key that seals uploaded files at rest (made when missing; needs the "
+                    "keyring)");
   option("--http-max-body-bytes-in-flight", settings.http_max_body_bytes_in_flight,
          "Bytes of request bodies being read at once, over all connections; a body past it gets "
          "503 (0 = no limit)");

@@ -299,14 +299,17 @@ const std::vector<std::string_view>& KnownActions() {
       "admin:roles:grant",
       "admin:audit:read",
       "admin:policy:read",
+      "files:create",
+      "files:read",
+      "files:delete",
   };
   return kActions;
 }
 
 const std::vector<std::string_view>& KnownResourceTypes() {
   static const std::vector<std::string_view> kTypes = {
-      "model", "route",  "server",   "repository", "tenant",  "principal",
-      "key",   "policy", "document", "role",       "keyring", "audit"};
+      "model",  "route",    "server", "repository", "tenant", "principal", "key",
+      "policy", "document", "role",   "keyring",    "audit",  "file"};
   return kTypes;
 }
 
