@@ -1,8 +1,8 @@
 // Rampart's /v1 gateway through the official openai Node SDK (v4): chat whole and streamed, a
 // stream broken mid-way (the SDK must raise), embeddings in the SDK's default encoding (base64,
 // decoded by the SDK) and as floats, models.list and models.retrieve, and an unknown model
-// (NotFoundError); the Files API: an upload streamed from a file (the SDK sends it chunked,
-// without a Content-Length), list, retrieve, content, delete, a 404 and a bad purpose (400).
+// (NotFoundError); the Files API: an upload streamed from a file (fs.createReadStream), list
+// paged, retrieve, content, delete, a 404 and a bad purpose (400).
 // run_check.py starts the fake upstream and rampart and sets:
 //   RAMPART_BASE_URL   http://127.0.0.1:PORT/v1
 //   CHAT_MODEL         a model answered by the fake upstream with CHAT_ANSWER
