@@ -9,6 +9,9 @@ Uploads a file of --megabytes MiB (default 300) to POST /v1/files as the Node SD
 memory (VmRSS) while it runs: its growth over the idle server must stay under --max-growth-mb
 (default 64), far below the file. Then the content comes back byte for byte (SHA-256, streamed),
 an upload over --files-max-bytes is 413 and leaves no file behind, and a delete removes the bytes.
+Then, with an access: section: two tenants' keys, each seeing only its own files (another
+tenant's file is 404 to retrieve, read and delete, and absent from its list), and a key whose
+role may not upload refused 403.
 Prints one line per check and ends with "N passed, M failed"; exits non-zero on failure.
 """
 
@@ -18,6 +21,7 @@ import http.client
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -66,6 +70,93 @@ def upload(port: int, megabytes: int, digest):
     body = response.read()
     connection.close()
     return response.status, body
+
+
+POLICY = """
+roles:
+  - name: uploader
+  - name: reader
+rules:
+  - id: uploaders
+    effect: permit
+    principal: {role: uploader}
+    action: [files:create, files:read, files:delete]
+    resource: {type: file}
+  - id: readers
+    effect: permit
+    principal: {role: reader}
+    action: files:read
+    resource: {type: file}
+  - id: everyone-reads-the-server
+    effect: permit
+    action: server:read
+"""
+
+
+def tenants(args, temp: str) -> str:
+    """Two tenants' files through one server: each sees only its own."""
+    data_dir = os.path.join(temp, "tenants-data")
+    repository = os.path.join(temp, "tenants-models")
+    os.makedirs(repository)
+    policy = os.path.join(temp, "files-policy.yaml")
+    with open(policy, "w") as out:
+        out.write(POLICY)
+    config = os.path.join(temp, "files-access.yaml")
+    with open(config, "w") as out:
+        out.write(f"access:\n  policy_files: [{policy}]\n")
+
+    def rampart(*arguments: str) -> str:
+        done = subprocess.run([args.binary, *arguments, "--data-dir", data_dir],
+                              capture_output=True, text=True, timeout=60)
+        check(done.returncode == 0, f"rampart {' '.join(arguments)}: {done.stderr}")
+        return done.stdout.strip()
+
+    keys = {}
+    for tenant in ("acme", "beta"):
+        rampart("tenants", "create", tenant)
+        keys[tenant] = rampart("keys", "create", "--tenant", tenant, "--name", "up",
+                               "--role", "uploader")
+    keys["reader"] = rampart("keys", "create", "--tenant", "acme", "--name", "rd",
+                             "--role", "reader")
+    server = e2e.Server(args.binary, repository, ["--config", config, "--data-dir", data_dir],
+                        wait_for="live")
+    try:
+        server.start()
+        client = server.client()
+
+        def call(method: str, path: str, key: str, body: bytes = None, content_type: str = ""):
+            headers = {"authorization": f"Bearer {key}"}
+            if content_type:
+                headers["content-type"] = content_type
+            return client.request(method, path, body, headers)
+
+        body = b"".join(multipart(1, hashlib.sha256()))
+        kind = f"multipart/form-data; boundary={BOUNDARY}"
+        uploaded = call("POST", "/v1/files", keys["acme"], body, kind)
+        check(uploaded.status == 200, f"acme upload: {uploaded!r}")
+        file_id = uploaded.json()["id"]
+        check(call("GET", f"/v1/files/{file_id}", keys["acme"]).status == 200, "acme retrieve")
+        check(call("GET", f"/v1/files/{file_id}", keys["reader"]).status == 200,
+              "acme's reader retrieve")
+        for method, path in (("GET", f"/v1/files/{file_id}"),
+                             ("GET", f"/v1/files/{file_id}/content"),
+                             ("DELETE", f"/v1/files/{file_id}")):
+            other = call(method, path, keys["beta"])
+            check(other.status == 404, f"beta {method} {path}: {other!r}")
+        listed = call("GET", "/v1/files", keys["beta"]).json()
+        check(listed["data"] == [], f"beta's list: {listed}")
+        listed = call("GET", "/v1/files", keys["acme"]).json()
+        check([f["id"] for f in listed["data"]] == [file_id], f"acme's list: {listed}")
+        refused = call("POST", "/v1/files", keys["reader"], body, kind)
+        check(refused.status == 403, f"a reader's upload: {refused!r}")
+        anonymous = client.request("GET", "/v1/files")
+        check(anonymous.status == 401, f"no credentials: {anonymous!r}")
+        check(call("DELETE", f"/v1/files/{file_id}", keys["acme"]).status == 200, "acme delete")
+        client.close()
+        server.stop()
+    finally:
+        server.cleanup()
+    return "another tenant's file is 404 and unlisted; a reader's upload 403; no key 401"
 
 
 def run(args) -> int:
@@ -165,6 +256,7 @@ def run(args) -> int:
             step("an upload over the limit is 413 and leaves nothing", over_limit)
             step("delete removes the bytes", delete)
         server.stop()
+        step("files belong to their tenant", lambda: tenants(args, temp))
     except E2eError as error:
         failed += 1
         print(f"FAIL {error}\n{server.describe()}", flush=True)
