@@ -679,9 +679,9 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
          "Bytes per second a slow request body must keep (0 = the body timeout alone)");
   option("--files-max-bytes", settings.files_max_bytes,
          "The Files API's limit on a file's content (bytes); a larger upload gets 413");
-  serve->add_option("--files-seal-key", settings.files_seal_key,
-                    "Keyring key that seals uploaded files at rest (made when missing; needs the "
-                    "keyring)");
+  option("--files-seal-key", settings.files_seal_key,
+         "Keyring key that seals uploaded files at rest (made when missing; needs the keyring); "
+         "empty: files are kept plain");
   option("--http-max-body-bytes-in-flight", settings.http_max_body_bytes_in_flight,
          "Bytes of request bodies being read at once, over all connections; a body past it gets "
          "503 (0 = no limit)");
@@ -754,7 +754,8 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   serve
       ->add_option("--data-dir", settings.data_dir,
                    "Directory of Rampart's persistent state (the SQLite store) when the config "
-                   "has an access: section; unset, the config's access.data_dir, else ./data")
+                   "has an access: section; unset, the config's access.data_dir, else ./data. "
+                   "Given, it also turns the Files API on without one (files under <dir>/files)")
       ->default_str(std::string(kDefaultDataDir));
   option("--master-key-file", settings.master_key_file,
          "File holding the keyring's 32-byte master key (raw, hex or base64; mode "
