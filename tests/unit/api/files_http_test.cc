@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "crypto/keyring.h"
@@ -285,6 +286,62 @@ TEST_P(FilesHttpTest, AClientGoneMidUploadLeavesNoFile) {
   ASSERT_TRUE(testing::Eventually([&] { return FilesOnDisk().empty(); }));
   auto listed = Send(http::verb::get, "/v1/files");
   EXPECT_EQ(Field(listed.body(), "first_id"), "null");
+}
+
+// Sealed records bind the tenant, the file and their place: another tenant's context, a record
+// dropped from the end, or records swapped between files fail to open.
+TEST_P(FilesHttpTest, SealedFilesDoNotOpenElsewhereOrCutShort) {
+  if (!GetParam()) GTEST_SKIP() << "plain files are not sealed";
+  FileStorage storage(dir_ + "/files", envelope_.get(), "files");
+  const std::string content = Content(FileStorage::kRecordBytes * 2 + 100);  // three records
+  const auto write = [&](const std::string& id) {
+    auto writer = storage.Create("acme", id);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    ASSERT_TRUE((*writer)->Write(content).ok());
+    ASSERT_TRUE((*writer)->Commit().ok());
+  };
+  const auto read = [&](const std::string& tenant, const std::string& id) -> Result<std::string> {
+    ASSIGN_OR_RETURN(auto reader, storage.Open(tenant, id, "envelope"));
+    std::string all;
+    while (true) {
+      ASSIGN_OR_RETURN(std::string piece, reader->Next());
+      if (piece.empty()) return all;
+      all += piece;
+    }
+  };
+  const std::string a = "file-aaaaaaaaaaaaaaaaaaaaaaaa";
+  const std::string b = "file-bbbbbbbbbbbbbbbbbbbbbbbb";
+  write(a);
+  write(b);
+  auto whole = read("acme", a);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_TRUE(*whole == content);
+  EXPECT_FALSE(read("beta", a).ok());
+  // b's bytes under a's name: their records name b.
+  std::filesystem::copy_file(dir_ + "/files/" + b, dir_ + "/files/" + a,
+                             std::filesystem::copy_options::overwrite_existing);
+  EXPECT_FALSE(read("acme", a).ok());
+  // b without its last record: cut short.
+  const std::string path = dir_ + "/files/" + b;
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  size_t at = 0;
+  size_t last = 0;
+  while (at < bytes.size()) {
+    last = at;
+    const uint32_t length = (uint32_t{static_cast<unsigned char>(bytes[at])} << 24) |
+                            (uint32_t{static_cast<unsigned char>(bytes[at + 1])} << 16) |
+                            (uint32_t{static_cast<unsigned char>(bytes[at + 2])} << 8) |
+                            uint32_t{static_cast<unsigned char>(bytes[at + 3])};
+    at += 4 + length;
+  }
+  std::filesystem::resize_file(path, last);
+  const Result<std::string> cut = read("acme", b);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("truncated"), std::string::npos) << cut.status().ToString();
 }
 
 INSTANTIATE_TEST_SUITE_P(AtRest, FilesHttpTest, ::testing::Bool(),
