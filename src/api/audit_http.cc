@@ -1,6 +1,7 @@
 #include "api/audit_http.h"
 
 #include <chrono>
+#include <future>
 #include <utility>
 
 #include "api/http_status.h"
@@ -163,6 +164,28 @@ void RecordedResponder::Send(net::HttpResponse response) {
   sent_ = true;
   SendRecorded(sink_, std::move(record_), received_, request_content_, full_, std::move(responder_),
                std::move(response));
+}
+
+net::StreamWriter RecordedResponder::StartStream(net::HttpResponseHead head) {
+  sent_ = true;
+  if (sink_ != nullptr) {
+    record_.status = head.status;
+    record_.outcome = std::string(OutcomeOf(head.status));
+    record_.latency_ns = NanosBetween(received_, Clock::Real().Now());
+    const audit::AuditContent content{.request = request_content_, .response = {}, .full = full_};
+    if (!sink_->sync()) {
+      sink_->Record(std::move(record_), content, {});
+    } else {
+      std::promise<Status> recorded;
+      sink_->Record(std::move(record_), content,
+                    [&recorded](Status status) { recorded.set_value(std::move(status)); });
+      if (Status status = recorded.get_future().get(); !status.ok()) {
+        responder_.Send(AuditUnavailableResponse(status));
+        return net::StreamWriter();
+      }
+    }
+  }
+  return responder_.StartStream(std::move(head));
 }
 
 void RecordedResponder::SendWith(UniqueFunction<net::HttpResponse()> make_response) {

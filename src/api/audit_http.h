@@ -82,6 +82,11 @@ class RecordedResponder {
   // answer may go at once (not recording, or a batched sink), here when it waits for its record
   // (a sync sink).
   void SendWith(UniqueFunction<net::HttpResponse()> make_response);
+  // Answers with a stream (net::Responder::StartStream), recording the request first with the
+  // head's status and no answer content. With a sync sink this waits until the record is
+  // durable (call it off the I/O threads), and a refused record answers 503 instead: the writer
+  // returned is then closed.
+  net::StreamWriter StartStream(net::HttpResponseHead head);
   // The record being filled; null when not recording.
   audit::AuditRecord* record() { return sink_ != nullptr ? &record_ : nullptr; }
   audit::AuditSink* sink() const { return sink_; }

@@ -2,6 +2,7 @@
 
 #include "api/access_http.h"
 #include "api/audit_http.h"
+#include "api/files_http.h"
 #include "core/trace.h"
 #include "gateway/access_stages.h"
 #include "gateway/openai_response.h"
@@ -59,6 +60,7 @@ std::vector<std::string_view> OpenAiHttp::Actions() {
   for (std::string_view own : {kModelsRead, kReload, kRoutesRead}) actions.push_back(own);
   for (std::string_view guard : GuardHttp::Actions()) actions.push_back(guard);
   for (std::string_view admin : AdminHttp::Actions()) actions.push_back(admin);
+  for (std::string_view files : FilesHttp::Actions()) actions.push_back(files);
   return actions;
 }
 

@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "api/admin_http.h"
+#include "api/files_http.h"
 #include "api/kserve_grpc.h"
 #include "api/kserve_http.h"
 #include "api/openai_http.h"
@@ -443,10 +444,68 @@ int Serve(const ServeSettings& settings) {
   }
   api::PineconeHttp* const pinecone = knowledge ? knowledge->pinecone.get() : nullptr;
 
+  // The OpenAI Files API (/v1/files): metadata in the access store, else the keyring's, else a
+  // SQLite store of its own when --data-dir is given; bytes under <data-dir>/files. Without a
+  // store it is off (501).
+  std::unique_ptr<store::Store> files_own_store;
+  store::Store* files_store = access ? access->store.get() : (keyring ? keyring->store : nullptr);
+  if (files_store == nullptr && !settings.data_dir.empty()) {
+    Result<std::unique_ptr<store::Store>> opened = store::OpenSqliteStore(data_dir);
+    if (!opened.ok()) {
+      LOG_ERROR("files: {}", opened.status().message());
+      return 1;
+    }
+    files_own_store = std::move(opened).value();
+    files_store = files_own_store.get();
+  }
+  std::unique_ptr<crypto::Envelope> files_envelope;
+  std::unique_ptr<api::FilesHttp> files;
+  if (files_store != nullptr) {
+    if (!settings.files_seal_key.empty()) {
+      if (!keyring) {
+        LOG_ERROR("files: files.seal_key needs the keyring (--master-key-file)");
+        return 1;
+      }
+      const Status ensured = keyring->runtime.keyring->Ensure(
+          settings.files_seal_key, crypto::KeyPurpose::kWrapping, "aes-256-gcm");
+      if (!ensured.ok()) {
+        LOG_ERROR("files: the sealing key: {}", ensured.message());
+        return 1;
+      }
+      files_envelope = std::make_unique<crypto::Envelope>(*keyring->runtime.keyring);
+    }
+    auto created = api::FilesHttp::Create(*files_store,
+                                          api::FilesOptions{.dir = data_dir + "/files",
+                                                            .max_bytes = settings.files_max_bytes,
+                                                            .envelope = files_envelope.get(),
+                                                            .seal_key = settings.files_seal_key,
+                                                            .access = access_control,
+                                                            .audit = audit_sink});
+    if (!created.ok()) {
+      LOG_ERROR("files: {}", created.status().message());
+      return 1;
+    }
+    files = std::move(created).value();
+    http_options.streamed_body = [&files](const net::HttpRequest& head) {
+      return files->StreamedBodyLimit(head);
+    };
+    LOG_INFO("Files API at /v1/files: {} (bytes under {}/files{})", files_store->Describe(),
+             data_dir, files_envelope ? ", sealed" : "");
+  }
+
   auto http = net::HttpServer::Start(
       http_options,
-      [&kserve, &openai, pinecone](net::HttpRequest&& request, net::Responder responder) {
-        if (api::OpenAiHttp::Owns(request.path())) {
+      [&kserve, &openai, &files, pinecone](net::HttpRequest&& request, net::Responder responder) {
+        if (api::FilesHttp::Owns(request.path())) {
+          if (files) {
+            files->Handle(std::move(request), std::move(responder));
+          } else {
+            responder.Send({.status = 501,
+                            .body = R"({"error":{"message":"the Files API needs a store: give )"
+                                    R"(--data-dir, an access: section or a keyring","type":)"
+                                    R"("server_error","param":null,"code":null}})"});
+          }
+        } else if (api::OpenAiHttp::Owns(request.path())) {
           openai.Handle(std::move(request), std::move(responder));
         } else if (pinecone != nullptr && api::PineconeHttp::Owns(request.path())) {
           pinecone->Handle(std::move(request), std::move(responder));
@@ -521,6 +580,7 @@ int Serve(const ServeSettings& settings) {
   if (metrics_http) metrics_http->Shutdown(std::chrono::milliseconds(0));
   kserve.Shutdown();
   openai.Shutdown();
+  if (files) files->Shutdown();
   if (admin) admin->Shutdown();
   // The indexes close after the HTTP server: a write it still answers holds its index.
   if (knowledge) StopKnowledge(*knowledge);
@@ -645,6 +705,11 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
          "then 408");
   option("--http-body-min-rate", settings.http_body_min_rate,
          "Bytes per second a slow request body must keep (0 = the body timeout alone)");
+  option("--files-max-bytes", settings.files_max_bytes,
+         "The Files API's limit on a file's content (bytes); a larger upload gets 413");
+  option("--files-seal-key", settings.files_seal_key,
+         "Keyring key that seals uploaded files at rest (made when missing; needs the keyring); "
+         "empty: files are kept plain");
   option("--http-max-body-bytes-in-flight", settings.http_max_body_bytes_in_flight,
          "Bytes of request bodies being read at once, over all connections; a body past it gets "
          "503 (0 = no limit)");
@@ -722,7 +787,8 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   serve
       ->add_option("--data-dir", settings.data_dir,
                    "Directory of Rampart's persistent state (the SQLite store) when the config "
-                   "has an access: section; unset, the config's access.data_dir, else ./data")
+                   "has an access: section; unset, the config's access.data_dir, else ./data. "
+                   "Given, it also turns the Files API on without one (files under <dir>/files)")
       ->default_str(std::string(kDefaultDataDir));
   option("--master-key-file", settings.master_key_file,
          "File holding the keyring's 32-byte master key (raw, hex or base64; mode "

@@ -130,10 +130,14 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"ssl_root_cert", Field(settings.http_ssl_root_cert, "http.ssl_root_cert")},
       {"ssl_mutual", Field(settings.http_ssl_mutual, "http.ssl_mutual")},
   };
+  const FieldMap files_fields = {
+      {"max_bytes", Field(settings.files_max_bytes, "files.max_bytes")},
+      {"seal_key", Field(settings.files_seal_key, "files.seal_key")},
+  };
   const std::map<std::string, const FieldMap*> sections = {
-      {"server", &server_fields}, {"http", &http_fields}, {"gateway", nullptr},
-      {"access", nullptr},        {"audit", nullptr},     {"keyring", nullptr},
-      {"knowledge", nullptr}};
+      {"server", &server_fields}, {"http", &http_fields}, {"files", &files_fields},
+      {"gateway", nullptr},       {"access", nullptr},    {"audit", nullptr},
+      {"keyring", nullptr},       {"knowledge", nullptr}};
 
   // Keys that are not scalars (`[a]: 1`) fail their conversion to a name.
   try {
@@ -149,6 +153,7 @@ Status Validate(const ServeSettings& settings) {
         "--model-repository is required (or server.model_repository in --config)");
   }
   if (settings.server_name.empty()) return InvalidArgument("--server-name must not be empty");
+  if (settings.files_max_bytes == 0) return InvalidArgument("--files-max-bytes must be positive");
   if (settings.model_control_mode != "none" && settings.model_control_mode != "explicit" &&
       settings.model_control_mode != "poll") {
     return InvalidArgument("--model-control-mode must be none, poll or explicit, got '{}'",

@@ -84,6 +84,11 @@ struct ServeSettings {
   // variable, or no keyring when that is unset too (the file's path may be in the config; the
   // key itself never is).
   std::string master_key_file;
+  // The OpenAI Files API (docs/knowledge-hub.md, "Files API"): a file's content at most (bytes),
+  // and the keyring key its bytes are sealed under at rest (empty: kept plain; set, it needs the
+  // keyring and is made when missing).
+  uint64_t files_max_bytes = 512ull << 20;
+  std::string files_seal_key;
   // The region and data class encrypted model files (model.pt.rpe) are sealed for.
   std::string model_region = "local";
   std::string model_data_class = "CONFIDENTIAL";

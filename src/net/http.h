@@ -14,14 +14,45 @@
 
 #include "core/clock.h"
 #include "core/peer.h"
+#include "core/status.h"
+#include "core/unique_function.h"
 
 namespace rampart::net {
+
+// A request body handed over in pieces as it arrives (HttpServerOptions::streamed_body), for
+// bodies too large to hold whole (file uploads).
+//
+// Backpressure: the connection reads from its client only while a Next is outstanding, so a body
+// is never read faster than its consumer takes it; at most one read buffer (16 KiB) waits.
+//
+// Next's callback gets a piece (not empty), or an empty string once the body has ended whole, or
+// an error: PayloadTooLarge when the body passes the route's limit (declared or as it comes),
+// InvalidArgument when its framing is malformed (chunked encoding), Unavailable when the client
+// went away or sent too slowly (the body timeout counts from when a piece was asked for), Cancelled
+// after the request was answered. After an end or an error every Next gets that error again (an
+// end: FailedPrecondition). The callback runs on the connection's I/O thread (or at once on the
+// caller's) and must not block: hand a piece to a worker, and call Next again from there.
+//
+// Answering before the body has ended is allowed (a 400, a 413): the connection then closes after
+// the answer, dropping what the client still sends.
+//
+// Thread safety: Next may be called from any thread, one call at a time (the next only after the
+// previous callback ran).
+class BodyReader {
+ public:
+  using Callback = UniqueFunction<void(Result<std::string> piece)>;
+  virtual ~BodyReader() = default;
+  virtual void Next(Callback callback) = 0;
+};
 
 struct HttpRequest {
   std::string method;                                        // "GET", "POST", ...
   std::string target;                                        // path and query as sent
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
-  std::string body;
+  std::string body;                                          // empty when body_reader is set
+  // Set instead of `body` for a request whose route streams its body (HttpServerOptions::
+  // streamed_body); such a request is handed over as soon as its head is read.
+  std::shared_ptr<BodyReader> body_reader;
   SteadyTime received{};  // when the whole request had been read
   // Becomes true if the client closes its connection before the answer is written, so work
   // queued for it can be dropped.

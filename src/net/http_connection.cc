@@ -1,6 +1,7 @@
 #include "net/http_connection.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 #include <boost/beast/core/string.hpp>
@@ -179,10 +180,19 @@ HttpResponse ErrorResponse(int status, std::string_view message) {
   return response;
 }
 
-RequestParser::RequestParser(HttpRequest& request, uint64_t body_limit, HttpCore& core)
+RequestParser::RequestParser(HttpRequest& request, uint64_t body_limit, HttpCore& core,
+                             std::string* stream_sink)
     : request_(request), core_(core) {
   request_.headers.reserve(8);  // one allocation for a typical request's headers, not three
-  this->body_limit(body_limit);
+  if (stream_sink != nullptr && core.options().streamed_body) {
+    // Which limit applies is known only once the head is read (on_header_impl), after Beast
+    // checks a declared length against its own limit: the limits are checked here instead.
+    stream_sink_ = stream_sink;
+    whole_limit_ = body_limit;
+    this->body_limit(std::numeric_limits<uint64_t>::max());
+  } else {
+    this->body_limit(body_limit);
+  }
   header_limit(kHeaderLimit);
   eager(true);  // parse the body in the same call as the header when it is there
 }
@@ -208,9 +218,21 @@ void RequestParser::on_field_impl(boost::beast::http::field field, string_view n
 }
 
 void RequestParser::on_header_impl(error_code& error) {
+  const boost::optional<uint64_t> length = content_length();
+  if (stream_sink_ != nullptr) {
+    stream_limit_ = core_.options().streamed_body(request_);
+    if (stream_limit_ > 0) {
+      // Not held in memory: nothing reserved. Over the limit, the consumer is told (BodyReader).
+      if (length && *length > stream_limit_) over_limit_ = true;
+      return;
+    }
+    if (length && *length > whole_limit_) {
+      error = boost::beast::http::error::body_limit;
+      return;
+    }
+  }
   // A declared length counts against the bodies in flight in full, from the head on: it is the
   // memory the body may take, however slowly it comes.
-  const boost::optional<uint64_t> length = content_length();
   if (length && *length > 0 && !reservation_.Grow(core_, *length)) error = kBodiesInFlightError;
 }
 
@@ -221,12 +243,36 @@ void RequestParser::on_body_init_impl(const boost::optional<uint64_t>& length, e
   if (length) request_.body.reserve(std::min<uint64_t>(*length, kBodyReserve));
 }
 
-size_t RequestParser::on_body_impl(string_view body, error_code&) {
+bool RequestParser::TakeStreamed(string_view body, error_code& error) {
+  if (over_limit_ || body.size() > stream_limit_ - streamed_bytes_) {
+    over_limit_ = true;
+    error = kStreamLimitError;
+    return false;
+  }
+  streamed_bytes_ += body.size();
+  stream_sink_->append(body.data(), body.size());
+  return true;
+}
+
+size_t RequestParser::on_body_impl(string_view body, error_code& error) {
+  if (streamed()) return TakeStreamed(body, error) ? body.size() : 0;
   request_.body.append(body.data(), body.size());
   return body.size();
 }
 
+void RequestParser::on_chunk_header_impl(uint64_t size, string_view, error_code& error) {
+  if (streamed()) {
+    if (size > stream_limit_ - streamed_bytes_) {
+      over_limit_ = true;
+      error = kStreamLimitError;
+    }
+  } else if (stream_sink_ != nullptr && size > whole_limit_ - request_.body.size()) {
+    error = boost::beast::http::error::body_limit;
+  }
+}
+
 size_t RequestParser::on_chunk_body_impl(uint64_t, string_view body, error_code& error) {
+  if (streamed()) return TakeStreamed(body, error) ? body.size() : 0;
   if (!reservation_.Grow(core_, body.size())) {
     error = kBodiesInFlightError;
     return 0;
@@ -237,7 +283,7 @@ size_t RequestParser::on_chunk_body_impl(uint64_t, string_view body, error_code&
 
 std::optional<HttpResponse> ParseErrorResponse(boost::beast::error_code error, HttpCore& core) {
   namespace http = boost::beast::http;
-  if (error == http::error::body_limit) {
+  if (error == http::error::body_limit || error == RequestParser::kStreamLimitError) {
     core.Refused(HttpRefusal::kBodyTooLarge);
     return ErrorResponse(413, fmt::format("request body exceeds the {} byte limit "
                                           "(--http-max-input-size)",

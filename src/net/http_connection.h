@@ -180,12 +180,24 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   static inline const boost::system::error_code kBodiesInFlightError =
       boost::system::errc::make_error_code(boost::system::errc::not_enough_memory);
 
+  // A streamed body passed its route's limit (HttpServerOptions::streamed_body).
+  static inline const boost::system::error_code kStreamLimitError =
+      boost::system::errc::make_error_code(boost::system::errc::file_too_large);
+
   // Bodies over `body_limit` bytes fail with http::error::body_limit, before any is read when
   // the length is declared. The body's bytes are reserved against the server's bodies in
   // flight (all of a declared length at once, chunks as they come); past that limit parsing
   // fails with kBodiesInFlightError. The reservation is held until the parser is destroyed.
-  RequestParser(HttpRequest& request, uint64_t body_limit, HttpCore& core);
+  //
+  // With `stream_sink` set and HttpServerOptions::streamed_body given, a request whose route
+  // streams its body (streamed()) appends its body's bytes to *stream_sink instead, reserves
+  // nothing, and is limited by the route's limit: a declared length over it sets over_limit()
+  // (parsing goes on, for the consumer to be told); bytes past it fail with kStreamLimitError.
+  RequestParser(HttpRequest& request, uint64_t body_limit, HttpCore& core,
+                std::string* stream_sink = nullptr);
 
+  bool streamed() const { return stream_limit_ > 0; }
+  bool over_limit() const { return over_limit_; }
   unsigned version() const { return version_; }
   // `Expect: 100-continue` from an HTTP/1.1 client (RFC 9110 forbids answering 1.0 with 100).
   bool expects_continue() const { return expects_continue_; }
@@ -202,13 +214,20 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   void on_header_impl(error_code& error) override;
   void on_body_init_impl(const boost::optional<uint64_t>& length, error_code&) override;
   size_t on_body_impl(string_view body, error_code&) override;
-  void on_chunk_header_impl(uint64_t, string_view, error_code&) override {}
+  void on_chunk_header_impl(uint64_t size, string_view, error_code& error) override;
+  // Takes a piece of a streamed body; false (and `error` set) past the route's limit.
+  bool TakeStreamed(string_view body, error_code& error);
   size_t on_chunk_body_impl(uint64_t, string_view body, error_code&) override;
   void on_finish_impl(error_code&) override {}
 
   HttpRequest& request_;
   HttpCore& core_;
   BodyReservation reservation_;
+  std::string* stream_sink_ = nullptr;
+  uint64_t whole_limit_ = 0;   // max_body_bytes, checked here when streaming is possible
+  uint64_t stream_limit_ = 0;  // the route's limit; 0: the body is read whole
+  uint64_t streamed_bytes_ = 0;
+  bool over_limit_ = false;
   unsigned version_ = 11;
   bool expects_continue_ = false;
 };

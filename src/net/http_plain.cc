@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/error.hpp>
 
@@ -29,6 +30,23 @@
 namespace rampart::net {
 
 namespace http = boost::beast::http;
+
+namespace {
+
+// BodyReader over a plain connection: each Next runs on the connection's thread.
+class PlainBodyReader final : public BodyReader {
+ public:
+  explicit PlainBodyReader(std::shared_ptr<PlainConnection> connection)
+      : connection_(std::move(connection)) {}
+  void Next(Callback callback) override {
+    connection_->PostBodyNext(connection_, std::move(callback));
+  }
+
+ private:
+  std::shared_ptr<PlainConnection> connection_;
+};
+
+}  // namespace
 
 void PlainConnection::HandleEvents(uint32_t events) {
   if (state_ == State::kClosed) return;  // an event collected before Close
@@ -52,6 +70,8 @@ void PlainConnection::HandleEvents(uint32_t events) {
     Serve();
   } else if (state_ == State::kLingering && readable_) {
     Discard();
+  } else if (state_ == State::kWorking && body_wanted_ && readable_) {
+    PumpBody();
   }
 }
 
@@ -81,7 +101,11 @@ void PlainConnection::StartRequest() {
   state_ = State::kReading;
   continued_ = false;
   request_ = HttpRequest();
-  parser_.emplace(request_, core_.options().max_body_bytes, core_);
+  body_streaming_ = false;
+  body_ended_ = false;
+  body_piece_.clear();
+  body_error_.reset();
+  parser_.emplace(request_, core_.options().max_body_bytes, core_, &body_piece_);
   request_deadline_.Reset();
   // A new connection's first byte is due as a request's head is: one that sends nothing holds
   // no connection (nor a place under max_connections) for long.
@@ -130,6 +154,11 @@ void PlainConnection::Serve() {
           return;
         }
       }
+      // A streamed body is handed over from its head on (the consumer reads it: BodyNext).
+      if (parser_->streamed()) {
+        Dispatch();
+        return;
+      }
     }
     if (!readable_ || !Read()) return;
   }
@@ -177,7 +206,18 @@ void PlainConnection::Dispatch() {
   keep_alive_ = parser_->keep_alive();
   version_ = parser_->version();
   head_only_ = request_.method == "HEAD";
-  parser_.reset();  // it writes into request_, which is handed over now
+  if (parser_->streamed()) {
+    // The parser stays to read the body, into body_piece_ (not request_, handed over now).
+    body_streaming_ = true;
+    body_ended_ = parser_->is_done();
+    if (parser_->over_limit()) {
+      body_error_ = PayloadTooLarge("the request body is over this route's size limit");
+    }
+    request_.body_reader = std::make_shared<PlainBodyReader>(
+        std::static_pointer_cast<PlainConnection>(shared_from_this()));
+  } else {
+    parser_.reset();  // it writes into request_, which is handed over now
+  }
   deadline_.reset();
   request_.received = Clock::Real().Now();
   received_ = request_.received;
@@ -197,6 +237,7 @@ void PlainConnection::Dispatch() {
 }
 
 void PlainConnection::Write(HttpResponse response) {
+  EndBodyStreaming();
   if (state_ != State::kWorking) {  // closed while the answer was being worked on
     if (counted_) {
       counted_ = false;
@@ -308,6 +349,9 @@ void PlainConnection::Close() {
   }
   if (client_gone_ && (state_ == State::kWorking || streaming)) client_gone_->store(true);
   state_ = State::kClosed;
+  if (body_streaming_ && !body_ended_) {
+    FailBody(Unavailable("the client went away (or sent too slowly) before its body ended"));
+  }
   deadline_.reset();
   ::close(fd_);  // also ends the epoll registration
   fd_ = -1;
@@ -340,6 +384,7 @@ std::shared_ptr<HttpStream> PlainConnection::StartStream(std::shared_ptr<Connect
 }
 
 void PlainConnection::BeginStream(HttpResponseHead head, std::shared_ptr<HttpStream> stream) {
+  EndBodyStreaming();
   // Closed while the answer was being worked on, or the client hung up meanwhile.
   if (state_ != State::kWorking || (client_gone_ && client_gone_->load())) {
     if (counted_) {
@@ -427,6 +472,94 @@ void PlainConnection::AbortStream() {
 
 void PlainConnection::DetachStream() {
   if (std::shared_ptr<HttpStream> stream = std::move(stream_)) stream->End(/*finished=*/false);
+}
+
+void PlainConnection::PostBodyNext(std::shared_ptr<PlainConnection> self,
+                                   BodyReader::Callback callback) {
+  auto holder = std::make_shared<BodyReader::Callback>(std::move(callback));
+  UniqueFunction<void()> task = [self = std::move(self), holder]() mutable {
+    self->BodyNext(std::move(*holder));
+  };
+  if (!io_.gate->TryPost(task)) {
+    (*holder)(Unavailable("the server is shutting down"));
+  }
+}
+
+void PlainConnection::BodyNext(BodyReader::Callback callback) {
+  if (body_error_) {
+    callback(*body_error_);
+    return;
+  }
+  if (!body_streaming_ || state_ != State::kWorking) {
+    callback(Cancelled("the request was answered before its body was read"));
+    return;
+  }
+  if (body_wanted_) {
+    callback(FailedPrecondition("BodyReader::Next called while another waits"));
+    return;
+  }
+  body_wanted_ = std::move(callback);
+  if (!RunLoggingExceptions("reading a streamed request body", [&] { PumpBody(); })) Close();
+}
+
+void PlainConnection::PumpBody() {
+  while (body_wanted_ && state_ == State::kWorking) {
+    if (!body_piece_.empty() || body_ended_) {
+      // Handed over before the callback runs: it may ask for the next piece at once.
+      std::string piece = std::move(body_piece_);
+      body_piece_.clear();
+      BodyReader::Callback callback = std::move(body_wanted_);
+      body_wanted_ = BodyReader::Callback();
+      deadline_.reset();  // the consumer holds the body up now, not the client
+      if (piece.empty()) {
+        body_error_ = FailedPrecondition("the request body has ended");
+        parser_.reset();
+      }
+      callback(std::move(piece));
+      return;
+    }
+    bool need_input = true;
+    if (end_ > begin_) {
+      boost::beast::error_code error;
+      const size_t used =
+          parser_->put(boost::asio::const_buffer(buffer_.get() + begin_, end_ - begin_), error);
+      begin_ += used;
+      if (error && error != http::error::need_more) {
+        close_after_write_ = true;  // the rest of the body cannot be told from a next request
+        FailBody(parser_->over_limit()
+                     ? PayloadTooLarge("the request body is over this route's size limit")
+                     : InvalidArgument("malformed request body: {}", error.message()));
+        return;
+      }
+      if (parser_->is_done()) body_ended_ = true;
+      need_input = used == 0 && body_piece_.empty() && !body_ended_;
+    }
+    if (!need_input) continue;
+    if (readable_ && Read()) continue;
+    if (state_ != State::kWorking) return;  // closed while reading: Close told the consumer
+    // Waits for the client's next bytes (HandleEvents), for up to the body timeout.
+    deadline_ = core_.Now() + core_.options().body_timeout;
+    return;
+  }
+}
+
+void PlainConnection::FailBody(Status error) {
+  body_error_ = error;
+  if (!body_wanted_) return;
+  BodyReader::Callback callback = std::move(body_wanted_);
+  body_wanted_ = BodyReader::Callback();
+  callback(std::move(error));
+}
+
+void PlainConnection::EndBodyStreaming() {
+  if (!body_streaming_) return;
+  if (!body_ended_) close_after_write_ = true;  // what the client still sends is dropped
+  body_streaming_ = false;
+  deadline_.reset();
+  parser_.reset();
+  if (!body_error_ || body_error_->code() == StatusCode::kFailedPrecondition) {
+    FailBody(Cancelled("the request was answered before its body was read"));
+  }
 }
 
 }  // namespace rampart::net

@@ -107,6 +107,9 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
   }
   std::shared_ptr<HttpStream> StartStream(std::shared_ptr<Connection> self,
                                           HttpResponseHead head) override;
+  // BodyReader::Next for the current request's streamed body, from any thread: runs BodyNext on
+  // this connection's thread (or answers Unavailable when the engine has stopped).
+  void PostBodyNext(std::shared_ptr<PlainConnection> self, BodyReader::Callback callback);
   void PumpStream() override;
   // Ends a stream still open when the engine goes (PlainIo's destructor).
   void DetachStream();
@@ -176,6 +179,12 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
   void AbortStream();
   void Linger();
   void Discard();  // reads and drops input while lingering
+  // A streamed request body (HttpServerOptions::streamed_body), read only while its consumer
+  // waits for a piece (body_wanted_).
+  void BodyNext(BodyReader::Callback callback);
+  void PumpBody();
+  void FailBody(Status error);  // tells a waiting consumer; later Nexts get `error` too
+  void EndBodyStreaming();      // the request was answered, or the connection closes
   void Close();
 
   static constexpr size_t kReadBufferBytes = 16 * 1024;
@@ -207,6 +216,13 @@ class PlainConnection final : public Connection, public EventLoop::Watcher {
   size_t end_ = 0;
   HttpRequest request_;
   std::optional<RequestParser> parser_;
+
+  // A streamed body: parsed bytes not yet handed over, and the consumer waiting for them.
+  bool body_streaming_ = false;  // the dispatched request's body is handed over in pieces
+  bool body_ended_ = false;      // its last byte has been parsed
+  std::string body_piece_;
+  std::optional<Status> body_error_;
+  BodyReader::Callback body_wanted_;
 
   // Output: the answer being written, head then body, `sent_` bytes of them so far.
   std::string head_;

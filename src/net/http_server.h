@@ -149,6 +149,13 @@ struct HttpServerOptions {
   uint16_t port = 8000;  // 0 picks a free port; see HttpServer::port()
   int threads = 0;       // 0 = one per core
   uint64_t max_body_bytes = 64ull << 20;
+  // Routes whose bodies are handed over in pieces (HttpRequest::body_reader) rather than read
+  // whole: called on the I/O thread with a request's head (method, target, headers; no body) and
+  // answers that body's size limit in bytes, or 0 to read the body whole as usual (up to
+  // max_body_bytes). Must be cheap and thread-safe. Streamed bodies count neither against
+  // max_body_bytes nor max_body_bytes_in_flight (they are not held in memory). Plain HTTP only:
+  // over HTTPS every body is read whole and body_reader stays null.
+  std::function<uint64_t(const HttpRequest& head)> streamed_body;
   // A connection waiting for its next request is closed after this long.
   std::chrono::seconds idle_timeout{300};
   // Connections open at once; one more is answered 503 (HTTPS: closed, without spending a

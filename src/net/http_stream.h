@@ -32,6 +32,13 @@ class IoGate {
     std::lock_guard lock(mutex_);
     if (open_) post_(std::move(task));
   }
+  // As Post, but leaves `task` with the caller (and answers false) when the gate is closed.
+  bool TryPost(UniqueFunction<void()>& task) {
+    std::lock_guard lock(mutex_);
+    if (!open_) return false;
+    post_(std::move(task));
+    return true;
+  }
   void Close() {
     std::lock_guard lock(mutex_);
     open_ = false;

@@ -306,6 +306,9 @@ const std::vector<std::string_view>& KnownActions() {
       "index:configure",
       "vectors:read",
       "vectors:write",
+      "files:create",
+      "files:read",
+      "files:delete",
   };
   return kActions;
 }
@@ -313,7 +316,7 @@ const std::vector<std::string_view>& KnownActions() {
 const std::vector<std::string_view>& KnownResourceTypes() {
   static const std::vector<std::string_view> kTypes = {
       "model",  "route",    "server", "repository", "tenant", "principal", "key",
-      "policy", "document", "role",   "keyring",    "audit",  "index"};
+      "policy", "document", "role",   "keyring",    "audit",  "index",     "file"};
   return kTypes;
 }
 

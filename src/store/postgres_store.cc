@@ -152,6 +152,27 @@ constexpr PgQuery kReplaceSealedSecret = {
 constexpr PgQuery kSealedSecretExists = {"rampart_sealed_secret_exists",
                                          "SELECT 1 FROM sealed_secrets WHERE name = $1"};
 
+#define RAMPART_FILE_COLUMNS "id, tenant, filename, purpose, bytes, created_unix, sealing"
+constexpr PgQuery kCreateFile = {
+    "rampart_create_file",
+    "INSERT INTO files (" RAMPART_FILE_COLUMNS
+    ") VALUES ($1, $2, $3, $4, $5::bigint, $6::bigint, $7) ON CONFLICT (id) DO NOTHING"};
+constexpr PgQuery kGetFile = {
+    "rampart_get_file", "SELECT " RAMPART_FILE_COLUMNS " FROM files WHERE id = $1 AND tenant = $2"};
+#define RAMPART_LIST_FILES(compare, order)                                       \
+  "SELECT " RAMPART_FILE_COLUMNS                                                 \
+  " FROM files WHERE tenant = $1 AND ($2 = '' OR purpose = $2) AND ($3 = '' OR " \
+  "(created_unix, id) " compare                                                  \
+  " (SELECT created_unix, id FROM files WHERE tenant = $1 AND "                  \
+  "id = $3)) ORDER BY created_unix " order ", id " order " LIMIT $4::bigint"
+constexpr PgQuery kListFilesAscending = {"rampart_list_files_asc", RAMPART_LIST_FILES(">", "ASC")};
+constexpr PgQuery kListFilesDescending = {"rampart_list_files_desc",
+                                          RAMPART_LIST_FILES("<", "DESC")};
+#undef RAMPART_LIST_FILES
+#undef RAMPART_FILE_COLUMNS
+constexpr PgQuery kDeleteFile = {"rampart_delete_file",
+                                 "DELETE FROM files WHERE id = $1 AND tenant = $2"};
+
 constexpr PgQuery kRecordMigration = {
     "rampart_record_migration",
     "INSERT INTO schema_version (version, description, applied_unix) "
@@ -211,6 +232,18 @@ Result<SealedSecret> ReadSealedSecret(const PgResult& result, int row) {
   ASSIGN_OR_RETURN(secret.envelope, internal::DecodeBytes(result.Text(row, 1)));
   secret.updated_unix = result.Int(row, 2);
   return secret;
+}
+
+Result<StoredFile> ReadStoredFile(const PgResult& result, int row) {
+  StoredFile file;
+  file.id = result.Text(row, 0);
+  file.tenant = result.Text(row, 1);
+  file.filename = result.Text(row, 2);
+  file.purpose = result.Text(row, 3);
+  file.bytes = result.Int(row, 4);
+  file.created_unix = result.Int(row, 5);
+  file.sealing = result.Text(row, 6);
+  return file;
 }
 
 template <typename T, typename Read>
@@ -595,6 +628,48 @@ class PostgresStore final : public Store {
   }
   Status PruneAuditEpoch(int64_t epoch) override {
     return Write([&](PgConnection& c) { return internal::PgPruneAuditEpoch(c, epoch); });
+  }
+
+  Status CreateFile(const StoredFile& file) override {
+    RETURN_IF_ERROR(internal::ValidateStoredFile(file));
+    const int64_t created = file.created_unix != 0 ? file.created_unix : internal::NowUnix();
+    return Write([&](PgConnection& connection) -> Status {
+      ASSIGN_OR_RETURN(
+          const PgResult inserted,
+          connection.Run(kCreateFile, {file.id, file.tenant, file.filename, file.purpose,
+                                       Number(file.bytes), Number(created), file.sealing}));
+      if (inserted.affected() == 0) return AlreadyExists("file '{}' already exists", file.id);
+      return Status::Ok();
+    });
+  }
+
+  Result<std::optional<StoredFile>> GetFile(const std::string& tenant,
+                                            const std::string& id) override {
+    return Read<std::optional<StoredFile>>(
+        [&](PgConnection& connection) -> Result<std::optional<StoredFile>> {
+          ASSIGN_OR_RETURN(const PgResult result, connection.Run(kGetFile, {id, tenant}));
+          return ReadOne<StoredFile>(result, ReadStoredFile);
+        });
+  }
+
+  Result<std::vector<StoredFile>> ListFiles(const FileQuery& query) override {
+    RETURN_IF_ERROR(internal::ValidateFileQuery(query));
+    return Read<std::vector<StoredFile>>(
+        [&](PgConnection& connection) -> Result<std::vector<StoredFile>> {
+          ASSIGN_OR_RETURN(
+              const PgResult result,
+              connection.Run(query.descending ? kListFilesDescending : kListFilesAscending,
+                             {query.tenant, query.purpose, query.after, Number(query.limit)}));
+          return ReadAll<StoredFile>(result, ReadStoredFile);
+        });
+  }
+
+  Status DeleteFile(const std::string& tenant, const std::string& id) override {
+    return Write([&](PgConnection& connection) -> Status {
+      ASSIGN_OR_RETURN(const PgResult removed, connection.Run(kDeleteFile, {id, tenant}));
+      if (removed.affected() == 0) return NotFound("file '{}' does not exist", id);
+      return Status::Ok();
+    });
   }
 
  private:

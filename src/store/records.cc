@@ -139,6 +139,40 @@ Status ValidateKeyVersion(const KeyVersion& version) {
                              version.wrapped_material);
 }
 
+Status ValidateStoredFile(const StoredFile& file) {
+  const auto id_ok = [](std::string_view id) {
+    if (id.size() != 29 || id.substr(0, 5) != "file-") return false;
+    for (char c : id.substr(5)) {
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z'))) return false;
+    }
+    return true;
+  };
+  if (file.tenant.empty()) return InvalidArgument("a file needs its tenant");
+  if (!id_ok(file.id))
+    return InvalidArgument("file id '{}' is not file- and 24 of 0-9 a-z", file.id);
+  if (file.filename.empty() || file.filename.size() > 1024 ||
+      file.filename.find('\0') != std::string::npos) {
+    return InvalidArgument("a file name is 1 to 1024 bytes without NUL");
+  }
+  if (file.purpose.empty() || file.purpose.size() > 64 ||
+      file.purpose.find_first_not_of("abcdefghijklmnopqrstuvwxyz_-") != std::string::npos) {
+    return InvalidArgument("file purpose '{}' must be 1 to 64 of a-z _ -", file.purpose);
+  }
+  if (file.bytes < 0) return InvalidArgument("a file's size is not negative");
+  if (!file.sealing.empty() && file.sealing != "envelope") {
+    return InvalidArgument("file sealing '{}' is neither empty nor envelope", file.sealing);
+  }
+  return Status::Ok();
+}
+
+Status ValidateFileQuery(const FileQuery& query) {
+  if (query.tenant.empty()) return InvalidArgument("a file query needs its tenant");
+  if (query.limit < 1 || query.limit > 10000) {
+    return InvalidArgument("a file query's limit is 1 to 10000");
+  }
+  return Status::Ok();
+}
+
 Status ValidateSealedSecretName(std::string_view name) {
   if (!NameMatches(name, 128, "_.:-")) {
     return InvalidArgument("sealed secret name '{}' must be 1 to 128 of A-Z a-z 0-9 _ . : -", name);
@@ -237,3 +271,19 @@ Result<Attributes> DecodeAttributes(std::string_view text) {
 int64_t NowUnix() { return UnixMillisNow() / 1000; }
 
 }  // namespace rampart::store::internal
+
+namespace rampart::store {
+
+// A store that keeps no files (a test's in-memory one).
+Status Store::CreateFile(const StoredFile&) { return Unimplemented("this store keeps no files"); }
+Result<std::optional<StoredFile>> Store::GetFile(const std::string&, const std::string&) {
+  return Unimplemented("this store keeps no files");
+}
+Result<std::vector<StoredFile>> Store::ListFiles(const FileQuery&) {
+  return Unimplemented("this store keeps no files");
+}
+Status Store::DeleteFile(const std::string&, const std::string&) {
+  return Unimplemented("this store keeps no files");
+}
+
+}  // namespace rampart::store

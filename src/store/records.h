@@ -27,6 +27,8 @@ Status ValidatePrincipal(const Principal& principal);
 Status ValidateApiKey(const ApiKey& key);
 Status ValidateLease(std::string_view key, int64_t limit, int64_t want);
 Status ValidateKeyVersion(const KeyVersion& version);
+Status ValidateStoredFile(const StoredFile& file);
+Status ValidateFileQuery(const FileQuery& query);
 Status ValidateSealedSecretName(std::string_view name);  // [A-Za-z0-9_.:-]{1,128}
 Status ValidateSealedBytes(std::string_view what, std::string_view bytes);  // <= kMaxSealedBytes
 

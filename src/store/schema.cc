@@ -124,12 +124,28 @@ DROP INDEX IF EXISTS audit_records_by_principal;
 DROP INDEX IF EXISTS audit_records_by_trace
 )sql";
 
+// Uploaded files (the OpenAI Files API): metadata only, the bytes are files on disk. Listed per
+// tenant by creation time, with the id breaking ties (the list's paging order).
+constexpr std::string_view kFilesSchema = R"sql(
+CREATE TABLE files (
+  id TEXT NOT NULL PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  filename TEXT NOT NULL,
+  purpose TEXT NOT NULL,
+  bytes BIGINT NOT NULL,
+  created_unix BIGINT NOT NULL,
+  sealing TEXT NOT NULL
+);
+CREATE INDEX files_by_tenant ON files (tenant, created_unix, id)
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "tenants, principals, API keys, budgets and the generation counter", kInitialSchema},
     {2, "the keyring's key versions and minimum decryption versions, and sealed secrets",
      kKeyringSchema},
     {3, "the audit log: records, checkpoints and retention epochs", kAuditSchema},
     {4, "the audit log keeps only its time index (fewer B-trees per append)", kAuditLeanerIndexes},
+    {5, "uploaded files' metadata (the OpenAI Files API)", kFilesSchema},
 };
 
 }  // namespace

@@ -157,6 +157,21 @@ Status Migrate(SqliteConnection& connection) {
   });
 }
 
+constexpr std::string_view kFileColumns =
+    "id, tenant, filename, purpose, bytes, created_unix, sealing";
+
+Result<StoredFile> ReadStoredFile(const Statement& row) {
+  StoredFile file;
+  file.id = row.Text(0);
+  file.tenant = row.Text(1);
+  file.filename = row.Text(2);
+  file.purpose = row.Text(3);
+  file.bytes = row.Int(4);
+  file.created_unix = row.Int(5);
+  file.sealing = row.Text(6);
+  return file;
+}
+
 class SqliteStore final : public Store {
  public:
   SqliteStore(std::string path, std::unique_ptr<SqliteConnection> writer,
@@ -572,6 +587,65 @@ class SqliteStore final : public Store {
   }
   Status PruneAuditEpoch(int64_t epoch) override {
     return Write([&](SqliteConnection& c) { return internal::SqlitePruneAuditEpoch(c, epoch); });
+  }
+
+  Status CreateFile(const StoredFile& file) override {
+    RETURN_IF_ERROR(internal::ValidateStoredFile(file));
+    const int64_t created = file.created_unix != 0 ? file.created_unix : internal::NowUnix();
+    return Write([&](SqliteConnection& connection) -> Status {
+      ASSIGN_OR_RETURN(auto insert,
+                       connection.Prepare(fmt::format("INSERT INTO files ({}) VALUES (?1, ?2, ?3, "
+                                                      "?4, ?5, ?6, ?7) ON CONFLICT (id) DO NOTHING",
+                                                      kFileColumns)));
+      RETURN_IF_ERROR(insert->Bind(1, file.id)
+                          .Bind(2, file.tenant)
+                          .Bind(3, file.filename)
+                          .Bind(4, file.purpose)
+                          .Bind(5, file.bytes)
+                          .Bind(6, created)
+                          .Bind(7, file.sealing)
+                          .Run());
+      if (connection.Changes() == 0) return AlreadyExists("file '{}' already exists", file.id);
+      return Status::Ok();
+    });
+  }
+
+  Result<std::optional<StoredFile>> GetFile(const std::string& tenant,
+                                            const std::string& id) override {
+    return Read<std::optional<StoredFile>>([&](SqliteConnection& connection) {
+      return Query(connection,
+                   fmt::format("SELECT {} FROM files WHERE id = ?1 AND tenant = ?2", kFileColumns),
+                   {id, tenant},
+                   [](Statement& s) { return ReadOne<StoredFile>(s, ReadStoredFile); });
+    });
+  }
+
+  Result<std::vector<StoredFile>> ListFiles(const FileQuery& query) override {
+    RETURN_IF_ERROR(internal::ValidateFileQuery(query));
+    const std::string sql = fmt::format(
+        "SELECT {0} FROM files WHERE tenant = ?1 AND (?2 = '' OR purpose = ?2) AND (?3 = '' OR "
+        "(created_unix, id) {1} (SELECT created_unix, id FROM files WHERE tenant = ?1 AND id = "
+        "?3)) ORDER BY created_unix {2}, id {2} LIMIT ?4",
+        kFileColumns, query.descending ? "<" : ">", query.descending ? "DESC" : "ASC");
+    return Read<std::vector<StoredFile>>(
+        [&](SqliteConnection& connection) -> Result<std::vector<StoredFile>> {
+          ASSIGN_OR_RETURN(auto statement, connection.Prepare(sql));
+          statement->Bind(1, query.tenant)
+              .Bind(2, query.purpose)
+              .Bind(3, query.after)
+              .Bind(4, query.limit);
+          return ReadAll<StoredFile>(*statement, ReadStoredFile);
+        });
+  }
+
+  Status DeleteFile(const std::string& tenant, const std::string& id) override {
+    return Write([&](SqliteConnection& connection) -> Status {
+      ASSIGN_OR_RETURN(auto remove,
+                       connection.Prepare("DELETE FROM files WHERE id = ?1 AND tenant = ?2"));
+      RETURN_IF_ERROR(remove->Bind(1, id).Bind(2, tenant).Run());
+      if (connection.Changes() == 0) return NotFound("file '{}' does not exist", id);
+      return Status::Ok();
+    });
   }
 
  private:

@@ -151,6 +151,30 @@ struct AuditQuery {
   int64_t limit = 100;
 };
 
+// An uploaded file's metadata (the OpenAI Files API; its bytes live on disk, see
+// api/files_http.h). Identified by id; belongs to one tenant.
+struct StoredFile {
+  std::string tenant;        // the owner's tenant; a file is invisible to every other tenant
+  std::string id;            // "file-" and 24 of [0-9a-z]; unique
+  std::string filename;      // as uploaded: 1 to 1024 bytes, no NUL
+  std::string purpose;       // "assistants", "user_data", ...: 1 to 64 of [a-z_-]
+  int64_t bytes = 0;         // the content's length (not its sealed length)
+  int64_t created_unix = 0;  // kept as given; the store sets it when 0
+  // How the bytes are kept at rest: "" (plain) or "envelope" (sealed with the keyring).
+  std::string sealing;
+};
+
+// One page of a tenant's files (OpenAI's list paging): by (created_unix, id), ascending or
+// descending, after the file with id `after` (none when empty; an unknown id gives an empty
+// page), optionally only those with `purpose`, at most `limit` (1..10000).
+struct FileQuery {
+  std::string tenant;
+  std::string purpose;
+  std::string after;
+  bool descending = true;
+  int64_t limit = 20;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -246,6 +270,16 @@ class Store {
   // oldest first, so the records kept are always one suffix of the log). Pruning a pruned
   // epoch is OK.
   virtual Status PruneAuditEpoch(int64_t epoch) = 0;
+
+  // Uploaded files' metadata (schema migration 5). CreateFile: AlreadyExists if the id is taken,
+  // InvalidArgument for a field out of its rules. GetFile / DeleteFile see only `tenant`'s files:
+  // another tenant's is absent (nullopt, NotFound). A store that keeps no files (a test's)
+  // answers Unimplemented.
+  virtual Status CreateFile(const StoredFile& file);
+  virtual Result<std::optional<StoredFile>> GetFile(const std::string& tenant,
+                                                    const std::string& id);
+  virtual Result<std::vector<StoredFile>> ListFiles(const FileQuery& query);
+  virtual Status DeleteFile(const std::string& tenant, const std::string& id);
 };
 
 // Opens (creating the directory and the database if needed) `<dir>/rampart.db` and migrates it.

@@ -62,7 +62,8 @@ def test_unknown_cli_flag(fixture: Fixture) -> str:
 FLAGS_WITHOUT_DEFAULT = {"--config", "--model-repository", "--load-model", "--http-ssl-cert",
                          "--http-ssl-key", "--http-ssl-root-cert", "--grpc-server-cert",
                          "--grpc-server-key", "--grpc-root-cert", "--instance-cpus",
-                         "--http-cpus", "--upstream", "--upstream-api-key", "--master-key-file"}
+                         "--http-cpus", "--upstream", "--upstream-api-key", "--master-key-file",
+                         "--files-seal-key"}
 
 
 def test_help_shows_every_default(fixture: Fixture) -> str:

@@ -1,12 +1,17 @@
 // Rampart's /v1 gateway through the official openai Node SDK (v4): chat whole and streamed, a
 // stream broken mid-way (the SDK must raise), embeddings in the SDK's default encoding (base64,
 // decoded by the SDK) and as floats, models.list and models.retrieve, and an unknown model
-// (NotFoundError). run_check.py starts the fake upstream and rampart and sets:
+// (NotFoundError); the Files API: an upload streamed from a file (fs.createReadStream), list
+// paged, retrieve, content, delete, a 404 and a bad purpose (400).
+// run_check.py starts the fake upstream and rampart and sets:
 //   RAMPART_BASE_URL   http://127.0.0.1:PORT/v1
 //   CHAT_MODEL         a model answered by the fake upstream with CHAT_ANSWER
 //   EMBEDDING_MODEL    Rampart's local text_embedding model (64 dimensions)
 // Prints one line per check; exits 1 on the first failure.
-import OpenAI, { APIError, NotFoundError } from 'openai';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import OpenAI, { APIError, BadRequestError, NotFoundError } from 'openai';
 
 const baseURL = process.env.RAMPART_BASE_URL;
 const chatModel = process.env.CHAT_MODEL;
@@ -98,6 +103,51 @@ const checks = {
     const model = await client.models.retrieve(chatModel);
     check(model.id === chatModel && model.object === 'model', JSON.stringify(model));
     return `${ids.length} models`;
+  },
+
+  async 'files: upload, list, retrieve, content, delete'() {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rampart-files-'));
+    const file = path.join(dir, 'notes.txt');
+    // Large enough to come in many pieces; lines that look like multipart delimiters.
+    const text = 'Rampart keeps documents in the building.\r\n--boundary\n'.repeat(40000);
+    fs.writeFileSync(file, text);
+    try {
+      const created = await client.files.create({
+        file: fs.createReadStream(file), purpose: 'assistants' });
+      check(created.id.startsWith('file-') && created.object === 'file' &&
+            created.bytes === Buffer.byteLength(text) && created.filename === 'notes.txt' &&
+            created.purpose === 'assistants' && created.status === 'processed' &&
+            created.created_at > 0, `created ${JSON.stringify(created)}`);
+      const second = await client.files.create({
+        file: new File(['second'], 'second.md'), purpose: 'user_data' });
+      const ids = [];
+      for await (const listed of client.files.list({ limit: 1 })) ids.push(listed.id);
+      check(ids.includes(created.id) && ids.includes(second.id), `listed ${ids}`);
+      const retrieved = await client.files.retrieve(created.id);
+      check(retrieved.id === created.id && retrieved.filename === 'notes.txt',
+            `retrieved ${JSON.stringify(retrieved)}`);
+      const content = await (await client.files.content(created.id)).text();
+      check(content === text, `content of ${content.length} characters`);
+      const deleted = await client.files.del(created.id);
+      check(deleted.id === created.id && deleted.object === 'file' && deleted.deleted === true,
+            `deleted ${JSON.stringify(deleted)}`);
+      await client.files.del(second.id);
+      try {
+        await client.files.retrieve(created.id);
+        throw new Error('a deleted file was retrieved');
+      } catch (error) {
+        check(error instanceof NotFoundError, `raised ${error.constructor.name}: ${error.message}`);
+      }
+      try {
+        await client.files.create({ file: new File(['x'], 'x.txt'), purpose: 'no-such-purpose' });
+        throw new Error('a bad purpose was accepted');
+      } catch (error) {
+        check(error instanceof BadRequestError, `raised ${error.constructor.name}: ${error.message}`);
+      }
+      return `${created.id}, ${created.bytes} bytes`;
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   },
 
   async 'unknown model raises NotFoundError'() {

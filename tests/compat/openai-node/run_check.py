@@ -112,7 +112,7 @@ def main(argv: List[str]) -> int:
                        {"name": "text-embedding", "local_model": "text_embedding"}],
         })
         server = e2e.Server(args.binary, small_repository(args.repository, temp),
-                            ["--config", config])
+                            ["--config", config, "--data-dir", os.path.join(temp, "data")])
         try:
             server.start()
             environment = dict(os.environ, RAMPART_BASE_URL=f"http://127.0.0.1:{server.port}/v1",

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/admin_http.h"
+#include "api/files_http.h"
 #include "api/grpc_service.grpc.pb.h"
 #include "api/guard_http.h"
 #include "api/kserve_grpc_access.h"
@@ -36,6 +37,7 @@ TEST(KnownActionsTest, EveryFrontEndsActionIsKnownToThePolicyEngine) {
       {"KServe HTTP", KServeHttp::Actions()}, {"KServe gRPC", grpc},
       {"OpenAI", OpenAiHttp::Actions()},      {"guard", GuardHttp::Actions()},
       {"admin", AdminHttp::Actions()},        {"Pinecone", PineconeHttp::Actions()},
+      {"files", FilesHttp::Actions()},
   };
   for (const auto& [front_end, actions] : front_ends) {
     EXPECT_FALSE(actions.empty()) << front_end;
