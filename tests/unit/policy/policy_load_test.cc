@@ -61,7 +61,7 @@ TEST(PolicyLoadTest, RuleFieldsAreChecked) {
   EXPECT_EQ(LoadError("rules:\n  - id: r1\n    effect: permit\n    action: model:infer\n"
                       "    resource: {type: modle}\n"),
             "p.yaml:5: unknown resource type 'modle' (known: model, route, server, repository, "
-            "tenant, principal, key, policy, document, role, keyring, audit, file)");
+            "tenant, principal, key, policy, document, role, keyring, audit, index, file)");
   EXPECT_EQ(LoadError("rules:\n  - id: r1\n    effect: permit\n    action: \"model[0-9]\"\n"),
             "p.yaml:4: bad glob 'model[0-9]': only * and ? are wildcards ('[' is not allowed)");
   EXPECT_EQ(LoadError("rules:\n  - id: r1\n    effect: permit\n    action: model:infer\n"
