@@ -277,7 +277,8 @@ TEST(SnapshotGraphTest, SealedSnapshotsCarryTheGraphsAcrossChunks) {
   const EngineOptions options = Options(64);  // 532 bytes of links a node
   const auto source = Filled(options, 4000);  // graphs over 4 MiB: several sealed chunks
   size_t graph_bytes = 0;
-  for (const auto& graph : source->View()->graphs()) graph_bytes += graph.graph.size();
+  const auto view = source->View();  // held: the loop reads the view's graphs
+  for (const auto& graph : view->graphs()) graph_bytes += graph.graph.size();
   ASSERT_GT(graph_bytes, size_t{4} << 20);
   const SnapshotSealing sealing{keys.keyring.get(), "movies"};
   auto written = WriteSnapshot(folder.path(), *source->View(), 9, options, sealing);
