@@ -15,74 +15,19 @@ Standard library only. Usage:
 import argparse
 import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from typing import List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "e2e"))
+import npm_check  # noqa: E402
 import rampart_e2e as e2e  # noqa: E402
 from gateway_harness import small_repository  # noqa: E402
 
-SKIP = 77
-NPM_TIMEOUT_S = 300
-NODE_TIMEOUT_S = 120
-# npm's error codes for a registry it cannot reach (DNS, refused, unreachable, timeouts, proxy).
-OFFLINE = re.compile(r"\b(ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ENETUNREACH|EHOSTUNREACH|"
-                     r"ETIMEDOUT|ESOCKETTIMEDOUT|ERR_SOCKET_TIMEOUT|network request to|"
-                     r"request to \S+ failed)\b")
 PACKAGE = "@pinecone-database/pinecone"
-
-
-def pinned_version() -> str:
-    with open(os.path.join(HERE, "package.json")) as package:
-        return json.load(package)["dependencies"][PACKAGE]
-
-
-def installed_version(work_dir: str) -> str:
-    try:
-        with open(os.path.join(work_dir, "node_modules", *PACKAGE.split("/"), "package.json")) as package:
-            return json.load(package)["version"]
-    except (OSError, ValueError, KeyError):
-        return ""
-
-
-def install(work_dir: str) -> int:
-    """0 when the pinned client is there (installed now or before), SKIP or 1 otherwise."""
-    os.makedirs(work_dir, exist_ok=True)
-    for name in ("package.json", "check.mjs"):
-        shutil.copyfile(os.path.join(HERE, name), os.path.join(work_dir, name))
-    wanted = pinned_version()
-    if installed_version(work_dir) == wanted:
-        return 0
-    npm = shutil.which("npm")
-    if npm is None:
-        print("FAIL npm is not on the PATH (tools/install_deps.sh installs it)", flush=True)
-        return 1
-    print(f"installing {PACKAGE} {wanted} with npm into {work_dir}", flush=True)
-    try:
-        result = subprocess.run([npm, "install", "--no-audit", "--no-fund"], cwd=work_dir,
-                                capture_output=True, text=True, timeout=NPM_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        print(f"SKIP npm install took over {NPM_TIMEOUT_S} s: its registry is out of reach",
-              flush=True)
-        return SKIP
-    output = result.stdout + result.stderr
-    if result.returncode != 0:
-        if OFFLINE.search(output):
-            print(f"SKIP npm cannot reach its registry, so {PACKAGE} cannot be installed:\n"
-                  + output[-1500:], flush=True)
-            return SKIP
-        print(f"FAIL npm install exited {result.returncode}:\n{output[-3000:]}", flush=True)
-        return 1
-    if installed_version(work_dir) != wanted:
-        print(f"FAIL npm installed {PACKAGE} {installed_version(work_dir)!r}, not {wanted}",
-              flush=True)
-        return 1
-    return 0
 
 
 def main(argv: List[str]) -> int:
@@ -92,38 +37,24 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--work-dir", required=True, help="where npm installs the client")
     args = parser.parse_args(argv)
     work_dir = os.path.abspath(args.work_dir)
-    installed = install(work_dir)
+    installed = npm_check.install(HERE, work_dir, PACKAGE)
     if installed != 0:
         return installed
-    node = shutil.which("node")
-    if node is None:
-        print("FAIL node is not on the PATH (tools/install_deps.sh installs it)", flush=True)
+    node = npm_check.find_node()
+    if not node:
         return 1
 
     temp = tempfile.mkdtemp(prefix="rampart-pinecone-node-")
-    status = 1
-    config = os.path.join(temp, "rampart.yaml")
-    with open(config, "w") as out:
-        out.write(f"knowledge:\n  indexes_dir: {json.dumps(os.path.join(temp, 'indexes'))}\n")
-    server = e2e.Server(args.binary, small_repository(args.repository, temp), ["--config", config])
     try:
-        server.start()
-        environment = dict(os.environ,
-                           RAMPART_PINECONE_URL=f"http://127.0.0.1:{server.port}/pinecone")
-        try:
-            result = subprocess.run([node, "check.mjs"], cwd=work_dir, env=environment,
-                                    timeout=NODE_TIMEOUT_S)
-            status = 0 if result.returncode == 0 else 1
-        except subprocess.TimeoutExpired:
-            print(f"FAIL node check.mjs ran past {NODE_TIMEOUT_S} s", flush=True)
-        server.stop()
-    except e2e.E2eError as error:
-        print(f"FAIL {error}", flush=True)
-        status = 1
+        config = os.path.join(temp, "rampart.yaml")
+        with open(config, "w") as out:
+            out.write(f"knowledge:\n  indexes_dir: {json.dumps(os.path.join(temp, 'indexes'))}\n")
+        server = e2e.Server(args.binary, small_repository(args.repository, temp),
+                            ["--config", config])
+        status = npm_check.run_against(
+            server, node, work_dir,
+            {"RAMPART_PINECONE_URL": "http://127.0.0.1:{port}/pinecone"})
     finally:
-        if status != 0:
-            print(server.describe(), flush=True)
-        server.cleanup()
         shutil.rmtree(temp, ignore_errors=True)
     print("pinecone-node compatibility: " + ("passed" if status == 0 else "failed"), flush=True)
     return status
