@@ -11,31 +11,11 @@
 #include <gtest/gtest.h>
 
 #include "crypto/keyring.h"
+#include "testing/memory_keyring_storage.h"
 
 namespace rampart::knowledge::testing {
 
-class MemoryKeyringStorage final : public crypto::KeyringStorage {
- public:
-  Result<std::vector<crypto::StoredKeyVersion>> LoadKeyVersions() override { return versions_; }
-  Status AddKeyVersion(const crypto::StoredKeyVersion& version) override {
-    for (const auto& existing : versions_) {
-      if (existing.name == version.name && existing.version == version.version) {
-        return AlreadyExists("taken");
-      }
-    }
-    versions_.push_back(version);
-    return Status::Ok();
-  }
-  Result<std::vector<std::pair<std::string, int>>> LoadMinDecryptionVersions() override {
-    return std::vector<std::pair<std::string, int>>{};
-  }
-  Status SetMinDecryptionVersion(const std::string&, int) override {
-    return Unimplemented("not needed here");
-  }
-
- private:
-  std::vector<crypto::StoredKeyVersion> versions_;
-};
+using MemoryKeyringStorage = rampart::testing::MemoryKeyringStorage;
 
 // A keyring whose master key is 64 hex digits of `fill`, with the snapshot key made.
 struct TestKeyring {
