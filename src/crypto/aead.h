@@ -38,9 +38,8 @@ struct Sealed {
 Result<Sealed> Seal(AeadAlgorithm algorithm, std::string_view key, std::string_view plaintext,
                     std::string_view associated_data);
 // As Seal with a given nonce (known-answer tests only; never reuse a nonce).
-Result<Sealed> SealWithNonce(AeadAlgorithm algorithm, std::string_view key,
-                             std::string_view nonce, std::string_view plaintext,
-                             std::string_view associated_data);
+Result<Sealed> SealWithNonce(AeadAlgorithm algorithm, std::string_view key, std::string_view nonce,
+                             std::string_view plaintext, std::string_view associated_data);
 Result<std::string> Open(AeadAlgorithm algorithm, std::string_view key, const Sealed& sealed,
                          std::string_view associated_data);
 
