@@ -8,13 +8,35 @@
 #include <map>
 #include <random>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "knowledge/index/engine.h"
 #include "knowledge/index/filter.h"
 #include "knowledge/index/vector_types.h"
 
 namespace rampart::knowledge::testing {
+
+// A record of `values` and `metadata`, without sparse values.
+inline VectorRecord Record(std::string id, std::vector<float> values, Metadata metadata = {}) {
+  VectorRecord record;
+  record.id = std::move(id);
+  record.values = std::move(values);
+  record.metadata = std::move(metadata);
+  return record;
+}
+
+// Resolves and applies an upsert, as the durable layer's writer does; fails the test when the
+// upsert is refused.
+inline void Upsert(IndexEngine& engine, std::string_view name_space,
+                   std::vector<VectorRecord> records) {
+  auto op = engine.ResolveUpsert(name_space, std::move(records));
+  ASSERT_TRUE(op.ok()) << op.status().ToString();
+  engine.Apply(*op);
+}
 
 inline const std::vector<std::string> kGenres = {"drama", "comedy", "noir", "sf", "doc"};
 inline const std::vector<std::string> kTags = {"a", "b", "c", "d", "e", "f", "g", "h"};

@@ -11,6 +11,9 @@
 namespace rampart::knowledge {
 namespace {
 
+using testing::Record;
+using testing::Upsert;
+
 using testing::BruteForce;
 using testing::ClusteredVectors;
 using testing::RandomMetadata;
@@ -27,20 +30,6 @@ std::unique_ptr<IndexEngine> MakeEngine(size_t dimension, Metric metric,
 }
 
 HnswEngine& Hnsw(IndexEngine& engine) { return static_cast<HnswEngine&>(engine); }
-
-VectorRecord Record(std::string id, std::vector<float> values, Metadata metadata = {}) {
-  VectorRecord record;
-  record.id = std::move(id);
-  record.values = std::move(values);
-  record.metadata = std::move(metadata);
-  return record;
-}
-
-void Upsert(IndexEngine& engine, std::string_view name_space, std::vector<VectorRecord> records) {
-  auto op = engine.ResolveUpsert(name_space, std::move(records));
-  ASSERT_TRUE(op.ok()) << op.status().ToString();
-  engine.Apply(*op);
-}
 
 void DeleteIds(IndexEngine& engine, std::string_view name_space, std::vector<std::string> ids) {
   DeleteRequest request;

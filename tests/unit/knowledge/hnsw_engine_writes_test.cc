@@ -14,6 +14,9 @@
 namespace rampart::knowledge {
 namespace {
 
+using testing::Record;
+using testing::Upsert;
+
 std::unique_ptr<IndexEngine> MakeEngine(size_t dimension, Metric metric,
                                         size_t max_memory_bytes = 0) {
   EngineOptions options;
@@ -23,20 +26,6 @@ std::unique_ptr<IndexEngine> MakeEngine(size_t dimension, Metric metric,
   auto engine = NewHnswEngine(options);
   EXPECT_TRUE(engine.ok()) << engine.status().ToString();
   return std::move(*engine);
-}
-
-VectorRecord Record(std::string id, std::vector<float> values, Metadata metadata = {}) {
-  VectorRecord record;
-  record.id = std::move(id);
-  record.values = std::move(values);
-  record.metadata = std::move(metadata);
-  return record;
-}
-
-void Upsert(IndexEngine& engine, std::string_view name_space, std::vector<VectorRecord> records) {
-  auto op = engine.ResolveUpsert(name_space, std::move(records));
-  ASSERT_TRUE(op.ok()) << op.status().ToString();
-  engine.Apply(*op);
 }
 
 void ExpectError(const Status& status, StatusCode code, std::string_view fragment) {
