@@ -1,10 +1,9 @@
 #pragma once
 
 // WorkerPool: a fixed set of owned threads that run posted tasks, for blocking work (index
-// searches, store calls) that must not run on an I/O thread. With one thread the tasks run in
-// the order posted (SerialWorker, core/serial_worker.h). Post is thread-safe and never blocks: a
-// full queue refuses the task. Stop (and the destructor) run what is already queued, then join.
-// A task that throws is logged and its thread goes on with the next.
+// searches) that must not run on an I/O thread. Post is thread-safe and never blocks: a full
+// queue refuses the task. Stop (and the destructor) run what is already queued, then join. A
+// task that throws is logged and its thread goes on with the next.
 
 #include <condition_variable>
 #include <cstddef>
@@ -24,14 +23,13 @@ namespace rampart {
 
 class WorkerPool {
  public:
-  // `threads` (at least 1) named "<name>-<i>" (one thread: "<name>"); at most `max_queued`
-  // tasks wait for a thread (0: no bound).
+  // `threads` (at least 1) named "<name>-<i>"; at most `max_queued` tasks wait for a thread.
   WorkerPool(std::string_view name, size_t threads, size_t max_queued)
       : name_(name), max_queued_(max_queued) {
     if (threads == 0) threads = 1;
     for (size_t i = 0; i < threads; ++i) {
-      threads_.emplace_back([this, i, alone = threads == 1] {
-        NameThisThread(alone ? name_ : fmt::format("{}-{}", name_, i));
+      threads_.emplace_back([this, i] {
+        NameThisThread(fmt::format("{}-{}", name_, i));
         Run();
       });
     }
@@ -46,8 +44,8 @@ class WorkerPool {
     {
       std::lock_guard lock(mutex_);
       if (stopping_) return Unavailable("the server is shutting down");
-      if (max_queued_ > 0 && tasks_.size() >= max_queued_) {
-        return ResourceExhausted("{} tasks are waiting already (at most {})", tasks_.size(),
+      if (tasks_.size() >= max_queued_) {
+        return ResourceExhausted("{} requests are waiting already (at most {})", tasks_.size(),
                                  max_queued_);
       }
       tasks_.push_back(std::move(task));
@@ -77,7 +75,7 @@ class WorkerPool {
       tasks_.pop_front();
       lock.unlock();
       RunLoggingExceptions(name_, [&] { task(); });
-      task = UniqueFunction<void()>();  // whatever it holds goes outside the lock
+      task = UniqueFunction<void()>();
       lock.lock();
     }
   }
