@@ -182,6 +182,9 @@ class ServerCollector final : public Collector {
       : pending_(registry.Gauge("nv_inference_pending_request_count",
                                 "Instantaneous number of requests waiting for a model instance",
                                 kModelLabels)),
+        busy_(registry.Gauge(
+            "rampart_model_busy_instances",
+            "Instantaneous number of a model version's instances executing a batch", kModelLabels)),
         canary_weight_(registry.Gauge(
             "rampart_canary_weight_percent",
             "Share of a model's unversioned traffic sent to its canary candidate", {"model"})),
@@ -198,9 +201,12 @@ class ServerCollector final : public Collector {
     for (const auto& version : server_.AllModels()) {
       std::vector<std::string> labels = {version->name(), std::to_string(version->version())};
       pending_.WithLabels(labels).Set(static_cast<double>(version->QueueSize()));
+      busy_.WithLabels(labels).Set(static_cast<double>(version->BusyInstances()));
       loaded.insert(std::move(labels));
     }
-    pending_.RemoveChildrenIf([&](const auto& labels) { return !loaded.contains(labels); });
+    for (GaugeFamily* family : {&pending_, &busy_}) {
+      family->RemoveChildrenIf([&](const auto& labels) { return !loaded.contains(labels); });
+    }
     std::set<std::string> canaries;
     for (const auto& [model, status] : server_.Canaries()) {
       canaries.insert(model);
@@ -222,6 +228,7 @@ class ServerCollector final : public Collector {
 
  private:
   GaugeFamily& pending_;
+  GaugeFamily& busy_;
   GaugeFamily& canary_weight_;
   GaugeFamily& canary_stage_;
   GaugeFamily& canary_state_;

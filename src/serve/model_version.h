@@ -50,6 +50,8 @@ class ModelVersion {
   Statistics& mutable_statistics() { return statistics_; }
   // Requests waiting for an instance (Triton's pending request count).
   size_t QueueSize() const { return scheduler_ ? scheduler_->QueueSize() : 0; }
+  // Instances executing a batch now; 0 for an ensemble.
+  size_t BusyInstances() const { return scheduler_ ? scheduler_->BusyInstances() : 0; }
   // Instance threads at a raised priority (config optimization.priority; see Scheduler).
   int FavouredInstances() const { return scheduler_ ? scheduler_->FavouredInstances() : 0; }
   // An ensemble has no instances of its own: InferenceServer runs its steps (serve/ensemble.h).

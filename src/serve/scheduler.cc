@@ -126,6 +126,12 @@ size_t Scheduler::QueueSize() const {
   return queue_.size();
 }
 
+size_t Scheduler::BusyInstances() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<size_t>(std::count_if(instances_.begin(), instances_.end(),
+                                           [](const Instance& instance) { return instance.busy; }));
+}
+
 bool Scheduler::AnyIdle() const {
   return std::any_of(instances_.begin(), instances_.end(),
                      [](const Instance& instance) { return !instance.busy; });

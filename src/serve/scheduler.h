@@ -95,6 +95,8 @@ class Scheduler {
 
   // Requests waiting for an instance.
   size_t QueueSize() const;
+  // Instances executing a batch now (on their own thread or a borrowed one).
+  size_t BusyInstances() const;
 
   // Executions that ran on the caller's thread (direct execution).
   uint64_t DirectExecutions() const { return direct_executions_.load(std::memory_order_relaxed); }

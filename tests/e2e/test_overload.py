@@ -59,15 +59,34 @@ def with_server(repository: str, binary: str, args: List[str], body: Callable[[e
         server.cleanup()
 
 
+def wait_for_slow_model(server: e2e.Server, busy: int, pending: int,
+                        timeout_s: float = 30.0) -> None:
+    """Polls the metrics until the `slow` model has `busy` instances executing and `pending`
+    requests queued."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        text = scrape(server)
+        seen = (metric(text, "rampart_model_busy_instances", 'model="slow"'),
+                metric(text, "nv_inference_pending_request_count", 'model="slow"'))
+        if seen == (busy, pending):
+            return
+        if time.monotonic() > deadline:
+            raise E2eError(f"slow model: (busy, pending) = {seen}, waited for {(busy, pending)}")
+        time.sleep(0.005)
+
+
 def test_model_queue_bound(binary: str, repository: str, iterations: int) -> str:
     """One request executing, one queued: the bound of 1 refuses the next at once."""
     def body(server: e2e.Server) -> str:
+        # Each step waits until the server shows its effect: having read a request is not
+        # enough (its instance thread may not have taken the first yet, or the second may not
+        # have reached the queue), and on a loaded machine either gap can last milliseconds.
         busy = socket.create_connection((server.host, server.port), timeout=60)
         busy.sendall(slow_request_bytes(iterations))
-        e2e.wait_until_server_has_read(busy, server.port)
+        wait_for_slow_model(server, busy=1, pending=0)
         queued = socket.create_connection((server.host, server.port), timeout=60)
         queued.sendall(slow_request_bytes(1))
-        e2e.wait_until_server_has_read(queued, server.port)
+        wait_for_slow_model(server, busy=1, pending=1)
         refused = socket.create_connection((server.host, server.port), timeout=60)
         started = time.monotonic()
         refused.sendall(slow_request_bytes(1))

@@ -437,10 +437,12 @@ TEST_F(DirectExecutionTest, RequestsQueuedMeanwhileRunOnTheBorrowedThread) {
   std::vector<std::future<Result<std::unique_ptr<InferResponse>>>> queued;
   for (int i = 0; i < 3; ++i) queued.push_back(Send(static_cast<float>(i + 1)));
   EXPECT_EQ(scheduler_->QueueSize(), 3u);
+  EXPECT_EQ(scheduler_->BusyInstances(), 1u);  // the instance lent to the caller's thread
   recorder_.Release();
   caller_.join();
   ASSERT_TRUE(blocked_.get().ok());
   for (auto& answer : queued) ASSERT_TRUE(answer.get().ok());
+  EXPECT_EQ(scheduler_->BusyInstances(), 0u);
   // No hand-off to the instance thread: the caller ran them, in order.
   const std::vector<std::thread::id> threads = ThreadsFrom(before);
   ASSERT_EQ(threads.size(), 3u);
