@@ -78,7 +78,10 @@ class KnowledgeAnswerTest : public ::testing::Test, protected GatewayHarness {
     return GatewayOptions{.vector_stores = &stores_};
   }
 
-  void TearDown() override { Stop(); }
+  void TearDown() override {
+    stores_.Release();  // a search held by a failed test would keep the gateway from stopping
+    Stop();
+  }
 
   json::Value Parse(std::string_view text) {
     auto parsed = parser_.Parse(text);
@@ -233,8 +236,16 @@ TEST_F(KnowledgeAnswerTest, NoPassageAnswersWithoutCallingTheModel) {
   EXPECT_NE(events[1].find(R"("finish_reason":"stop")"), std::string::npos);
   ExpectCited(Parse(events[1]), {});
   EXPECT_EQ(events[2], "[DONE]");
+
+  const Answer with_usage =
+      Post("/v1/chat/completions",
+           R"({"model":"kb:vs_docs","stream":true,"stream_options":{"include_usage":true},)"
+           R"("messages":[{"role":"user","content":"How do I install it?"}]})");
+  const std::vector<std::string> usage_events = Events(with_usage.body);
+  ASSERT_EQ(usage_events.size(), 4u) << with_usage.body;
+  EXPECT_NE(usage_events[2].find(R"("usage":{"prompt_tokens":0)"), std::string::npos);
   EXPECT_EQ(upstream_.requests("/v1/chat/completions"), 0);
-  EXPECT_EQ(stores_.searches(), 2);
+  EXPECT_EQ(stores_.searches(), 3);
 }
 
 TEST_F(KnowledgeAnswerTest, UnknownStoreIsNotFoundInOpenAisShape) {
@@ -248,6 +259,52 @@ TEST_F(KnowledgeAnswerTest, UnknownStoreIsNotFoundInOpenAisShape) {
             "No vector store found with id 'vs_nope'.");
   EXPECT_EQ(error.Find("type")->GetString("type").value(), ErrorType(404));
   EXPECT_EQ(upstream_.requests("/v1/chat/completions"), 0);
+}
+
+TEST_F(KnowledgeAnswerTest, AFailedSearchIsAServerErrorWithoutAModelCall) {
+  Start(Config(), Options());
+  stores_.FailWith(Unavailable("the embedder is down"));
+  const Answer answer = Post("/v1/chat/completions", kAsk);
+  EXPECT_EQ(answer.status, 503) << answer.body;
+  EXPECT_NE(answer.body.find("the knowledge base search failed: the embedder is down"),
+            std::string::npos);
+  stores_.FailWith(InvalidArgument("query too long"));
+  EXPECT_EQ(Post("/v1/chat/completions", kAsk).status, 400);
+  EXPECT_EQ(upstream_.requests("/v1/chat/completions"), 0);
+}
+
+TEST_F(KnowledgeAnswerTest, OnlyChatCompletionsWithAUserMessageAreAnswered) {
+  Start(Config(), Options());
+  EXPECT_EQ(Post("/v1/completions", R"({"model":"kb:vs_docs","prompt":"install?"})").status, 400);
+  EXPECT_EQ(Post("/v1/chat/completions",
+                 R"({"model":"kb:vs_docs","messages":[{"role":"system","content":"hi"}]})")
+                .status,
+            400);
+  EXPECT_EQ(stores_.searches(), 0);
+}
+
+TEST_F(KnowledgeAnswerTest, ACallerGoneDuringTheSearchEndsTheCallWithoutAModelCall) {
+  GatewayOptions options = Options();
+  options.knowledge_threads = 1;  // the next search runs only once this one's call went on
+  Start(Config(), options);
+  stores_.Hold();
+  {
+    boost::asio::io_context context;
+    boost::asio::ip::tcp::socket socket(context);
+    socket.connect({boost::asio::ip::make_address("127.0.0.1"), server_->port()});
+    const std::string request = fmt::format(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: {}\r\n\r\n{}",
+        kAsk.size(), kAsk);
+    boost::asio::write(socket, boost::asio::buffer(request));
+    EXPECT_TRUE(testing::Eventually([&] { return stores_.searches() == 1; }));
+  }  // the caller goes away while the search runs
+  const bool ended = MetricsShow(R"(code="499"} 1)");
+  stores_.Release();  // before any assertion can end the test: the gateway waits for its search
+  ASSERT_TRUE(ended);
+  ASSERT_TRUE(testing::Eventually([&] { return stores_.finished() == 1; }));
+  EXPECT_EQ(Post("/v1/chat/completions", kAsk).status, 200);
+  EXPECT_EQ(upstream_.requests("/v1/chat/completions"), 1);  // the second call's only
 }
 
 TEST_F(KnowledgeAnswerTest, WithoutVectorStoresKnowledgeIsNotConfigured) {

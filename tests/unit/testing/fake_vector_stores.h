@@ -4,9 +4,10 @@
 // canned passages per (tenant, store) and answers Search with those scoring at least the
 // request's threshold whose file the request's may_read admits (as the real service does, before
 // ranking), best first, at most max_num_results. Every other method answers Unimplemented.
-// Records the last search. Thread-safe.
+// Records the last search; FailWith makes searches fail, Hold makes them wait. Thread-safe.
 
 #include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -34,6 +35,28 @@ class FakeVectorStores final : public knowledge::hub::VectorStores {
     std::lock_guard lock(mutex_);
     stores_[{tenant, store}] = std::move(hits);
   }
+  // Every search answers `status` from now on (OK: the canned passages again).
+  void FailWith(Status status) {
+    std::lock_guard lock(mutex_);
+    fail_ = std::move(status);
+  }
+  // While held, searches wait (after being counted) until Release.
+  void Hold() {
+    std::lock_guard lock(mutex_);
+    held_ = true;
+  }
+  void Release() {
+    {
+      std::lock_guard lock(mutex_);
+      held_ = false;
+    }
+    released_.notify_all();
+  }
+  // Searches that have returned.
+  int finished() const {
+    std::lock_guard lock(mutex_);
+    return finished_;
+  }
   std::optional<Searched> last_search() const {
     std::lock_guard lock(mutex_);
     return last_;
@@ -47,15 +70,24 @@ class FakeVectorStores final : public knowledge::hub::VectorStores {
       const std::string& tenant, const std::string& store_id,
       const knowledge::hub::SearchRequest& request) override {
     std::vector<knowledge::hub::SearchHit> hits;
+    struct Finished {
+      FakeVectorStores* self;
+      ~Finished() {
+        std::lock_guard lock(self->mutex_);
+        ++self->finished_;
+      }
+    } finished{this};
     {
-      std::lock_guard lock(mutex_);
+      std::unique_lock lock(mutex_);
       ++searches_;
+      released_.wait(lock, [this] { return !held_; });
       last_ = Searched{.tenant = tenant,
                        .store = store_id,
                        .queries = request.queries,
                        .max_num_results = request.max_num_results,
                        .score_threshold = request.score_threshold,
                        .had_may_read = static_cast<bool>(request.may_read)};
+      if (!fail_.ok()) return fail_;
       auto found = stores_.find({tenant, store_id});
       if (found == stores_.end()) return NotFound("no vector store '{}'", store_id);
       hits = found->second;
@@ -146,6 +178,10 @@ class FakeVectorStores final : public knowledge::hub::VectorStores {
   std::map<std::pair<std::string, std::string>, std::vector<knowledge::hub::SearchHit>> stores_;
   std::optional<Searched> last_;
   int searches_ = 0;
+  Status fail_ = Status::Ok();
+  bool held_ = false;
+  int finished_ = 0;
+  std::condition_variable released_;
 };
 
 }  // namespace rampart::testing
