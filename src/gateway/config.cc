@@ -204,6 +204,9 @@ Status Validate(const GatewayConfig& config) {
   std::set<std::string> targets;
   for (const TargetConfig& target : config.targets) {
     RETURN_IF_ERROR(ValidateTarget(target, upstreams));
+    if (target.name.starts_with("kb:")) {
+      return InvalidArgument("model '{}': names beginning 'kb:' are knowledge bases", target.name);
+    }
     if (!targets.insert(target.name).second) {
       return InvalidArgument("two models are named '{}'", target.name);
     }

@@ -361,6 +361,9 @@ TEST(KnowledgeConfigTest, ValidatesTargetsStoresAndBounds) {
   EXPECT_TRUE(Validate(config).ok()) << Validate(config).ToString();
   config.routes[0].knowledge->target = "nope";
   EXPECT_FALSE(Validate(config).ok());
+  config.routes[0].knowledge->target.clear();
+  config.targets.push_back({.name = "kb:vs_docs", .endpoints = {{.upstream = "a"}}});
+  EXPECT_FALSE(Validate(config).ok());  // kb: names are knowledge bases
 }
 
 constexpr std::string_view kFilePolicy = R"(
