@@ -124,8 +124,19 @@ Status ReadGuard(const YAML::Node& node, gateway::GuardConfig& guard) {
 
 Status ReadRoute(const YAML::Node& node, std::string_view where, gateway::RouteConfig& route,
                  const gateway::GuardPolicy& guard_defaults) {
-  RETURN_IF_ERROR(
-      CheckKeys(node, where, {"name", "match", "target", "fallbacks", "canary", "guard"}));
+  RETURN_IF_ERROR(CheckKeys(
+      node, where, {"name", "match", "target", "fallbacks", "canary", "guard", "knowledge"}));
+  if (const YAML::Node knowledge = node["knowledge"]) {
+    const std::string at = fmt::format("{}.knowledge", where);
+    RETURN_IF_ERROR(
+        CheckKeys(knowledge, at, {"vector_store", "target", "max_passages", "score_threshold"}));
+    gateway::KnowledgeRouteConfig config;
+    RETURN_IF_ERROR(Read(knowledge, "vector_store", at, config.vector_store));
+    RETURN_IF_ERROR(Read(knowledge, "target", at, config.target));
+    RETURN_IF_ERROR(Read(knowledge, "max_passages", at, config.max_passages));
+    RETURN_IF_ERROR(Read(knowledge, "score_threshold", at, config.score_threshold));
+    route.knowledge = std::move(config);
+  }
   if (const YAML::Node guard = node["guard"]) {
     gateway::GuardPolicy policy = guard_defaults;  // keys not given keep the defaults
     RETURN_IF_ERROR(ReadGuardPolicy(guard, fmt::format("{}.guard", where), policy));
@@ -168,8 +179,15 @@ Status ReadGateway(const YAML::Node& node, GatewayConfig& config) {
   RETURN_IF_ERROR(CheckKeys(
       node, where,
       {"upstreams", "models", "routes", "health_check", "ejection", "retry", "keep_alive_ms",
-       "max_n", "max_response_bytes", "max_stream_queue_bytes", "guard"}));
+       "max_n", "max_response_bytes", "max_stream_queue_bytes", "guard", "knowledge"}));
   if (const YAML::Node guard = node["guard"]) RETURN_IF_ERROR(ReadGuard(guard, config.guard));
+  if (const YAML::Node knowledge = node["knowledge"]) {
+    constexpr std::string_view at = "gateway.knowledge";
+    RETURN_IF_ERROR(CheckKeys(knowledge, at, {"target", "max_passages", "score_threshold"}));
+    RETURN_IF_ERROR(Read(knowledge, "target", at, config.knowledge.target));
+    RETURN_IF_ERROR(Read(knowledge, "max_passages", at, config.knowledge.max_passages));
+    RETURN_IF_ERROR(Read(knowledge, "score_threshold", at, config.knowledge.score_threshold));
+  }
   RETURN_IF_ERROR(
       ReadList<gateway::UpstreamConfig>(node, "upstreams", where, config.upstreams, ReadUpstream));
   RETURN_IF_ERROR(

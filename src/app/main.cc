@@ -396,7 +396,11 @@ int Serve(const ServeSettings& settings) {
                               .detector_factory = guard::Detector::Create,
                               .access = access_control,
                               .audit = audit_sink,
-                              .guard_keys = keyring ? keyring->guard_keys : nullptr},
+                              .guard_keys = keyring ? keyring->guard_keys : nullptr,
+                              // Answers with citations (`kb:` models, routes with knowledge):
+                              // the knowledge hub's VectorStores service, once the app builds
+                              // one; null answers them 404 "knowledge base is not configured".
+                              .vector_stores = nullptr},
       registry);
   if (!gateway.ok()) {
     LOG_ERROR("gateway: {}", gateway.status().message());

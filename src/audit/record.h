@@ -35,6 +35,9 @@ struct AuditRecord {
   std::map<std::string, int> pii_output;
   std::string route;
   std::string target;  // the logical model or upstream that answered
+  // The documents an answer drew on: for an answer from a knowledge base, the files of the
+  // passages put in its prompt. Encoded only when not empty (records without any read as before).
+  std::vector<std::string> documents;
   std::string model_version;
   int64_t tokens_in = 0;
   int64_t tokens_out = 0;

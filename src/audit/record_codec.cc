@@ -220,7 +220,7 @@ EncodedRecord EncodeRecordAroundSequence(const AuditRecord& r) {
         &r.response_digest, &r.response_sealed, &r.route}) {
     text += field->size();
   }
-  for (const std::vector<std::string>* list : {&r.obligations, &r.rules}) {
+  for (const std::vector<std::string>* list : {&r.documents, &r.obligations, &r.rules}) {
     for (const std::string& item : *list) text += item.size() + 3;
   }
   out.reserve(400 + text + 32 * r.pii_input.size() + 32 * r.pii_output.size());
@@ -239,6 +239,10 @@ EncodedRecord EncodeRecordAroundSequence(const AuditRecord& r) {
   AppendString(out, r.api);
   key(out, "auth_method");
   AppendString(out, r.auth_method);
+  if (!r.documents.empty()) {  // optional: records before it had none
+    key(out, "documents");
+    AppendStrings(out, r.documents);
+  }
   key(out, "instance_ns");
   AppendNumber(out, r.instance_ns);
   key(out, "key_id");
@@ -385,7 +389,15 @@ Result<AuditRecord> DecodeRecord(std::string_view text) {
       {"response_sealed", text_field(&r.response_sealed)},
   };
   std::bitset<std::size(readers)> seen;
+  bool documents_seen = false;
   for (auto [key, element] : root.Object()) {
+    if (key == "documents") {  // optional, and never empty when present
+      if (documents_seen) return InvalidArgument("record field 'documents' appears twice");
+      documents_seen = true;
+      ASSIGN_OR_RETURN(r.documents, ReadStrings(json::Value(element), "documents"));
+      if (r.documents.empty()) return InvalidArgument("record field 'documents' is empty");
+      continue;
+    }
     const auto reader = std::find_if(std::begin(readers), std::end(readers),
                                      [&](const auto& entry) { return entry.first == key; });
     if (reader == std::end(readers)) return InvalidArgument("unknown record field '{}'", key);

@@ -55,6 +55,13 @@ class AuditStage final : public Stage {
     record.obligations = call.decision.obligations;
     record.pii_input = Counts(call.guard_findings.input);
     record.pii_output = Counts(call.guard_findings.output);
+    if (!call.knowledge_store.empty()) {
+      // An answer from a knowledge base: the store it searched and the files it drew on.
+      record.resource_type = "vector_store";
+      record.resource = call.knowledge_store;
+      record.documents = call.knowledge_files;
+      if (call.search_ns > 0) record.stages_ns["search"] = call.search_ns;
+    }
     record.route = call.plan.route;
     record.target = call.target;
     if (!call.upstream.empty()) record.stages_ns["upstream"] = call.upstream_ns;

@@ -122,7 +122,11 @@ void GatewayCall::Start() {
     return;
   }
   context_.streamed = context_.request.stream;
-  NextTarget(lock);
+  if (context_.plan.knowledge) {
+    SearchKnowledge(lock);
+  } else {
+    NextTarget(lock);
+  }
   AddGatewayTime(start);
   if (phase_ != Phase::kDone) ScheduleTick();
 }
@@ -542,6 +546,10 @@ void GatewayCall::AnswerWhole(int status, std::string body,
 }
 
 void GatewayCall::AnswerOk(std::string body) {
+  if (knowledge_) {
+    Result<std::string> cited = WithCitations(body, *knowledge_);
+    if (cited.ok()) body = std::move(cited).value();
+  }
   const Status passed = environment_.pipeline->Answer(context_, body);
   if (passed.ok()) {
     AnswerWhole(200, std::move(body));

@@ -29,6 +29,7 @@
 #include <string>
 
 #include "gateway/gateway.h"
+#include "gateway/knowledge.h"
 #include "gateway/local_target.h"
 #include "gateway/sse.h"
 
@@ -59,6 +60,17 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
     std::chrono::milliseconds retry_after{-1};  // asked by the upstream; -1 = not asked
   };
   enum class Phase { kCalling, kStreaming, kDone };
+
+  // Answers from a knowledge base (call_knowledge.cc, gateway/knowledge.h): the search on a
+  // knowledge worker, then the targets with the sources in the prompt, or the fixed answer when
+  // no passage answers.
+  void SearchKnowledge(std::unique_lock<std::mutex>& lock);
+  void KnowledgeFound(Result<knowledge::hub::SearchResults> found);
+  void AnswerNoSource(std::unique_lock<std::mutex>& lock);
+  // The chunk's data with the citations added, when it is the first to carry finish_reason.
+  std::string CiteInChunk(std::string data, bool finished);
+  // The closing chunk with the citations, when no chunk of the stream carried them; else empty.
+  std::optional<std::string> PendingCitations();
 
   // REQUIRES for every method below: mutex_ held (the lock is passed where one is released).
   void NextTarget(std::unique_lock<std::mutex>& lock);
@@ -130,6 +142,12 @@ class GatewayCall : public std::enable_shared_from_this<GatewayCall> {
   std::optional<std::string> stream_error_;  // an event said the upstream failed, or was garbage
   std::optional<Status> refused_;            // a stage after `call` refused the answer
   bool paused_ = false;
+
+  // An answer from a knowledge base: its sources, and whether a chunk carried their citations.
+  // Guarded by mutex_.
+  std::shared_ptr<const KnowledgeSources> knowledge_;
+  bool citations_sent_ = false;
+  SteadyTime search_started_{};
 
   SteadyTime attempt_sent_{};
   SteadyTime last_write_{};

@@ -65,7 +65,7 @@ void GatewayCall::OnEvent(std::string_view data, bool& keep_reading) {
         .Observe(static_cast<double>(NanosBetween(last_token_, now)) / 1e9);
     last_token_ = now;
   }
-  keep_reading = Forward(std::string(data)) && keep_reading;
+  keep_reading = Forward(CiteInChunk(std::string(data), event->finished)) && keep_reading;
 }
 
 bool GatewayCall::Forward(std::string data) {
@@ -84,12 +84,16 @@ bool GatewayCall::ForwardEnd() {
   if (refused_) return false;
   if (phase_ == Phase::kCalling) BeginStream();
   if (phase_ != Phase::kStreaming) return true;
+  bool keep_reading = true;
+  if (std::optional<std::string> citations = PendingCitations()) {
+    keep_reading = Forward(std::move(*citations));
+    if (refused_) return false;
+  }
   Result<std::vector<std::string>> events = environment_.pipeline->AnswerEnd(context_);
   if (!events.ok()) {
     refused_ = events.status();
     return false;
   }
-  bool keep_reading = true;
   for (std::string& event : *events) keep_reading = WriteEvent(std::move(event)) && keep_reading;
   return keep_reading;
 }

@@ -121,6 +121,23 @@ Status ValidateRoute(const RouteConfig& route, const std::set<std::string>& targ
     RETURN_IF_ERROR(CanaryPolicyFor(route).Validate().WithContext(where));
   }
   if (route.guard) RETURN_IF_ERROR(ValidateGuardPolicy(*route.guard, where + ": guard"));
+  if (route.knowledge) {
+    const KnowledgeRouteConfig& knowledge = *route.knowledge;
+    if (!knowledge.vector_store.starts_with("vs_")) {
+      return InvalidArgument("{}: knowledge: vector_store must be a vector store id (vs_...)",
+                             where);
+    }
+    if (!knowledge.target.empty() && !targets.contains(knowledge.target)) {
+      return InvalidArgument("{}: knowledge: no model named '{}'", where, knowledge.target);
+    }
+    if (knowledge.max_passages < 0 || knowledge.max_passages > kMaxKnowledgePassages) {
+      return InvalidArgument("{}: knowledge: max_passages must be in [1, {}]", where,
+                             kMaxKnowledgePassages);
+    }
+    if (knowledge.score_threshold > 1) {
+      return InvalidArgument("{}: knowledge: score_threshold must be in [0, 1]", where);
+    }
+  }
   return Status::Ok();
 }
 
@@ -187,6 +204,9 @@ Status Validate(const GatewayConfig& config) {
   std::set<std::string> targets;
   for (const TargetConfig& target : config.targets) {
     RETURN_IF_ERROR(ValidateTarget(target, upstreams));
+    if (target.name.starts_with("kb:")) {
+      return InvalidArgument("model '{}': names beginning 'kb:' are knowledge bases", target.name);
+    }
     if (!targets.insert(target.name).second) {
       return InvalidArgument("two models are named '{}'", target.name);
     }
@@ -226,6 +246,16 @@ Status Validate(const GatewayConfig& config) {
   RETURN_IF_ERROR(ValidateGuardPolicy(config.guard.defaults, "guard.defaults"));
   if (config.guard.max_text_bytes < 1024) {
     return InvalidArgument("guard.max_text_bytes must be >= 1024");
+  }
+  const KnowledgeConfig& knowledge = config.knowledge;
+  if (!knowledge.target.empty() && !targets.contains(knowledge.target)) {
+    return InvalidArgument("knowledge.target: no model named '{}'", knowledge.target);
+  }
+  if (knowledge.max_passages < 1 || knowledge.max_passages > kMaxKnowledgePassages) {
+    return InvalidArgument("knowledge.max_passages must be in [1, {}]", kMaxKnowledgePassages);
+  }
+  if (!(knowledge.score_threshold >= 0 && knowledge.score_threshold <= 1)) {
+    return InvalidArgument("knowledge.score_threshold must be in [0, 1]");
   }
   return Status::Ok();
 }
@@ -272,6 +302,10 @@ std::string DescribeRoutes(const GatewayConfig& config) {
     out += '\n';
     if (route.guard)
       out += fmt::format("route {}: guard {}\n", route.name, DescribeGuard(*route.guard));
+    if (route.knowledge) {
+      out += fmt::format("route {}: answers from vector store {}\n", route.name,
+                         route.knowledge->vector_store);
+    }
   }
   const GuardConfig& guard_config = config.guard;
   const bool any_guard =

@@ -118,13 +118,37 @@ struct GuardConfig {
   size_t max_text_bytes = 1u << 20;  // the HTTP API's largest text (413 past it)
 };
 
+// A route answered from a knowledge base (docs/knowledge-hub.md, "Answers with citations"): the
+// last user message searches `vector_store` (as the caller's tenant, with the caller's access to
+// each file) and the chat target answers from the passages found, citing them.
+struct KnowledgeRouteConfig {
+  std::string vector_store;     // "vs_..."
+  std::string target;           // the chat target that answers; empty = the route's own target
+  int max_passages = 0;         // 1..50; 0 = KnowledgeConfig::max_passages
+  double score_threshold = -1;  // 0..1; negative = KnowledgeConfig::score_threshold
+
+  bool operator==(const KnowledgeRouteConfig&) const = default;
+};
+
+// Passages one knowledge answer puts in its prompt at most.
+inline constexpr int kMaxKnowledgePassages = 50;
+
+// Gateway-wide settings of answers with citations, and of `kb:<vector_store_id>` models.
+struct KnowledgeConfig {
+  // The chat target that answers `kb:` models; empty = `kb:` models are not served (404).
+  std::string target;
+  int max_passages = 5;          // passages put in the prompt at most (1..50)
+  double score_threshold = 0.3;  // passages scoring less are left out (0..1)
+};
+
 struct RouteConfig {
   std::string name;
   MatchConfig match;
   std::string target;
   std::vector<std::string> fallbacks;  // tried in order when the target fails
   std::optional<CanaryConfig> canary;
-  std::optional<GuardPolicy> guard;  // unset = GuardConfig::defaults
+  std::optional<GuardPolicy> guard;               // unset = GuardConfig::defaults
+  std::optional<KnowledgeRouteConfig> knowledge;  // answered from a knowledge base
 };
 
 struct HealthCheckConfig {
@@ -168,6 +192,7 @@ struct GatewayConfig {
   size_t max_response_bytes = 64u << 20;     // a whole answer from an upstream
   size_t max_stream_queue_bytes = 1u << 20;  // written to a slow client and not yet sent
   GuardConfig guard;
+  KnowledgeConfig knowledge;
 };
 
 // Checks names are unique and every reference resolves (targets, upstreams, fallbacks, canary

@@ -33,12 +33,20 @@ Gateway::Gateway(GatewayOptions options, metrics::Registry& registry)
       created_(UnixSecondsNow()),
       metrics_(registry),
       pipeline_(StandardPipeline(metrics_, options.access_log, options.access, options.audit)) {
+  if (options_.vector_stores != nullptr) {
+    knowledge_workers_ = std::make_unique<WorkerPool>(
+        "gateway-kb", static_cast<size_t>(std::max(1, options_.knowledge_threads)),
+        options_.knowledge_max_queued);
+  }
   environment_ = CallEnvironment{.pipeline = &pipeline_,
                                  .metrics = &metrics_,
                                  .timers = &timers_,
                                  .local = options_.local,
                                  .clock = &Clock::Real(),
-                                 .stopping = &stopping_};
+                                 .stopping = &stopping_,
+                                 .vector_stores = options_.vector_stores,
+                                 .knowledge_workers = knowledge_workers_.get(),
+                                 .access = options_.access};
 }
 
 Result<std::unique_ptr<Gateway>> Gateway::Create(GatewayConfig config, GatewayOptions options,
@@ -57,8 +65,10 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(GatewayConfig config, GatewayOp
 
 Gateway::~Gateway() {
   stopping_ = true;
-  // The timers first (no retry, keep-alive or health round runs from here on), then the clients
-  // (calls in flight end, kShutdown).
+  // Searches first: those queued still run and their calls end (503, the gateway is stopping),
+  // which needs the timers. Then the timers (no retry, keep-alive or health round runs from here
+  // on), then the clients (calls in flight end, kShutdown).
+  if (knowledge_workers_) knowledge_workers_->Stop();
   timers_.Stop();
   std::map<std::string, std::unique_ptr<net::HttpClient>> clients;
   {

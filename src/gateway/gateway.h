@@ -11,7 +11,8 @@
 //
 // Threads: Handle runs on an HTTP I/O thread and never blocks. Upstream answers arrive on the
 // HTTP client's threads; retries, keep-alives and health checks run on the gateway's timer
-// thread; local models answer on their instance threads. Every method is thread-safe.
+// thread; local models answer on their instance threads; knowledge searches run on the
+// gateway's knowledge workers. Every method is thread-safe.
 
 #include <atomic>
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "core/trace.h"
+#include "core/worker_pool.h"
 #include "gateway/config.h"
 #include "gateway/guard_stages.h"
 #include "gateway/metrics.h"
@@ -32,6 +34,7 @@
 #include "gateway/router.h"
 #include "gateway/stage.h"
 #include "gateway/timer.h"
+#include "knowledge/hub/vector_stores.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "serve/server.h"
@@ -55,6 +58,13 @@ struct GatewayOptions {
   // The guard's key when the config names no guard.key_file (the app keeps it sealed in the
   // keyring); null = a key generated at start, which does not survive a restart.
   std::shared_ptr<const guard::GuardKeys> guard_keys;
+  // The knowledge hub's vector stores, which answer `kb:` models and routes with `knowledge`
+  // (gateway/knowledge.h); null = those calls answer 404 "knowledge base is not configured".
+  // Must outlive the gateway.
+  knowledge::hub::VectorStores* vector_stores = nullptr;
+  // Threads that run the searches (VectorStores blocks), and searches that may wait for one.
+  int knowledge_threads = 2;
+  size_t knowledge_max_queued = 1024;
 };
 
 // One upstream as calls use it.
@@ -93,6 +103,10 @@ struct CallEnvironment {
   serve::InferenceServer* local = nullptr;
   const Clock* clock = nullptr;
   const std::atomic<bool>* stopping = nullptr;  // set once the gateway is being destroyed
+  // Answers from knowledge bases: null when the gateway has no vector stores.
+  knowledge::hub::VectorStores* vector_stores = nullptr;
+  WorkerPool* knowledge_workers = nullptr;
+  const policy::AccessControl* access = nullptr;  // null = open
 };
 
 struct ModelEntry {
@@ -148,6 +162,7 @@ class Gateway {
   GatewayMetrics metrics_;
   Pipeline pipeline_;
   Timers timers_;
+  std::unique_ptr<WorkerPool> knowledge_workers_;  // when options_.vector_stores is set
   CallEnvironment environment_;
 
   mutable std::mutex mutex_;

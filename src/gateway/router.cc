@@ -65,6 +65,15 @@ Result<RoutePlan> Router::Resolve(const OpenAiRequest& request,
     RoutePlan plan;
     plan.route = rule.config->name;
     std::string first = rule.config->target;
+    if (const auto& knowledge = rule.config->knowledge) {
+      if (!knowledge->target.empty()) first = knowledge->target;
+      plan.knowledge = KnowledgePlan{
+          .vector_store = knowledge->vector_store,
+          .max_passages = knowledge->max_passages > 0 ? knowledge->max_passages
+                                                      : config_.knowledge.max_passages,
+          .score_threshold = knowledge->score_threshold >= 0 ? knowledge->score_threshold
+                                                             : config_.knowledge.score_threshold};
+    }
     if (rule.canary) {
       plan.canary = rule.canary.get();
       plan.canary_arm = rule.canary->Route();
@@ -77,6 +86,20 @@ Result<RoutePlan> Router::Resolve(const OpenAiRequest& request,
       }
     }
     return plan;
+  }
+  if (request.model.starts_with(kKnowledgeModelPrefix)) {
+    if (config_.knowledge.target.empty()) {
+      return NotFound(
+          "the model '{}' names a knowledge base, but no model answers from knowledge bases here "
+          "(gateway.knowledge.target is not set)",
+          request.model);
+    }
+    return RoutePlan{.route = "knowledge",
+                     .chain = {config_.knowledge.target},
+                     .knowledge = KnowledgePlan{
+                         .vector_store = request.model.substr(kKnowledgeModelPrefix.size()),
+                         .max_passages = config_.knowledge.max_passages,
+                         .score_threshold = config_.knowledge.score_threshold}};
   }
   for (const TargetConfig& target : config_.targets) {
     if (target.name == request.model) return RoutePlan{.route = "direct", .chain = {target.name}};

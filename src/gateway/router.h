@@ -7,6 +7,7 @@
 // called from any thread.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,17 @@
 
 namespace rampart::gateway {
 
+// A call answered from a knowledge base (gateway/knowledge.h): which store, and how many
+// passages of what score go into the prompt.
+struct KnowledgePlan {
+  std::string vector_store;
+  int max_passages = 5;
+  double score_threshold = 0;
+};
+
+// The model name prefix that asks for an answer from a knowledge base: "kb:<vector_store_id>".
+inline constexpr std::string_view kKnowledgeModelPrefix = "kb:";
+
 struct RoutePlan {
   std::string route;  // the rule's name, or "direct" when none matched
   // Logical model names, in the order to try them: the target (or the canary's pick), then the
@@ -29,6 +41,9 @@ struct RoutePlan {
   // picked (0 baseline, 1 candidate).
   serve::CanaryController* canary = nullptr;
   int64_t canary_arm = 0;
+  // Set when the call is answered from a knowledge base: a `kb:` model or a route with
+  // `knowledge`.
+  std::optional<KnowledgePlan> knowledge;
 };
 
 class Router {
@@ -36,8 +51,10 @@ class Router {
   // REQUIRES: Validate(config).ok().
   explicit Router(const GatewayConfig& config);
 
+  // A rule that matches comes first; else a model "kb:<vector_store_id>" goes to
+  // knowledge.target with a KnowledgePlan (route "knowledge"); else the logical model named.
   // Errors: NotFound "the model '<m>' does not exist" when no rule matches and no logical model
-  // has the requested name.
+  // has the requested name; NotFound for a `kb:` model when knowledge.target is not set.
   Result<RoutePlan> Resolve(const OpenAiRequest& request, const net::HttpRequest& http) const;
 
   // The names a caller may use as `model`: every logical model, then every model alias a rule

@@ -96,6 +96,12 @@ struct CallContext {
   int64_t first_token_ns = -1;  // from `received`; -1 when none came
   int64_t upstream_ns = 0;      // spent waiting for upstreams
   int64_t gateway_ns = 0;       // the gateway's own time: everything else
+  // call, for an answer from a knowledge base (gateway/knowledge.h): the vector store searched,
+  // the files of the passages put in the prompt (each once, in source order) and the time the
+  // search took.
+  std::string knowledge_store;
+  std::vector<std::string> knowledge_files;
+  int64_t search_ns = 0;
   // audit: the answer as the caller got it (a stream's events' data in order), kept only while
   // an audit log records the call.
   std::string audited_answer;

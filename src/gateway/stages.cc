@@ -119,6 +119,16 @@ class AccountStage final : public Stage {
     line.String(call.request.model);
     line.Key("route");
     line.String(route);
+    if (!call.knowledge_store.empty()) {
+      line.Key("vector_store");
+      line.String(call.knowledge_store);
+      line.Key("cited_files");
+      line.StartArray();
+      for (const std::string& file : call.knowledge_files) line.String(file);
+      line.EndArray();
+      line.Key("search_ms");
+      line.Double(static_cast<double>(call.search_ns) / 1e6);
+    }
     line.Key("target");
     line.String(model);
     line.Key("upstream");

@@ -180,3 +180,35 @@ TEST(GatewayConfig, NamesWhatIsWrongInTheGuard) {
 
 }  // namespace
 }  // namespace rampart::app
+
+namespace rampart::app {
+namespace {
+
+TEST(GatewayConfig, ReadsKnowledgeAnswersSettings) {
+  const std::string path = WriteTemp(R"(
+gateway:
+  upstreams: [{name: a, url: "http://10.0.0.5:8000/v1"}]
+  models: [{name: chat, endpoints: [{upstream: a}]}, {name: big, endpoints: [{upstream: a}]}]
+  knowledge: {target: chat, max_passages: 8, score_threshold: 0.5}
+  routes:
+    - name: handbook
+      match: {models: [handbook]}
+      target: chat
+      knowledge: {vector_store: vs_handbook, target: big, max_passages: 3, score_threshold: 0.2}
+)");
+  Result<gateway::GatewayConfig> config = LoadGatewayConfig(path);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_TRUE(gateway::Validate(*config).ok()) << gateway::Validate(*config).ToString();
+  EXPECT_EQ(config->knowledge.target, "chat");
+  EXPECT_EQ(config->knowledge.max_passages, 8);
+  EXPECT_DOUBLE_EQ(config->knowledge.score_threshold, 0.5);
+  ASSERT_TRUE(config->routes[0].knowledge.has_value());
+  EXPECT_EQ(config->routes[0].knowledge->vector_store, "vs_handbook");
+  EXPECT_EQ(config->routes[0].knowledge->target, "big");
+  EXPECT_EQ(config->routes[0].knowledge->max_passages, 3);
+  EXPECT_DOUBLE_EQ(config->routes[0].knowledge->score_threshold, 0.2);
+  EXPECT_FALSE(LoadGatewayConfig(WriteTemp("gateway: {knowledge: {store: x}}\n")).ok());
+}
+
+}  // namespace
+}  // namespace rampart::app

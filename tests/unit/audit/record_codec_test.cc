@@ -63,6 +63,27 @@ TEST(RecordCodecTest, EncodesEveryFieldWithSortedKeysAndNoWhitespace) {
   EXPECT_EQ(decoded->pii_input.at("PHONE"), 2);
 }
 
+TEST(RecordCodecTest, DocumentsAreEncodedOnlyWhenThereAreSome) {
+  AuditRecord record = Sample();
+  const std::string without = EncodeRecord(record);
+  EXPECT_EQ(without.find("documents"), std::string::npos);
+  record.documents = {"file-a", "file-b"};
+  const std::string with = EncodeRecord(record);
+  EXPECT_NE(with.find(R"("auth_method":"api_key","documents":["file-a","file-b"],"instance_ns")"),
+            std::string::npos)
+      << with;
+  auto decoded = DecodeRecord(with);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->documents, record.documents);
+  EXPECT_EQ(EncodeRecord(*decoded), with);
+  std::string empty = with;
+  empty.replace(empty.find(R"(["file-a","file-b"])"), 19, "[]");
+  EXPECT_FALSE(DecodeRecord(empty).ok()) << empty;
+  std::string twice = with;
+  twice.insert(1, R"("documents":["x"],)");
+  EXPECT_FALSE(DecodeRecord(twice).ok());
+}
+
 TEST(RecordCodecTest, EncodingAroundTheSequenceJoinsToTheSameBytes) {
   AuditRecord record = Sample();
   record.pii_input["sequence"] = 0;  // a map key named like the field does not confuse it
