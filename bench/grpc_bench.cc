@@ -4,14 +4,17 @@
 //
 //   grpc_bench --target 127.0.0.1:8001 --model simple [--concurrency 64] [--duration 10]
 //              [--warmup 2] [--stream]
-//   grpc_bench --target 127.0.0.1:8001 --model simple --http-body FILE
+//   grpc_bench --target 127.0.0.1:8001 --model simple --http-body FILE [--grpc-frame FILE]
 //
 // Inputs are made from the model's metadata (batch 1, variable dims 1, deterministic values) and
 // sent as raw_input_contents, Triton clients' default. One thread drives every call through one
 // completion queue (gRPC's asynchronous API), as wrk drives HTTP from one epoll loop per thread.
 // Prints one line:
 //   rps=<x> p50_us=<y> p99_us=<z> requests=<n> errors=<e>
-// `--http-body FILE` only writes the same request as KServe v2 JSON, for wrk (bench/grpc_bench.sh).
+// `--http-body FILE` only writes the same request as KServe v2 JSON, for wrk, and `--grpc-frame
+// FILE` as one gRPC message on the wire (the 5-byte prefix: uncompressed flag 0, big-endian
+// length; then the serialized ModelInferRequest), the body h2load POSTs to ModelInfer
+// (bench/grpc_bench.sh); with either the program writes and exits.
 
 #include <algorithm>
 #include <atomic>
@@ -25,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
 #include <CLI/CLI.hpp>
 
@@ -248,6 +252,27 @@ bool MakeRequest(const inference::ModelMetadataResponse& metadata, ModelInferReq
   return true;
 }
 
+// `message` as one gRPC length-prefixed message: a zero byte (not compressed), the length as 4
+// big-endian bytes, the serialized message.
+std::string GrpcFrame(const google::protobuf::Message& message) {
+  const std::string serialized = message.SerializeAsString();
+  const uint32_t length = static_cast<uint32_t>(serialized.size());
+  std::string frame(5, '\0');
+  for (int i = 0; i < 4; ++i)
+    frame[static_cast<size_t>(1 + i)] = static_cast<char>(length >> (24 - 8 * i));
+  return frame + serialized;
+}
+
+bool WriteFile(const std::string& path, const std::string& contents) {
+  std::ofstream file(path, std::ios::binary);
+  file << contents;
+  if (!file.flush()) {
+    std::fprintf(stderr, "grpc_bench: cannot write %s\n", path.c_str());
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -259,6 +284,7 @@ int main(int argc, char** argv) {
   double warmup = 2;
   bool stream = false;
   std::string http_body;
+  std::string grpc_frame;
   app.add_option("--target", target, "host:port of the gRPC server")->capture_default_str();
   app.add_option("--model", model, "Model to infer on")->capture_default_str();
   app.add_option("--concurrency", concurrency, "Requests (or streams) in flight")
@@ -269,7 +295,11 @@ int main(int argc, char** argv) {
   app.add_flag("--stream", stream, "Use ModelStreamInfer streams instead of unary calls");
   app.add_option("--http-body", http_body,
                  "Only write the request as KServe v2 JSON to this file, and exit");
+  app.add_option("--grpc-frame", grpc_frame,
+                 "Only write the request as a length-prefixed gRPC message to this file, and exit");
   CLI11_PARSE(app, argc, argv);
+  // As the server does (api/kserve_grpc.cc): Debian's Abseil checks every gRPC lock for deadlocks.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(-1);
@@ -290,8 +320,9 @@ int main(int argc, char** argv) {
   ModelInferRequest request;
   std::string json;
   if (!MakeRequest(metadata, request, json)) return 1;
-  if (!http_body.empty()) {
-    std::ofstream(http_body, std::ios::binary) << json;
+  if (!http_body.empty() || !grpc_frame.empty()) {
+    if (!http_body.empty() && !WriteFile(http_body, json)) return 1;
+    if (!grpc_frame.empty() && !WriteFile(grpc_frame, GrpcFrame(request))) return 1;
     return 0;
   }
   {

@@ -29,6 +29,8 @@ packages=(
   libgoogle-perftools-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev nginx-light wrk prometheus
+  # h2load: a C HTTP/2 load generator, bench/grpc_bench.sh's second gRPC unary driver
+  nghttp2-client
   # the openssl CLI: tests/e2e/test_access.py makes its mTLS certificates with it
   openssl
   # fuzzing (make fuzz): clang with libFuzzer and the sanitizer runtimes

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include <absl/synchronization/mutex.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
@@ -379,6 +380,13 @@ Result<std::shared_ptr<grpc::ServerCredentials>> Credentials(const KServeGrpcOpt
   return grpc::SslServerCredentials(ssl);
 }
 
+// Debian builds Abseil without NDEBUG, so every absl::Mutex (all of gRPC's locks, several per call)
+// records its lock order in a global graph to detect deadlocks: 6-7 % of the server's instructions
+// per unary call. Process-wide; Rampart's own code takes no absl::Mutex.
+void NoMutexDeadlockDetection() {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
+
 std::string HostPort(const std::string& address, int port) {
   const bool ipv6 = address.find(':') != std::string::npos && address.front() != '[';
   return ipv6 ? fmt::format("[{}]:{}", address, port) : fmt::format("{}:{}", address, port);
@@ -433,6 +441,10 @@ Result<std::unique_ptr<KServeGrpc>> KServeGrpc::Start(serve::InferenceServer& se
     for (size_t i = 0; i < queue_count; ++i) queues.push_back(builder.AddCompletionQueue());
     // Without this, Linux lets a second server bind the same port and steal half the calls.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    // channelz keeps per-channel and per-call counters and traces for gRPC's admin service, which
+    // Rampart does not serve; every call paid for them (docs/benchmarks.md, "gRPC per-call cost").
+    builder.AddChannelArgument(GRPC_ARG_ENABLE_CHANNELZ, 0);
+    NoMutexDeadlockDetection();
     impl->grpc_server = builder.BuildAndStart();
     if (impl->grpc_server == nullptr || impl->port == 0) {
       impl->grpc_server.reset();

@@ -31,65 +31,71 @@ int HttpStatusOf(grpc::StatusCode code) {
 
 GrpcRecord::GrpcRecord(audit::AuditSink* sink, const grpc::ServerContextBase& context,
                        std::string_view method, std::string_view resource,
-                       std::string_view request_id)
-    : sink_(sink) {
-  if (sink_ == nullptr) return;
-  Start(method, resource);
-  record_.request_id = grpc_access::RequestIdOf(context, request_id);
-  record_.source_address = grpc_access::AddressOfPeer(context.peer());
+                       std::string_view request_id) {
+  if (sink == nullptr) return;
+  Start(sink, method, resource);
+  recording_->record.request_id = grpc_access::RequestIdOf(context, request_id);
+  recording_->record.source_address = grpc_access::AddressOfPeer(context.peer());
 }
 
 GrpcRecord::GrpcRecord(audit::AuditSink* sink, std::string_view source_address,
                        std::string_view method, std::string_view resource,
-                       std::string_view request_id)
-    : sink_(sink) {
-  if (sink_ == nullptr) return;
-  Start(method, resource);
-  record_.request_id = request_id.empty() ? "req_" + record_.trace_id : std::string(request_id);
-  record_.source_address = std::string(source_address);
+                       std::string_view request_id) {
+  if (sink == nullptr) return;
+  Start(sink, method, resource);
+  audit::AuditRecord& record = recording_->record;
+  record.request_id = request_id.empty() ? "req_" + record.trace_id : std::string(request_id);
+  record.source_address = std::string(source_address);
 }
 
-void GrpcRecord::Start(std::string_view method, std::string_view resource) {
-  received_ = Clock::Real().Now();
+void GrpcRecord::Start(audit::AuditSink* sink, std::string_view method, std::string_view resource) {
+  recording_ = std::make_unique<Recording>();
+  recording_->sink = sink;
+  recording_->received = Clock::Real().Now();
   const grpc_access::RpcAction& decided = grpc_access::RpcActionOf(method);
-  record_.time_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-  record_.trace_id = TraceContext::Start().TraceId();
-  record_.api = "kserve_grpc";
-  record_.action = std::string(decided.action);
-  record_.resource_type = std::string(decided.resource_type);
-  record_.resource = std::string(resource);
-  record_.route = std::string(method);
+  audit::AuditRecord& record = recording_->record;
+  record.time_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  record.trace_id = TraceContext::Start().TraceId();
+  record.api = "kserve_grpc";
+  record.action = std::string(decided.action);
+  record.resource_type = std::string(decided.resource_type);
+  record.resource = std::string(resource);
+  record.route = std::string(method);
 }
 
 void GrpcRecord::Note(const identity::Identity& identity, const policy::Decision& decision) {
-  if (sink_ == nullptr) return;
-  NoteIdentity(identity, record_);
-  NoteDecision(decision, record_);
-  full_ = decision.allowed && std::find(decision.obligations.begin(), decision.obligations.end(),
-                                        policy::kObligationAuditFull) != decision.obligations.end();
+  if (recording_ == nullptr) return;
+  NoteIdentity(identity, recording_->record);
+  NoteDecision(decision, recording_->record);
+  recording_->full =
+      decision.allowed && std::find(decision.obligations.begin(), decision.obligations.end(),
+                                    policy::kObligationAuditFull) != decision.obligations.end();
 }
 
 void GrpcRecord::Finish(grpc::Status status, std::string_view response_content,
                         UniqueFunction<void(grpc::Status)> finish) {
-  if (sink_ == nullptr) {
+  if (recording_ == nullptr) {
     finish(std::move(status));
     return;
   }
-  audit::AuditSink* sink = std::exchange(sink_, nullptr);
-  record_.status = HttpStatusOf(status.error_code());
-  record_.outcome = std::string(OutcomeOf(record_.status));
-  record_.latency_ns = NanosBetween(received_, Clock::Real().Now());
+  // Finishing ends the recording: held here until the sink has read the content.
+  const std::unique_ptr<Recording> recording = std::move(recording_);
+  audit::AuditSink* sink = recording->sink;
+  audit::AuditRecord& record = recording->record;
+  record.status = HttpStatusOf(status.error_code());
+  record.outcome = std::string(OutcomeOf(record.status));
+  record.latency_ns = NanosBetween(recording->received, Clock::Real().Now());
   const audit::AuditContent content{
-      .request = request_content_, .response = response_content, .full = full_};
+      .request = recording->request_content, .response = response_content, .full = recording->full};
   if (!sink->sync()) {
-    sink->Record(std::move(record_), content, {});
+    sink->Record(std::move(record), content, {});
     finish(std::move(status));
     return;
   }
   sink->Record(
-      std::move(record_), content,
+      std::move(record), content,
       [finish = std::move(finish), status = std::move(status)](Status recorded) mutable {
         if (recorded.ok()) {
           finish(std::move(status));

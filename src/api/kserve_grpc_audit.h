@@ -9,6 +9,7 @@
 //
 // Thread-safe as used: one GrpcRecord belongs to one call (or one stream request).
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -41,15 +42,17 @@ class GrpcRecord {
   GrpcRecord(GrpcRecord&&) = default;
   GrpcRecord& operator=(GrpcRecord&&) = default;
 
-  bool recording() const { return sink_ != nullptr; }
+  bool recording() const { return recording_ != nullptr; }
   // The record, for the access check to note the caller and the decision; null when not
   // recording.
-  audit::AuditRecord* record() { return sink_ != nullptr ? &record_ : nullptr; }
+  audit::AuditRecord* record() { return recording_ != nullptr ? &recording_->record : nullptr; }
   // The request's serialized message (for its digest); kept only while recording.
   void SetRequestContent(std::string content) {
-    if (sink_ != nullptr) request_content_ = std::move(content);
+    if (recording_ != nullptr) recording_->request_content = std::move(content);
   }
-  void SetFull(bool full) { full_ = full; }
+  void SetFull(bool full) {
+    if (recording_ != nullptr) recording_->full = full;
+  }
   // Notes the caller and the decision (a stream's requests, decided one by one).
   void Note(const identity::Identity& identity, const policy::Decision& decision);
 
@@ -61,13 +64,20 @@ class GrpcRecord {
               UniqueFunction<void(grpc::Status)> finish);
 
  private:
-  void Start(std::string_view method, std::string_view resource);
+  struct Recording {
+    audit::AuditSink* sink = nullptr;
+    audit::AuditRecord record;
+    std::string request_content;
+    SteadyTime received{};
+    bool full = false;
+  };
 
-  audit::AuditSink* sink_ = nullptr;
-  audit::AuditRecord record_;
-  std::string request_content_;
-  SteadyTime received_{};
-  bool full_ = false;
+  void Start(audit::AuditSink* sink, std::string_view method, std::string_view resource);
+
+  // Null when not recording (the usual case), so that moving a GrpcRecord into a call's
+  // completion moves one pointer rather than the record's two dozen strings (60 string moves per
+  // unary call, 2.6 % of its instructions, before).
+  std::unique_ptr<Recording> recording_;
 };
 
 // As AccessControl::Check, noting the caller and the decision in `record` when it is not null

@@ -1,8 +1,11 @@
 #include "api/kserve_grpc_calls.h"
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>
+
+#include <google/protobuf/arena.h>
 
 #include "api/kserve_grpc_access.h"
 #include "api/kserve_grpc_audit.h"
@@ -17,6 +20,10 @@ namespace {
 using inference::ModelInferRequest;
 using inference::ModelInferResponse;
 using InferResult = Result<std::unique_ptr<serve::InferResponse>>;
+
+// The first block of a unary call's arena: room for a request and response of a few small tensors
+// (their message objects, names, shapes); larger ones take more blocks from the heap.
+constexpr size_t kArenaBlockBytes = 4096;
 
 // One ModelInfer call, from the moment it waits on a queue for a call to arrive until gRPC has
 // delivered both its finish and its done tags; it deletes itself then. Its tags all come back on
@@ -157,11 +164,25 @@ class InferCall {
     }
   }
 
+  static google::protobuf::ArenaOptions ArenaOn(char* block, size_t size) {
+    google::protobuf::ArenaOptions options;
+    options.initial_block = block;
+    options.initial_block_size = size;
+    return options;
+  }
+
   CallShared& shared_;
   grpc::ServerCompletionQueue* const queue_;
   grpc::ServerContext context_;
-  ModelInferRequest request_;
-  ModelInferResponse response_;
+  // The request and the response live on the call's arena, whose first block is part of the call
+  // object: parsing the request and filling the response take no heap allocation of their own for
+  // a small request (`simple`'s: ~40 fewer per call), and they go with the call in one piece.
+  // Tensor bytes stay in std::strings (moved in and out, never copied).
+  alignas(std::max_align_t) char arena_block_[kArenaBlockBytes];
+  google::protobuf::Arena arena_{ArenaOn(arena_block_, sizeof(arena_block_))};
+  ModelInferRequest& request_ = *google::protobuf::Arena::CreateMessage<ModelInferRequest>(&arena_);
+  ModelInferResponse& response_ =
+      *google::protobuf::Arena::CreateMessage<ModelInferResponse>(&arena_);
   grpc::ServerAsyncResponseWriter<ModelInferResponse> responder_;
   MemberTag<InferCall, &InferCall::Arrived> arrived_tag_{this};
   MemberTag<InferCall, &InferCall::Finished> finished_tag_{this};

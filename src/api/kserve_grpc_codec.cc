@@ -317,7 +317,7 @@ void EncodeInferResponse(serve::InferResponse& response, inference::ModelInferRe
     inference::ModelInferResponse::InferOutputTensor& output = *out.add_outputs();
     output.set_name(tensor.name);
     output.set_datatype(std::string(tensor::DataTypeName(tensor.datatype)));
-    for (int64_t dim : tensor.shape) output.add_shape(dim);
+    output.mutable_shape()->Add(tensor.shape.begin(), tensor.shape.end());
     *out.add_raw_output_contents() = std::move(tensor.data);
   }
 }
