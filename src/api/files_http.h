@@ -18,6 +18,8 @@
 // and a client that goes away mid-upload leaves no file behind. (Over HTTPS the server reads
 // bodies whole, so uploads there are bounded by the server's max_body_bytes.)
 //
+// Deleting a file calls FilesOptions::on_deleted (the vector stores forget it).
+//
 // Files belong to the caller's tenant (anonymous callers: "default"). Access control actions
 // files:create, files:read (list, retrieve, content) and files:delete on resource type "file"
 // named by the id ("*" for create and list); one audit record per request (api "files").
@@ -26,6 +28,7 @@
 // the front end's workers.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -49,6 +52,9 @@ struct FilesOptions {
   const policy::AccessControl* access = nullptr;  // null: open
   audit::AuditSink* audit = nullptr;              // null: nothing recorded
   size_t workers = 4;                             // threads for the disk and the store
+  // Told (on a worker thread, after the answer is decided) that a file was deleted, so that
+  // what was built from it goes too (the vector stores' ForgetFile). Unset: nothing.
+  std::function<void(const std::string& tenant, const std::string& file_id)> on_deleted;
 };
 
 class FilesHttp {
