@@ -35,14 +35,18 @@
 #include <vector>
 
 #include "api/audit_http.h"
-#include "api/file_storage.h"
 #include "audit/sink.h"
 #include "core/serial_worker.h"
+#include "knowledge/hub/file_storage.h"
 #include "net/http_server.h"
 #include "policy/access.h"
 #include "store/store.h"
 
 namespace rampart::api {
+
+using knowledge::hub::FileReader;
+using knowledge::hub::FileStorage;
+using knowledge::hub::FileWriter;
 
 struct FilesOptions {
   std::string dir;                                // where the bytes go: <data-dir>/files
