@@ -405,6 +405,10 @@ class Store {
   // or its lease taken by another worker): nothing is written.
   Status FinishVectorStoreFile(const VectorStoreFileRow& file, const std::string& worker,
                                const std::vector<VectorStoreChunkRow>& chunks);
+  // Gives a claim up (a worker stopping mid-file): the file waits for the next claimer. A file
+  // `worker` no longer holds is left alone.
+  Status ReleaseVectorStoreFile(const std::string& store_id, const std::string& file_id,
+                                const std::string& worker);
   // A file's chunks by index, or the whole store's (by file, then index) when `file_id` is "".
   Result<std::vector<VectorStoreChunkRow>> ReadVectorStoreChunks(const std::string& store_id,
                                                                  const std::string& file_id);

@@ -366,6 +366,18 @@ Status Store::FinishVectorStoreFile(const VectorStoreFileRow& file, const std::s
   });
 }
 
+Status Store::ReleaseVectorStoreFile(const std::string& store_id, const std::string& file_id,
+                                     const std::string& worker) {
+  return WithSql(true, [&](SqlRunner& sql) -> Status {
+    return sql
+        .Run(
+            "UPDATE vector_store_files SET claimed_by = '', lease_until_unix = 0 WHERE "
+            "store_id = ?1 AND file_id = ?2 AND claimed_by = ?3",
+            {store_id, file_id, worker})
+        .status();
+  });
+}
+
 Result<std::vector<VectorStoreChunkRow>> Store::ReadVectorStoreChunks(const std::string& store_id,
                                                                       const std::string& file_id) {
   std::vector<VectorStoreChunkRow> rows;

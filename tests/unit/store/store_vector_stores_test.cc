@@ -107,6 +107,12 @@ TYPED_TEST(StoreVectorStoresTest, AClaimIsHeldByOneWorkerAndFinishingReplacesThe
   ASSERT_TRUE(taken.ok() && taken->has_value());
   EXPECT_EQ((*taken)->file_id, "f1");
 
+  // A worker that stops gives its claim up at once.
+  STORE_ASSERT_OK(replica->ReleaseVectorStoreFile("vs_1", "f2", "w2"));
+  auto resumed = store.ClaimVectorStoreFile("w4", 1000, 1300);
+  ASSERT_TRUE(resumed.ok() && resumed->has_value());
+  EXPECT_EQ((*resumed)->file_id, "f2");
+
   VectorStoreFileRow done = **first;
   done.status = "completed";
   done.usage_bytes = 30;
