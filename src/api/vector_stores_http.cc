@@ -1,5 +1,6 @@
 #include "api/vector_stores_http.h"
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -237,6 +238,24 @@ void VectorStoresHttp::Run(const Call& call, const net::HttpRequest& request,
     }
   };
   const auto page = [&]() { return vs::ParsePageQuery(request.query()); };
+  // Per-document access (files:read), for the calls that show a file's name, attributes or
+  // content; null when access is open.
+  const auto documents = [&]() -> std::shared_ptr<DocumentAccess> {
+    if (!caller->identity || !Enforcing(options_.access)) return nullptr;
+    return std::make_shared<DocumentAccess>(
+        *options_.access, *caller->identity,
+        request.peer != nullptr ? std::string(request.peer->address) : std::string());
+  };
+  // A file the caller may not read is as absent as an unknown one.
+  const auto readable = [&](Result<hub::VectorStoreFileInfo> file) {
+    if (file.ok()) {
+      if (std::shared_ptr<DocumentAccess> access = documents(); access && !access->MayRead(*file)) {
+        return Result<hub::VectorStoreFileInfo>(
+            NotFound("No file found with id '{}' in vector store '{}'.", call.item, call.store));
+      }
+    }
+    return file;
+  };
 
   switch (call.operation) {
     case Operation::kCreateStore: {
@@ -276,11 +295,17 @@ void VectorStoresHttp::Run(const Call& call, const net::HttpRequest& request,
       if (!request_page.ok()) return fail(request_page.status());
       Result<std::optional<hub::IngestStatus>> status = vs::ParseStatusFilter(request.query());
       if (!status.ok()) return fail(status.status());
-      return answer(service_.ListFiles(tenant, call.store, *request_page, *status, call.item),
-                    vs::FileListJson);
+      Result<hub::Page<hub::VectorStoreFileInfo>> listed =
+          service_.ListFiles(tenant, call.store, *request_page, *status, call.item);
+      // Files the caller may not read are left out (a page may come back shorter).
+      if (std::shared_ptr<DocumentAccess> access = documents(); access && listed.ok()) {
+        std::erase_if(listed->items,
+                      [&](const hub::VectorStoreFileInfo& file) { return !access->MayRead(file); });
+      }
+      return answer(listed, vs::FileListJson);
     }
     case Operation::kGetFile:
-      return answer(service_.GetFile(tenant, call.store, call.item), vs::FileJson);
+      return answer(readable(service_.GetFile(tenant, call.store, call.item)), vs::FileJson);
     case Operation::kUpdateFile: {
       Result<hub::FileAttributes> attributes = vs::ParseUpdateFile(parser, request.body);
       if (!attributes.ok()) return fail(attributes.status());
@@ -294,7 +319,8 @@ void VectorStoresHttp::Run(const Call& call, const net::HttpRequest& request,
       return;
     }
     case Operation::kFileContent: {
-      Result<hub::VectorStoreFileInfo> file = service_.GetFile(tenant, call.store, call.item);
+      Result<hub::VectorStoreFileInfo> file =
+          readable(service_.GetFile(tenant, call.store, call.item));
       if (!file.ok()) return fail(file.status());
       Result<std::vector<std::string>> chunks = service_.FileContent(tenant, call.store, call.item);
       if (!chunks.ok()) return fail(chunks.status());
@@ -326,7 +352,7 @@ void VectorStoresHttp::Search(const Call& call, const Caller& caller,
   if (caller.identity && Enforcing(options_.access)) {
     auto access = std::make_shared<DocumentAccess>(
         *options_.access, *caller.identity,
-        request.peer != nullptr ? request.peer->address : std::string());
+        request.peer != nullptr ? std::string(request.peer->address) : std::string());
     search.may_read = [access](const hub::VectorStoreFileInfo& file) {
       return access->MayRead(file);
     };

@@ -24,8 +24,9 @@
 // A search also applies per-document access: a file of the store takes part only when the
 // caller may `files:read` the resource {type: "file", name: <file id>, attributes: the file's
 // attributes as strings}, decided once per file per search, inside the service's indexes, so a
-// refused file yields no hit, score or count. Stores belong to the caller's tenant (anonymous
-// callers: "default"); another tenant's store is 404 like an unknown id.
+// refused file yields no hit, score or count. The same decision hides a file from the store's
+// file list, and answers 404 for its retrieval and content. Stores belong to the caller's tenant
+// (anonymous callers: "default"); another tenant's store is 404 like an unknown id.
 //
 // Answers are OpenAI's objects and errors ({"error":{message,type,param,code}}, `param` naming
 // the offending field of a bad body), each with x-request-id.

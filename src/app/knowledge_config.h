@@ -28,7 +28,7 @@
 //       embedding_batch: 64          # texts per embedding call
 //       embedding_timeout_ms: 120000 # one Embed call, all its batches
 //       ingestion_workers: 2         # threads extracting, chunking and embedding files
-//       language: auto               # BM25 analyser: auto, english or chinese
+//       language: english            # BM25 analyser: english, chinese or auto
 //       seal_chunks: false           # encrypt chunk text at rest with the keyring
 //       seal_key: vector-stores      # ... under this keyring key
 //       worker_threads: 4            # threads serving the API's requests
@@ -51,7 +51,7 @@ struct VectorStoresConfig {
   size_t embedding_batch = 64;
   int64_t embedding_timeout_ms = 120'000;
   size_t ingestion_workers = 2;
-  std::string language = "auto";  // auto, english, chinese
+  std::string language = "english";  // english, chinese, auto
   bool seal_chunks = false;
   std::string seal_key = "vector-stores";
   size_t worker_threads = 4;

@@ -54,15 +54,38 @@ void StopKnowledge(KnowledgeRuntime& runtime) {
 
 namespace {
 
-// The service over the Files API's files, embedding with `embedder`.
-Result<std::unique_ptr<knowledge::hub::VectorStores>> NewVectorStores(
-    const VectorStoresConfig& config, const DocumentsParts& parts, store::Store& store,
-    knowledge::hub::Embedder& embedder) {
-  (void)config;
-  (void)parts;
-  (void)store;
-  (void)embedder;
-  return Unimplemented("the vector stores service is not part of this build yet");
+// The service over the Files API's files, embedding with the runtime's embedder; started.
+Status StartVectorStoreService(const VectorStoresConfig& config, const DocumentsParts& parts,
+                               store::Store& store, DocumentsRuntime& runtime) {
+  knowledge::hub::VectorStoreServiceOptions options;
+  options.workers = config.ingestion_workers;
+  options.embed_batch = config.embedding_batch;
+  options.language = config.language == "chinese"   ? knowledge::hub::AnalyzerLanguage::kChinese
+                     : config.language == "english" ? knowledge::hub::AnalyzerLanguage::kEnglish
+                                                    : knowledge::hub::AnalyzerLanguage::kAuto;
+  if (config.seal_chunks) {
+    if (parts.keyring == nullptr) {
+      return FailedPrecondition(
+          "knowledge.vector_stores.seal_chunks needs the keyring (--master-key-file)");
+    }
+    RETURN_IF_ERROR(
+        parts.keyring->Ensure(config.seal_key, crypto::KeyPurpose::kWrapping, "aes-256-gcm")
+            .WithContext("the chunks' sealing key"));
+    if (!runtime.envelope) runtime.envelope = std::make_unique<crypto::Envelope>(*parts.keyring);
+    options.envelope = runtime.envelope.get();
+    options.seal_key = config.seal_key;
+  }
+  // The service reads the bytes the Files API keeps, sealed as it sealed them.
+  runtime.file_storage = std::make_unique<knowledge::hub::FileStorage>(
+      parts.data_dir + "/files", parts.files_seal_key.empty() ? nullptr : runtime.envelope.get(),
+      parts.files_seal_key);
+  Result<std::unique_ptr<knowledge::hub::VectorStoreService>> service =
+      knowledge::hub::NewVectorStoreService(&store, runtime.file_storage.get(),
+                                            runtime.embedder.get(), options);
+  if (!service.ok()) return service.status();
+  RETURN_IF_ERROR((*service)->Start());
+  runtime.vector_stores = std::move(service).value();
+  return Status::Ok();
 }
 
 }  // namespace
@@ -102,10 +125,8 @@ Result<std::unique_ptr<DocumentsRuntime>> StartDocuments(const DocumentsParts& p
                          .deadline = std::chrono::milliseconds(config->embedding_timeout_ms)});
     if (!embedder.ok()) return embedder.status().WithContext("vector stores");
     runtime->embedder = std::move(embedder).value();
-    Result<std::unique_ptr<knowledge::hub::VectorStores>> service =
-        NewVectorStores(*config, parts, *store, *runtime->embedder);
-    if (!service.ok()) return service.status().WithContext("vector stores");
-    runtime->vector_stores = std::move(service).value();
+    RETURN_IF_ERROR(
+        StartVectorStoreService(*config, parts, *store, *runtime).WithContext("vector stores"));
     runtime->vector_stores_http = std::make_unique<api::VectorStoresHttp>(
         *runtime->vector_stores,
         api::VectorStoresHttpOptions{.worker_threads = config->worker_threads,
@@ -142,7 +163,8 @@ void StopDocuments(DocumentsRuntime& runtime) {
   if (runtime.vector_stores_http) runtime.vector_stores_http->Shutdown();
   runtime.files.reset();
   runtime.vector_stores_http.reset();
-  runtime.vector_stores.reset();  // its ingestion threads stop here
+  if (runtime.vector_stores) runtime.vector_stores->Stop();  // a file mid-way is given back
+  runtime.vector_stores.reset();
 }
 
 }  // namespace rampart::app

@@ -16,6 +16,7 @@
 #include "crypto/keyring.h"
 #include "gateway/embedder.h"
 #include "gateway/gateway.h"
+#include "knowledge/hub/vector_store_service.h"
 #include "knowledge/index/backend.h"
 
 namespace rampart::app {
@@ -47,7 +48,8 @@ struct DocumentsRuntime {
   std::unique_ptr<store::Store> own_store;  // when no other store was given
   std::unique_ptr<crypto::Envelope> envelope;
   std::unique_ptr<gateway::GatewayEmbedder> embedder;
-  std::unique_ptr<knowledge::hub::VectorStores> vector_stores;
+  std::unique_ptr<knowledge::hub::FileStorage> file_storage;  // the service's reader of files
+  std::unique_ptr<knowledge::hub::VectorStoreService> vector_stores;
   std::unique_ptr<api::VectorStoresHttp> vector_stores_http;
   std::unique_ptr<api::FilesHttp> files;
 };

@@ -270,8 +270,19 @@ TEST_F(VectorStoresAccessTest, EachCallerSeesOnlyTheDocumentsItMayRead) {
   EXPECT_EQ(Found(legal_key_), "file-b ");
   // The fake asks twice per file (as both indexes would); policy decided once per file.
   EXPECT_EQ(service_.may_read_calls(), 6);
-  // Same tenant: both see the store itself.
+  // Same tenant: both see the store itself, but only their own documents in it.
   EXPECT_EQ(api::Call(front_, "GET", "/v1/vector_stores/vs_1", "", legal_key_).status, 200);
+  net::HttpResponse listed =
+      api::Call(front_, "GET", "/v1/vector_stores/vs_1/files", "", legal_key_);
+  EXPECT_TRUE(Has(listed, R"("first_id":"file-b","last_id":"file-b")")) << listed.body;
+  EXPECT_EQ(api::Call(front_, "GET", "/v1/vector_stores/vs_1/files/file-a", "", legal_key_).status,
+            404);
+  EXPECT_EQ(api::Call(front_, "GET", "/v1/vector_stores/vs_1/files/file-a/content", "", legal_key_)
+                .status,
+            404);
+  EXPECT_EQ(api::Call(front_, "GET", "/v1/vector_stores/vs_1/files/file-a/content", "", sales_key_)
+                .status,
+            200);
 }
 
 TEST_F(VectorStoresAccessTest, CallersAreAuthenticatedBeforeTheirBodiesAreRead) {

@@ -137,7 +137,7 @@ knowledge:
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
   ASSERT_TRUE((*defaults)->vector_stores.has_value());
   EXPECT_EQ((*defaults)->vector_stores->embedding_target, "");
-  EXPECT_EQ((*defaults)->vector_stores->language, "auto");
+  EXPECT_EQ((*defaults)->vector_stores->language, "english");
   EXPECT_FALSE((*LoadKnowledgeConfig(WriteTemp("knowledge: {}\n")))->vector_stores);
   EXPECT_FALSE((*LoadKnowledgeConfig(WriteTemp("knowledge:\n  vector_stores: {enabled: false}\n")))
                    ->vector_stores);
