@@ -1,7 +1,10 @@
-// The Vector Stores API's answers and errors in OpenAI's shapes (vector_stores_codec.h).
+// The Vector Stores API's answers and errors in OpenAI's shapes, and its query strings
+// (vector_stores_codec.h).
 
+#include <charconv>
 #include <cmath>
 
+#include "api/pinecone_codec.h"
 #include "api/vector_stores_codec.h"
 #include "gateway/openai_response.h"
 #include "json/writer.h"
@@ -337,6 +340,56 @@ std::map<std::string, std::string> StringifyAttributes(const hub::FileAttributes
     }
   }
   return strings;
+}
+
+Result<hub::PageRequest> ParsePageQuery(std::string_view query) {
+  hub::PageRequest page;
+  while (!query.empty()) {
+    const size_t end = query.find('&');
+    const std::string_view pair = query.substr(0, end);
+    query = end == std::string_view::npos ? std::string_view() : query.substr(end + 1);
+    const size_t equals = pair.find('=');
+    const std::string_view name = pair.substr(0, equals);
+    std::optional<std::string> value = pinecone::DecodeQueryComponent(
+        equals == std::string_view::npos ? std::string_view() : pair.substr(equals + 1));
+    if (!value) return InvalidArgument("{}: malformed percent-encoding", name);
+    if (name == "limit") {
+      int limit = 0;
+      const auto [last, error] =
+          std::from_chars(value->data(), value->data() + value->size(), limit);
+      if (error != std::errc() || last != value->data() + value->size() || limit < 1 ||
+          limit > 100) {
+        return InvalidArgument("limit: must be an integer from 1 to 100");
+      }
+      page.limit = limit;
+    } else if (name == "order") {
+      if (*value != "asc" && *value != "desc") return InvalidArgument("order: must be asc or desc");
+      page.descending = *value == "desc";
+    } else if (name == "after") {
+      page.after = std::move(*value);
+    } else if (name == "before") {
+      page.before = std::move(*value);
+    }
+  }
+  return page;
+}
+
+Result<std::optional<hub::IngestStatus>> ParseStatusFilter(std::string_view query) {
+  while (!query.empty()) {
+    const size_t end = query.find('&');
+    const std::string_view pair = query.substr(0, end);
+    query = end == std::string_view::npos ? std::string_view() : query.substr(end + 1);
+    const size_t equals = pair.find('=');
+    if (pair.substr(0, equals) != "filter") continue;
+    const std::string_view value =
+        equals == std::string_view::npos ? std::string_view() : pair.substr(equals + 1);
+    for (hub::IngestStatus status : {hub::IngestStatus::kInProgress, hub::IngestStatus::kCompleted,
+                                     hub::IngestStatus::kFailed, hub::IngestStatus::kCancelled}) {
+      if (StatusName(status) == value) return std::optional<hub::IngestStatus>(status);
+    }
+    return InvalidArgument("filter: must be in_progress, completed, failed or cancelled");
+  }
+  return std::optional<hub::IngestStatus>();
 }
 
 }  // namespace rampart::api::vector_stores
