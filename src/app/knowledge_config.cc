@@ -36,7 +36,7 @@ Status ReadVectorStores(const YAML::Node& node, VectorStoresConfig& config) {
   RETURN_IF_ERROR(ReadRange<int64_t>(node, "embedding_timeout_ms", where, 100, 3600 * 1000,
                                      config.embedding_timeout_ms));
   RETURN_IF_ERROR(
-      ReadRange<size_t>(node, "ingestion_workers", where, 1, 64, config.ingestion_workers));
+      ReadRange<size_t>(node, "ingestion_workers", where, 1, 16, config.ingestion_workers));
   RETURN_IF_ERROR(Read(node, "language", where, config.language));
   if (config.language != "auto" && config.language != "english" && config.language != "chinese") {
     return InvalidArgument("'{}.language' must be auto, english or chinese, got '{}' (line {})",

@@ -19,11 +19,13 @@ size_t CandidatesFor(size_t max_results) { return std::max<size_t>(max_results *
 }  // namespace
 
 Result<std::unique_ptr<StoreIndex>> StoreIndex::Create(size_t dimension,
-                                                       std::shared_ptr<const Analyzer> analyzer) {
+                                                       std::shared_ptr<const Analyzer> analyzer,
+                                                       size_t ef_construction) {
   ASSIGN_OR_RETURN(auto bm25, Bm25Index::Create(std::move(analyzer)));
   EngineOptions options;
   options.dimension = dimension;
   options.metric = Metric::kCosine;
+  options.ef_construction = ef_construction;
   ASSIGN_OR_RETURN(auto vectors, NewHnswEngine(options));
   return std::unique_ptr<StoreIndex>(
       new StoreIndex(dimension, std::move(bm25), std::move(vectors)));

@@ -52,7 +52,8 @@ struct IndexSearch {
 class StoreIndex {
  public:
   static Result<std::unique_ptr<StoreIndex>> Create(size_t dimension,
-                                                    std::shared_ptr<const Analyzer> analyzer);
+                                                    std::shared_ptr<const Analyzer> analyzer,
+                                                    size_t ef_construction = 100);
 
   // Replaces the file and its chunks whole (a file not yet known is added). InvalidArgument for
   // an embedding of the wrong dimension (nothing changes then).

@@ -40,6 +40,9 @@ struct VectorStoreServiceOptions {
   // The BM25 analyser of every store: English (Snowball) by default; kChinese for ICU words.
   AnalyzerLanguage language = AnalyzerLanguage::kEnglish;
   Fusion fusion = Fusion::kReciprocalRank;
+  // The HNSW graphs' build-time breadth: the graphs are rebuilt from the store at every start,
+  // where building dominates (docs/benchmarks.md), so lower than the engine's 200.
+  size_t hnsw_ef_construction = 100;
   const crypto::Envelope* envelope = nullptr;  // set: chunk texts sealed at rest ...
   std::string seal_key;                        // ... under this keyring key
   std::string worker_id;                       // "" : host name, pid and a random suffix

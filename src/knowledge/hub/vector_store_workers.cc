@@ -52,8 +52,9 @@ std::shared_ptr<StoreIndex> VectorStoreServiceImpl::FindIndex(const std::string&
 
 Result<std::shared_ptr<StoreIndex>> VectorStoreServiceImpl::IndexFor(const std::string& store_id) {
   if (auto index = FindIndex(store_id)) return index;
-  ASSIGN_OR_RETURN(std::unique_ptr<StoreIndex> made,
-                   StoreIndex::Create(embedder_->dimension(), analyzer_));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<StoreIndex> made,
+      StoreIndex::Create(embedder_->dimension(), analyzer_, options_.hnsw_ef_construction));
   std::unique_lock lock(indexes_mutex_);
   auto& slot = indexes_[store_id];
   if (slot == nullptr) slot = std::move(made);

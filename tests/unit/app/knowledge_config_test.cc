@@ -154,7 +154,7 @@ knowledge:
                 .find("unknown key 'knowledge.vector_stores.workers'"),
             std::string::npos);
   EXPECT_NE(error("knowledge:\n  vector_stores:\n    ingestion_workers: 0\n")
-                .find("'knowledge.vector_stores.ingestion_workers' must be in [1, 64]"),
+                .find("'knowledge.vector_stores.ingestion_workers' must be in [1, 16]"),
             std::string::npos);
 }
 
