@@ -88,6 +88,7 @@ bench: build
 	$(BUILD_DIR)/bench/quota_bench
 	$(BUILD_DIR)/bench/store_bench
 	$(BUILD_DIR)/bench/hub_text_bench
+	$(BUILD_DIR)/bench/kb_service_bench
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

@@ -599,6 +599,7 @@ void FilesHttp::Delete(net::HttpRequest&& request, net::Responder responder, std
     if (Status removed = storage_.Remove(id); !removed.ok()) {
       LOG_WARN("files: {}", removed.message());
     }
+    if (options_.on_deleted) options_.on_deleted(tenant, id);
     json::Writer writer;
     writer.StartObject();
     writer.Key("id");

@@ -18,6 +18,8 @@
 // and a client that goes away mid-upload leaves no file behind. (Over HTTPS the server reads
 // bodies whole, so uploads there are bounded by the server's max_body_bytes.)
 //
+// Deleting a file calls FilesOptions::on_deleted (the vector stores forget it).
+//
 // Files belong to the caller's tenant (anonymous callers: "default"). Access control actions
 // files:create, files:read (list, retrieve, content) and files:delete on resource type "file"
 // named by the id ("*" for create and list); one audit record per request (api "files").
@@ -26,20 +28,25 @@
 // the front end's workers.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "api/audit_http.h"
-#include "api/file_storage.h"
 #include "audit/sink.h"
 #include "core/serial_worker.h"
+#include "knowledge/hub/file_storage.h"
 #include "net/http_server.h"
 #include "policy/access.h"
 #include "store/store.h"
 
 namespace rampart::api {
+
+using knowledge::hub::FileReader;
+using knowledge::hub::FileStorage;
+using knowledge::hub::FileWriter;
 
 struct FilesOptions {
   std::string dir;                                // where the bytes go: <data-dir>/files
@@ -49,6 +56,9 @@ struct FilesOptions {
   const policy::AccessControl* access = nullptr;  // null: open
   audit::AuditSink* audit = nullptr;              // null: nothing recorded
   size_t workers = 4;                             // threads for the disk and the store
+  // Told (on a worker thread, after the answer is decided) that a file was deleted, so that
+  // what was built from it goes too (the vector stores' ForgetFile). Unset: nothing.
+  std::function<void(const std::string& tenant, const std::string& file_id)> on_deleted;
 };
 
 class FilesHttp {

@@ -22,6 +22,38 @@ Status ReadRange(const YAML::Node& node, std::string_view key, std::string_view 
   return Status::Ok();
 }
 
+Status ReadVectorStores(const YAML::Node& node, VectorStoresConfig& config) {
+  constexpr std::string_view where = "knowledge.vector_stores";
+  if (node.IsNull()) return Status::Ok();
+  RETURN_IF_ERROR(CheckKeys(node, where,
+                            {"enabled", "embedding_target", "embedding_batch",
+                             "embedding_timeout_ms", "ingestion_workers", "language", "seal_chunks",
+                             "seal_key", "worker_threads", "max_queued_requests"}));
+  RETURN_IF_ERROR(Read(node, "enabled", where, config.enabled));
+  RETURN_IF_ERROR(Read(node, "embedding_target", where, config.embedding_target));
+  RETURN_IF_ERROR(
+      ReadRange<size_t>(node, "embedding_batch", where, 1, 2048, config.embedding_batch));
+  RETURN_IF_ERROR(ReadRange<int64_t>(node, "embedding_timeout_ms", where, 100, 3600 * 1000,
+                                     config.embedding_timeout_ms));
+  RETURN_IF_ERROR(
+      ReadRange<size_t>(node, "ingestion_workers", where, 1, 16, config.ingestion_workers));
+  RETURN_IF_ERROR(Read(node, "language", where, config.language));
+  if (config.language != "auto" && config.language != "english" && config.language != "chinese") {
+    return InvalidArgument("'{}.language' must be auto, english or chinese, got '{}' (line {})",
+                           where, config.language, node["language"].Mark().line + 1);
+  }
+  RETURN_IF_ERROR(Read(node, "seal_chunks", where, config.seal_chunks));
+  RETURN_IF_ERROR(Read(node, "seal_key", where, config.seal_key));
+  if (config.seal_key.empty()) {
+    return InvalidArgument("'{}.seal_key' must not be empty (line {})", where,
+                           node["seal_key"].Mark().line + 1);
+  }
+  RETURN_IF_ERROR(ReadRange<size_t>(node, "worker_threads", where, 1, 256, config.worker_threads));
+  RETURN_IF_ERROR(ReadRange<size_t>(node, "max_queued_requests", where, 1, 1 << 20,
+                                    config.max_queued_requests));
+  return Status::Ok();
+}
+
 Status ReadKnowledge(const YAML::Node& node, KnowledgeConfig& config) {
   constexpr std::string_view where = "knowledge";
   if (node.IsNull()) return Status::Ok();  // `knowledge:` alone: every default
@@ -30,7 +62,7 @@ Status ReadKnowledge(const YAML::Node& node, KnowledgeConfig& config) {
                 {"enabled", "indexes_dir", "read_only", "public_url", "max_memory_mb", "hnsw_m",
                  "ef_construction", "default_ef", "compaction_ratio", "snapshot_every_records",
                  "snapshot_every_mb", "segment_mb", "max_pending_writes", "replica_poll_ms",
-                 "seal_snapshots", "worker_threads", "max_queued_requests"}));
+                 "seal_snapshots", "worker_threads", "max_queued_requests", "vector_stores"}));
   RETURN_IF_ERROR(Read(node, "enabled", where, config.enabled));
   RETURN_IF_ERROR(Read(node, "indexes_dir", where, config.indexes_dir));
   RETURN_IF_ERROR(Read(node, "read_only", where, config.read_only));
@@ -69,6 +101,11 @@ Status ReadKnowledge(const YAML::Node& node, KnowledgeConfig& config) {
   RETURN_IF_ERROR(ReadRange<size_t>(node, "worker_threads", where, 1, 256, config.worker_threads));
   RETURN_IF_ERROR(ReadRange<size_t>(node, "max_queued_requests", where, 1, 1 << 20,
                                     config.max_queued_requests));
+  if (node["vector_stores"]) {
+    VectorStoresConfig vector_stores;
+    RETURN_IF_ERROR(ReadVectorStores(node["vector_stores"], vector_stores));
+    if (vector_stores.enabled) config.vector_stores = std::move(vector_stores);
+  }
   return Status::Ok();
 }
 

@@ -22,6 +22,17 @@
 //     seal_snapshots: false          # encrypt snapshots with the keyring (needs a master key)
 //     worker_threads: 4              # threads serving reads and parsing requests
 //     max_queued_requests: 256       # requests waiting for them; more get 429
+//     vector_stores:                 # OpenAI's Vector Stores API under /v1/vector_stores
+//       enabled: true
+//       embedding_target: ""         # a gateway target; empty: the first with a local_model
+//       embedding_batch: 64          # texts per embedding call
+//       embedding_timeout_ms: 120000 # one Embed call, all its batches
+//       ingestion_workers: 2         # threads extracting, chunking and embedding files
+//       language: english            # BM25 analyser: english, chinese or auto
+//       seal_chunks: false           # encrypt chunk text at rest with the keyring
+//       seal_key: vector-stores      # ... under this keyring key
+//       worker_threads: 4            # threads serving the API's requests
+//       max_queued_requests: 256     # requests waiting for them; more get 429
 //
 // Unknown keys, wrong types and values out of range are errors naming the key and its line.
 
@@ -33,6 +44,20 @@
 
 namespace rampart::app {
 
+// knowledge.vector_stores: the Vector Stores API and the service behind it (docs/knowledge-hub.md).
+struct VectorStoresConfig {
+  bool enabled = true;
+  std::string embedding_target;  // empty: the gateway's first target with a local model
+  size_t embedding_batch = 64;
+  int64_t embedding_timeout_ms = 120'000;
+  size_t ingestion_workers = 2;
+  std::string language = "english";  // english, chinese, auto
+  bool seal_chunks = false;
+  std::string seal_key = "vector-stores";
+  size_t worker_threads = 4;
+  size_t max_queued_requests = 256;
+};
+
 struct KnowledgeConfig {
   bool enabled = true;
   std::string indexes_dir;  // empty: <data-dir>/indexes
@@ -43,6 +68,7 @@ struct KnowledgeConfig {
   bool seal_snapshots = false;
   size_t worker_threads = 4;
   size_t max_queued_requests = 256;
+  std::optional<VectorStoresConfig> vector_stores;  // the section present (and enabled) turns it on
 };
 
 // Reads `path`'s knowledge: section: nullopt when there is none (no vector indexes). Errors:

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/logging.h"
+#include "store/store.h"
 
 namespace rampart::app {
 
@@ -49,6 +50,121 @@ void StopKnowledge(KnowledgeRuntime& runtime) {
   if (runtime.pinecone) runtime.pinecone->Shutdown();
   runtime.pinecone.reset();
   runtime.catalog.reset();
+}
+
+namespace {
+
+// The service over the Files API's files, embedding with the runtime's embedder; started.
+Status StartVectorStoreService(const VectorStoresConfig& config, const DocumentsParts& parts,
+                               store::Store& store, DocumentsRuntime& runtime) {
+  knowledge::hub::VectorStoreServiceOptions options;
+  options.workers = config.ingestion_workers;
+  options.embed_batch = config.embedding_batch;
+  options.language = config.language == "chinese"   ? knowledge::hub::AnalyzerLanguage::kChinese
+                     : config.language == "english" ? knowledge::hub::AnalyzerLanguage::kEnglish
+                                                    : knowledge::hub::AnalyzerLanguage::kAuto;
+  if (config.seal_chunks) {
+    if (parts.keyring == nullptr) {
+      return FailedPrecondition(
+          "knowledge.vector_stores.seal_chunks needs the keyring (--master-key-file)");
+    }
+    RETURN_IF_ERROR(
+        parts.keyring->Ensure(config.seal_key, crypto::KeyPurpose::kWrapping, "aes-256-gcm")
+            .WithContext("the chunks' sealing key"));
+    if (!runtime.envelope) runtime.envelope = std::make_unique<crypto::Envelope>(*parts.keyring);
+    options.envelope = runtime.envelope.get();
+    options.seal_key = config.seal_key;
+  }
+  // The service reads the bytes the Files API keeps, sealed as it sealed them.
+  runtime.file_storage = std::make_unique<knowledge::hub::FileStorage>(
+      parts.data_dir + "/files", parts.files_seal_key.empty() ? nullptr : runtime.envelope.get(),
+      parts.files_seal_key);
+  Result<std::unique_ptr<knowledge::hub::VectorStoreService>> service =
+      knowledge::hub::NewVectorStoreService(&store, runtime.file_storage.get(),
+                                            runtime.embedder.get(), options);
+  if (!service.ok()) return service.status();
+  RETURN_IF_ERROR((*service)->Start());
+  runtime.vector_stores = std::move(service).value();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DocumentsRuntime>> StartDocuments(const DocumentsParts& parts) {
+  auto runtime = std::make_unique<DocumentsRuntime>();
+  store::Store* store = parts.store;
+  if (store == nullptr && parts.own_store_allowed) {
+    Result<std::unique_ptr<store::Store>> opened = store::OpenSqliteStore(parts.data_dir);
+    if (!opened.ok()) return opened.status().WithContext("files");
+    runtime->own_store = std::move(opened).value();
+    store = runtime->own_store.get();
+  }
+  if (store == nullptr) {
+    if (parts.vector_stores != nullptr) {
+      return FailedPrecondition(
+          "knowledge.vector_stores needs the Files API, which needs a store: give --data-dir, "
+          "an access: section or a keyring");
+    }
+    return runtime;  // no Files API (answered 501)
+  }
+  if (!parts.files_seal_key.empty()) {
+    if (parts.keyring == nullptr) {
+      return FailedPrecondition("files: files.seal_key needs the keyring (--master-key-file)");
+    }
+    RETURN_IF_ERROR(
+        parts.keyring->Ensure(parts.files_seal_key, crypto::KeyPurpose::kWrapping, "aes-256-gcm")
+            .WithContext("files: the sealing key"));
+    runtime->envelope = std::make_unique<crypto::Envelope>(*parts.keyring);
+  }
+
+  if (const VectorStoresConfig* config = parts.vector_stores; config != nullptr) {
+    if (parts.gateway == nullptr) return FailedPrecondition("vector stores need the gateway");
+    Result<std::unique_ptr<gateway::GatewayEmbedder>> embedder = gateway::GatewayEmbedder::Create(
+        *parts.gateway, {.target = config->embedding_target,
+                         .batch_size = config->embedding_batch,
+                         .deadline = std::chrono::milliseconds(config->embedding_timeout_ms)});
+    if (!embedder.ok()) return embedder.status().WithContext("vector stores");
+    runtime->embedder = std::move(embedder).value();
+    RETURN_IF_ERROR(
+        StartVectorStoreService(*config, parts, *store, *runtime).WithContext("vector stores"));
+    runtime->vector_stores_http = std::make_unique<api::VectorStoresHttp>(
+        *runtime->vector_stores,
+        api::VectorStoresHttpOptions{.worker_threads = config->worker_threads,
+                                     .max_queued_requests = config->max_queued_requests,
+                                     .access = parts.access,
+                                     .audit = parts.audit});
+    LOG_INFO("Vector Stores API at /v1/vector_stores: embeddings from target '{}' ({} dimensions)",
+             runtime->embedder->target(), runtime->embedder->dimension());
+  }
+
+  api::FilesOptions options{.dir = parts.data_dir + "/files",
+                            .max_bytes = parts.files_max_bytes,
+                            .envelope = runtime->envelope.get(),
+                            .seal_key = parts.files_seal_key,
+                            .access = parts.access,
+                            .audit = parts.audit};
+  if (knowledge::hub::VectorStores* service = runtime->vector_stores.get()) {
+    options.on_deleted = [service](const std::string& tenant, const std::string& file_id) {
+      if (Status forgotten = service->ForgetFile(tenant, file_id); !forgotten.ok()) {
+        LOG_WARN("vector stores: forgetting deleted file {}: {}", file_id, forgotten.message());
+      }
+    };
+  }
+  Result<std::unique_ptr<api::FilesHttp>> files = api::FilesHttp::Create(*store, options);
+  if (!files.ok()) return files.status().WithContext("files");
+  runtime->files = std::move(files).value();
+  LOG_INFO("Files API at /v1/files: {} (bytes under {}/files{})", store->Describe(), parts.data_dir,
+           runtime->envelope ? ", sealed" : "");
+  return runtime;
+}
+
+void StopDocuments(DocumentsRuntime& runtime) {
+  if (runtime.files) runtime.files->Shutdown();
+  if (runtime.vector_stores_http) runtime.vector_stores_http->Shutdown();
+  runtime.files.reset();
+  runtime.vector_stores_http.reset();
+  if (runtime.vector_stores) runtime.vector_stores->Stop();  // a file mid-way is given back
+  runtime.vector_stores.reset();
 }
 
 }  // namespace rampart::app

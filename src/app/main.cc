@@ -450,57 +450,41 @@ int Serve(const ServeSettings& settings) {
 
   // The OpenAI Files API (/v1/files): metadata in the access store, else the keyring's, else a
   // SQLite store of its own when --data-dir is given; bytes under <data-dir>/files. Without a
-  // store it is off (501).
-  std::unique_ptr<store::Store> files_own_store;
-  store::Store* files_store = access ? access->store.get() : (keyring ? keyring->store : nullptr);
-  if (files_store == nullptr && !settings.data_dir.empty()) {
-    Result<std::unique_ptr<store::Store>> opened = store::OpenSqliteStore(data_dir);
-    if (!opened.ok()) {
-      LOG_ERROR("files: {}", opened.status().message());
-      return 1;
-    }
-    files_own_store = std::move(opened).value();
-    files_store = files_own_store.get();
+  // store it is off (501). The vector stores (/v1/vector_stores) build on its files.
+  const VectorStoresConfig* vector_stores_config = knowledge && (*knowledge_config)->vector_stores
+                                                       ? &*(*knowledge_config)->vector_stores
+                                                       : nullptr;
+  Result<std::unique_ptr<DocumentsRuntime>> started_documents =
+      StartDocuments({.store = access ? access->store.get() : (keyring ? keyring->store : nullptr),
+                      .own_store_allowed = !settings.data_dir.empty(),
+                      .data_dir = data_dir,
+                      .files_max_bytes = settings.files_max_bytes,
+                      .files_seal_key = settings.files_seal_key,
+                      .keyring = keyring ? keyring->runtime.keyring.get() : nullptr,
+                      .vector_stores = vector_stores_config,
+                      .gateway = gateway->get(),
+                      .access = access_control,
+                      .audit = audit_sink});
+  if (!started_documents.ok()) {
+    LOG_ERROR("{}", started_documents.status().message());
+    return 1;
   }
-  std::unique_ptr<crypto::Envelope> files_envelope;
-  std::unique_ptr<api::FilesHttp> files;
-  if (files_store != nullptr) {
-    if (!settings.files_seal_key.empty()) {
-      if (!keyring) {
-        LOG_ERROR("files: files.seal_key needs the keyring (--master-key-file)");
-        return 1;
-      }
-      const Status ensured = keyring->runtime.keyring->Ensure(
-          settings.files_seal_key, crypto::KeyPurpose::kWrapping, "aes-256-gcm");
-      if (!ensured.ok()) {
-        LOG_ERROR("files: the sealing key: {}", ensured.message());
-        return 1;
-      }
-      files_envelope = std::make_unique<crypto::Envelope>(*keyring->runtime.keyring);
-    }
-    auto created = api::FilesHttp::Create(*files_store,
-                                          api::FilesOptions{.dir = data_dir + "/files",
-                                                            .max_bytes = settings.files_max_bytes,
-                                                            .envelope = files_envelope.get(),
-                                                            .seal_key = settings.files_seal_key,
-                                                            .access = access_control,
-                                                            .audit = audit_sink});
-    if (!created.ok()) {
-      LOG_ERROR("files: {}", created.status().message());
-      return 1;
-    }
-    files = std::move(created).value();
-    http_options.streamed_body = [&files](const net::HttpRequest& head) {
+  std::unique_ptr<DocumentsRuntime> documents = std::move(started_documents).value();
+  api::FilesHttp* const files = documents->files.get();
+  api::VectorStoresHttp* const vector_stores = documents->vector_stores_http.get();
+  if (files != nullptr) {
+    http_options.streamed_body = [files](const net::HttpRequest& head) {
       return files->StreamedBodyLimit(head);
     };
-    LOG_INFO("Files API at /v1/files: {} (bytes under {}/files{})", files_store->Describe(),
-             data_dir, files_envelope ? ", sealed" : "");
   }
 
   auto http = net::HttpServer::Start(
       http_options,
-      [&kserve, &openai, &files, pinecone](net::HttpRequest&& request, net::Responder responder) {
-        if (api::FilesHttp::Owns(request.path())) {
+      [&kserve, &openai, files, pinecone, vector_stores](net::HttpRequest&& request,
+                                                         net::Responder responder) {
+        if (vector_stores != nullptr && api::VectorStoresHttp::Owns(request.path())) {
+          vector_stores->Handle(std::move(request), std::move(responder));
+        } else if (api::FilesHttp::Owns(request.path())) {
           if (files) {
             files->Handle(std::move(request), std::move(responder));
           } else {
@@ -584,7 +568,7 @@ int Serve(const ServeSettings& settings) {
   if (metrics_http) metrics_http->Shutdown(std::chrono::milliseconds(0));
   kserve.Shutdown();
   openai.Shutdown();
-  if (files) files->Shutdown();
+  StopDocuments(*documents);
   if (admin) admin->Shutdown();
   // The indexes close after the HTTP server: a write it still answers holds its index.
   if (knowledge) StopKnowledge(*knowledge);

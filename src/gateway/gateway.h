@@ -145,6 +145,10 @@ class Gateway {
   // The guard in force (kept alive by the pointer), for the guard's HTTP API.
   std::shared_ptr<const GuardRuntime> guard() const;
   GatewayMetrics& metrics() { return metrics_; }
+  // The routing state in force (kept alive by the pointer), and the server local targets run
+  // on (null without one): for calls to a target outside any route (gateway/embedder.h).
+  std::shared_ptr<const Runtime> CurrentRuntime() const { return runtime(); }
+  serve::InferenceServer* local_server() const { return options_.local; }
 
  private:
   Gateway(GatewayOptions options, metrics::Registry& registry);

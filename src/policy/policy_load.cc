@@ -309,14 +309,20 @@ const std::vector<std::string_view>& KnownActions() {
       "files:create",
       "files:read",
       "files:delete",
+      // OpenAI's Vector Stores API (api/vector_stores_http.h), on resource type "vector_store".
+      "vector_stores:create",
+      "vector_stores:read",
+      "vector_stores:update",
+      "vector_stores:delete",
+      "vector_stores:search",
   };
   return kActions;
 }
 
 const std::vector<std::string_view>& KnownResourceTypes() {
   static const std::vector<std::string_view> kTypes = {
-      "model",  "route",    "server", "repository", "tenant", "principal", "key",
-      "policy", "document", "role",   "keyring",    "audit",  "index",     "file"};
+      "model",    "route", "server",  "repository", "tenant", "principal", "key",         "policy",
+      "document", "role",  "keyring", "audit",      "index",  "file",      "vector_store"};
   return kTypes;
 }
 

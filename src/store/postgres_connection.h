@@ -32,6 +32,7 @@ class PgResult {
  public:
   explicit PgResult(PGresult* result) : result_(result, &PQclear) {}
   int rows() const { return PQntuples(result_.get()); }
+  int columns() const { return PQnfields(result_.get()); }
   std::string Text(int row, int column) const;
   int64_t Int(int row, int column) const;  // 0 for text that is not a number
   int64_t affected() const;                // rows an INSERT/UPDATE/DELETE changed

@@ -9,6 +9,7 @@
 #include "store/postgres_connection.h"
 #include "store/records.h"
 #include "store/schema.h"
+#include "store/sql_runner.h"
 #include "store/store.h"
 
 namespace rampart::store {
@@ -670,6 +671,22 @@ class PostgresStore final : public Store {
       if (removed.affected() == 0) return NotFound("file '{}' does not exist", id);
       return Status::Ok();
     });
+  }
+
+ protected:
+  Status WithSql(bool write, const std::function<Status(internal::SqlRunner&)>& body) override {
+    if (write) {
+      return Write([&](PgConnection& connection) {
+        internal::PgRunner runner(connection);
+        return body(runner);
+      });
+    }
+    return Read<bool>([&](PgConnection& connection) -> Result<bool> {
+             internal::PgRunner runner(connection);
+             RETURN_IF_ERROR(body(runner));
+             return true;
+           })
+        .status();
   }
 
  private:

@@ -139,6 +139,74 @@ CREATE TABLE files (
 CREATE INDEX files_by_tenant ON files (tenant, created_unix, id)
 )sql";
 
+// Vector stores (knowledge/hub/vector_stores.h): the stores, their files with ingestion state and
+// a claim (claimed_by, lease_until_unix) so that replicas never ingest one file at once, batches,
+// chunks (their text, sealed or plain, and embedding as hex) and the change sequence replicas
+// follow. vector_store_sequence's one row hands out sequences: a writer updates it inside its
+// transaction, so sequences are taken in commit order and a follower never skips one.
+constexpr std::string_view kVectorStoresSchema = R"sql(
+CREATE TABLE vector_stores (
+  id TEXT NOT NULL PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  name TEXT NOT NULL,
+  metadata TEXT NOT NULL,
+  created_unix BIGINT NOT NULL,
+  last_active_unix BIGINT NOT NULL,
+  expires_days BIGINT NOT NULL,
+  embedder TEXT NOT NULL
+);
+CREATE INDEX vector_stores_by_tenant ON vector_stores (tenant, created_unix, id);
+CREATE TABLE vector_store_files (
+  store_id TEXT NOT NULL,
+  file_id TEXT NOT NULL,
+  tenant TEXT NOT NULL,
+  filename TEXT NOT NULL,
+  created_unix BIGINT NOT NULL,
+  status TEXT NOT NULL,
+  error_code TEXT NOT NULL,
+  error_message TEXT NOT NULL,
+  attributes TEXT NOT NULL,
+  chunking TEXT NOT NULL,
+  batch_id TEXT NOT NULL,
+  claimed_by TEXT NOT NULL,
+  lease_until_unix BIGINT NOT NULL,
+  usage_bytes BIGINT NOT NULL,
+  PRIMARY KEY (store_id, file_id)
+);
+CREATE INDEX vector_store_files_by_status ON vector_store_files (status, created_unix);
+CREATE INDEX vector_store_files_by_file ON vector_store_files (tenant, file_id);
+CREATE TABLE vector_store_batches (
+  id TEXT NOT NULL PRIMARY KEY,
+  store_id TEXT NOT NULL,
+  tenant TEXT NOT NULL,
+  created_unix BIGINT NOT NULL
+);
+CREATE TABLE vector_store_chunks (
+  store_id TEXT NOT NULL,
+  file_id TEXT NOT NULL,
+  chunk_index BIGINT NOT NULL,
+  body TEXT NOT NULL,
+  sealing TEXT NOT NULL,
+  heading_path TEXT NOT NULL,
+  page BIGINT NOT NULL,
+  begin_byte BIGINT NOT NULL,
+  end_byte BIGINT NOT NULL,
+  embedding TEXT NOT NULL,
+  PRIMARY KEY (store_id, file_id, chunk_index)
+);
+CREATE TABLE vector_store_changes (
+  sequence BIGINT NOT NULL PRIMARY KEY,
+  store_id TEXT NOT NULL,
+  file_id TEXT NOT NULL,
+  kind TEXT NOT NULL
+);
+CREATE TABLE vector_store_sequence (
+  id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+  value BIGINT NOT NULL
+);
+INSERT INTO vector_store_sequence (id, value) VALUES (1, 0)
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "tenants, principals, API keys, budgets and the generation counter", kInitialSchema},
     {2, "the keyring's key versions and minimum decryption versions, and sealed secrets",
@@ -146,6 +214,8 @@ constexpr Migration kMigrations[] = {
     {3, "the audit log: records, checkpoints and retention epochs", kAuditSchema},
     {4, "the audit log keeps only its time index (fewer B-trees per append)", kAuditLeanerIndexes},
     {5, "uploaded files' metadata (the OpenAI Files API)", kFilesSchema},
+    {6, "vector stores: stores, files, batches, chunks and their change sequence",
+     kVectorStoresSchema},
 };
 
 }  // namespace

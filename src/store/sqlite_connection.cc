@@ -66,6 +66,8 @@ std::string Statement::Text(int column) const {
   return std::string(text, static_cast<size_t>(sqlite3_column_bytes(statement_, column)));
 }
 
+int Statement::columns() const { return sqlite3_column_count(statement_); }
+
 Result<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(const std::string& path,
                                                                  int busy_timeout_ms) {
   sqlite3* db = nullptr;

@@ -50,6 +50,7 @@ class Statement {
   // Columns of the current row, from 0.
   int64_t Int(int column) const;
   std::string Text(int column) const;
+  int columns() const;
 
  private:
   sqlite3_stmt* statement_;

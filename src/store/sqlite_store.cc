@@ -14,6 +14,7 @@
 
 #include "store/records.h"
 #include "store/schema.h"
+#include "store/sql_runner.h"
 #include "store/sqlite_audit.h"
 #include "store/sqlite_connection.h"
 #include "store/store.h"
@@ -646,6 +647,19 @@ class SqliteStore final : public Store {
       if (connection.Changes() == 0) return NotFound("file '{}' does not exist", id);
       return Status::Ok();
     });
+  }
+
+ protected:
+  Status WithSql(bool write, const std::function<Status(internal::SqlRunner&)>& body) override {
+    if (write) {
+      return Write([&](SqliteConnection& connection) {
+        internal::SqliteRunner runner(connection);
+        return body(runner);
+      });
+    }
+    std::lock_guard lock(read_mutex_);
+    internal::SqliteRunner runner(*reader_);
+    return body(runner);
   }
 
  private:

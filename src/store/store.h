@@ -20,6 +20,7 @@
 // too long, Internal for anything else (the database's message included).
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,6 +30,10 @@
 #include "core/status.h"
 
 namespace rampart::store {
+
+namespace internal {
+class SqlRunner;  // store/sql_runner.h
+}  // namespace internal
 
 // Free-form attributes (department, clearance, region, ...): name -> value. A value that holds a
 // list (groups) is its items joined by ','.
@@ -175,6 +180,72 @@ struct FileQuery {
   int64_t limit = 20;
 };
 
+// Vector stores (knowledge/hub/vector_stores.h gives them meaning; schema migration 6): the
+// store keeps rows, the knowledge hub encodes what is inside them. Ids and tenants as the hub
+// makes them; times in Unix seconds.
+struct VectorStoreRow {
+  std::string tenant;
+  std::string id;
+  std::string name;
+  std::string metadata;  // the hub's JSON text
+  int64_t created_unix = 0;
+  int64_t last_active_unix = 0;
+  int64_t expires_days = 0;  // 0: never expires
+  std::string embedder;      // the embedder's name the chunks were made with
+};
+
+// A file of a vector store, with its ingestion state. A worker takes a file in progress by
+// claiming it (claimed_by, lease_until_unix), so that replicas never ingest one file at once.
+struct VectorStoreFileRow {
+  std::string tenant;
+  std::string store_id;
+  std::string file_id;
+  std::string filename;
+  int64_t created_unix = 0;
+  std::string status;  // "in_progress", "completed", "failed", "cancelled"
+  std::string error_code;
+  std::string error_message;
+  std::string attributes;  // the hub's JSON text
+  std::string chunking;    // the hub's JSON text
+  std::string batch_id;    // "" when added alone
+  std::string claimed_by;  // "" when no worker holds it
+  int64_t lease_until_unix = 0;
+  int64_t usage_bytes = 0;
+};
+
+struct VectorStoreBatchRow {
+  std::string tenant;
+  std::string store_id;
+  std::string id;
+  int64_t created_unix = 0;
+};
+
+// One chunk of a file. `text` is the chunk's text or, when `sealing` is "envelope", its envelope
+// (bytes); `embedding` is the vector's float32s, little-endian (bytes).
+struct VectorStoreChunkRow {
+  std::string store_id;
+  std::string file_id;
+  int64_t chunk_index = 0;
+  std::string text;
+  std::string sealing;
+  std::string heading_path;
+  int64_t page = 0;
+  int64_t begin = 0;
+  int64_t end = 0;
+  std::string embedding;
+};
+
+// An entry of the vector stores' change sequence, which replicas follow to keep their in-memory
+// indexes in step: `kind` "chunks" (the file's chunks and state were replaced), "attributes"
+// (the file's attributes changed), "removed" (the file left the store, chunks and all) or
+// "store_removed" (file_id empty). Sequences increase in commit order, without gaps.
+struct VectorStoreChange {
+  int64_t sequence = 0;
+  std::string store_id;
+  std::string file_id;
+  std::string kind;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -280,6 +351,77 @@ class Store {
                                                     const std::string& id);
   virtual Result<std::vector<StoredFile>> ListFiles(const FileQuery& query);
   virtual Status DeleteFile(const std::string& tenant, const std::string& id);
+
+  // Vector stores (schema migration 6; store/vector_store_tables.cc, the same SQL on both
+  // backends). Every read and write sees only `tenant`'s rows (another tenant's are absent).
+  // A store that keeps none (a test's) answers Unimplemented.
+  //
+  // CreateVectorStore: the store and its first files in one transaction; AlreadyExists for a
+  // taken id.
+  Status CreateVectorStore(const VectorStoreRow& row, const std::vector<VectorStoreFileRow>& files);
+  Result<std::optional<VectorStoreRow>> GetVectorStore(const std::string& tenant,
+                                                       const std::string& id);
+  // By (created_unix, id); every tenant's when `tenant` is empty.
+  Result<std::vector<VectorStoreRow>> ListVectorStores(const std::string& tenant);
+  // Name, metadata, last_active_unix and expires_days. NotFound when absent.
+  Status UpdateVectorStore(const VectorStoreRow& row);
+  // The store, its files, batches and chunks, and a "store_removed" change. NotFound when absent.
+  Status DeleteVectorStore(const std::string& tenant, const std::string& id);
+
+  // Adds `files` (and `batch` when given) in one transaction; a file already in its store is
+  // kept as it is. NotFound when the store is absent.
+  Status AddVectorStoreFiles(const std::optional<VectorStoreBatchRow>& batch,
+                             const std::vector<VectorStoreFileRow>& files);
+  Result<std::optional<VectorStoreFileRow>> GetVectorStoreFile(const std::string& tenant,
+                                                               const std::string& store_id,
+                                                               const std::string& file_id);
+  // By (created_unix, file_id).
+  Result<std::vector<VectorStoreFileRow>> ListVectorStoreFiles(const std::string& tenant,
+                                                               const std::string& store_id);
+  // With an "attributes" change. NotFound when absent.
+  Status UpdateVectorStoreFileAttributes(const std::string& tenant, const std::string& store_id,
+                                         const std::string& file_id, const std::string& attributes);
+  // Removes the file and its chunks from the store (from every store of the tenant when
+  // `store_id` is empty), with a "removed" change each. NotFound when it was in none.
+  Status RemoveVectorStoreFile(const std::string& tenant, const std::string& store_id,
+                               const std::string& file_id);
+  Result<std::optional<VectorStoreBatchRow>> GetVectorStoreBatch(const std::string& tenant,
+                                                                 const std::string& store_id,
+                                                                 const std::string& batch_id);
+  // The batch's files still in progress become "cancelled" (a worker holding one then fails
+  // to finish it). NotFound when the batch is absent.
+  Status CancelVectorStoreBatch(const std::string& tenant, const std::string& store_id,
+                                const std::string& batch_id);
+
+  // Ingestion. Claims one file in progress that no live lease holds (the oldest first) for
+  // `worker` until `lease_until_unix`; nullopt when there is none. Atomic across replicas: two
+  // claimers never both get one file while its lease lasts.
+  Result<std::optional<VectorStoreFileRow>> ClaimVectorStoreFile(const std::string& worker,
+                                                                 int64_t now_unix,
+                                                                 int64_t lease_until_unix);
+  // In one transaction: replaces the file's chunks with `chunks`, sets its status, error and
+  // usage_bytes from `file`, releases the claim and appends a "chunks" change.
+  // FailedPrecondition when `worker` no longer holds the file in progress (removed, cancelled,
+  // or its lease taken by another worker): nothing is written.
+  Status FinishVectorStoreFile(const VectorStoreFileRow& file, const std::string& worker,
+                               const std::vector<VectorStoreChunkRow>& chunks);
+  // Gives a claim up (a worker stopping mid-file): the file waits for the next claimer. A file
+  // `worker` no longer holds is left alone.
+  Status ReleaseVectorStoreFile(const std::string& store_id, const std::string& file_id,
+                                const std::string& worker);
+  // A file's chunks by index, or the whole store's (by file, then index) when `file_id` is "".
+  Result<std::vector<VectorStoreChunkRow>> ReadVectorStoreChunks(const std::string& store_id,
+                                                                 const std::string& file_id);
+  // Changes with sequence > `after`, by sequence, at most `limit`.
+  Result<std::vector<VectorStoreChange>> ReadVectorStoreChanges(int64_t after, int64_t limit);
+  // The last change's sequence; 0 when none.
+  Result<int64_t> LastVectorStoreChange();
+
+ protected:
+  // The backend's SQL under the vector store tables: runs `body` with a runner on one
+  // connection, inside one transaction when `write` (rolled back when `body` fails).
+  // Unimplemented by default.
+  virtual Status WithSql(bool write, const std::function<Status(internal::SqlRunner&)>& body);
 };
 
 // Opens (creating the directory and the database if needed) `<dir>/rampart.db` and migrates it.

@@ -53,12 +53,16 @@ def main(argv: List[str]) -> int:
                             "endpoints": [{"upstream": "fake", "model": "upstream-assistant"}]},
                            {"name": "text-embedding", "local_model": "text_embedding"}],
             })
+            # The Vector Stores API, embedding with the local model.
+            with open(config, "a") as out:
+                out.write("knowledge:\n  vector_stores:\n    embedding_target: text-embedding\n")
             server = e2e.Server(args.binary, small_repository(args.repository, temp),
                                 ["--config", config, "--data-dir", os.path.join(temp, "data")])
             status = npm_check.run_against(
                 server, node, work_dir,
                 {"RAMPART_BASE_URL": "http://127.0.0.1:{port}/v1", "CHAT_MODEL": "assistant",
-                 "CHAT_ANSWER": answer, "EMBEDDING_MODEL": "text-embedding"})
+                 "CHAT_ANSWER": answer, "EMBEDDING_MODEL": "text-embedding",
+                 "VECTOR_STORES": "1"})
     finally:
         shutil.rmtree(temp, ignore_errors=True)
     print("openai-node compatibility: " + ("passed" if status == 0 else "failed"), flush=True)

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <string>
 
 #include "crypto/keyring.h"
@@ -66,6 +67,10 @@ class FilesHttpTest : public ::testing::TestWithParam<bool> {
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(*store);
     FilesOptions options{.dir = dir_ + "/files", .max_bytes = kMaxBytes};
+    options.on_deleted = [this](const std::string& tenant, const std::string& id) {
+      std::lock_guard lock(deleted_mutex_);
+      deleted_.push_back(tenant + "/" + id);
+    };
     if (GetParam()) {
       const std::string path = dir_ + "/master.key";
       std::ofstream(path) << std::string(64, '7');
@@ -161,6 +166,8 @@ class FilesHttpTest : public ::testing::TestWithParam<bool> {
   std::unique_ptr<crypto::Keyring> keyring_;
   std::unique_ptr<crypto::Envelope> envelope_;
   std::unique_ptr<FilesHttp> files_;
+  std::mutex deleted_mutex_;
+  std::vector<std::string> deleted_;  // tenant/id, as on_deleted was told
   std::unique_ptr<net::HttpServer> server_;
 };
 
@@ -225,6 +232,10 @@ TEST_P(FilesHttpTest, UploadListRetrieveContentDelete) {
   EXPECT_EQ(Field(deleted.body(), "object"), "file");
   EXPECT_EQ(Field(deleted.body(), "deleted"), "true");
   EXPECT_EQ(FilesOnDisk(), std::vector<std::string>{id2});
+  {
+    std::lock_guard lock(deleted_mutex_);
+    EXPECT_EQ(deleted_, std::vector<std::string>{"default/" + id}) << "on_deleted is told";
+  }
 
   for (const std::string& gone : {"/v1/files/" + id, "/v1/files/" + id + "/content"}) {
     auto missing = Send(http::verb::get, gone);

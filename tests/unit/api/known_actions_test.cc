@@ -18,6 +18,7 @@
 #include "api/kserve_http.h"
 #include "api/openai_http.h"
 #include "api/pinecone_http.h"
+#include "api/vector_stores_http.h"
 #include "policy/policy.h"
 
 namespace rampart::api {
@@ -37,7 +38,7 @@ TEST(KnownActionsTest, EveryFrontEndsActionIsKnownToThePolicyEngine) {
       {"KServe HTTP", KServeHttp::Actions()}, {"KServe gRPC", grpc},
       {"OpenAI", OpenAiHttp::Actions()},      {"guard", GuardHttp::Actions()},
       {"admin", AdminHttp::Actions()},        {"Pinecone", PineconeHttp::Actions()},
-      {"files", FilesHttp::Actions()},
+      {"files", FilesHttp::Actions()},        {"vector stores", VectorStoresHttp::Actions()},
   };
   for (const auto& [front_end, actions] : front_ends) {
     EXPECT_FALSE(actions.empty()) << front_end;

@@ -102,5 +102,61 @@ TEST(KnowledgeConfig, ErrorsNameTheKeyAndLine) {
   EXPECT_NE(error("knowledge: [1]\n").find("must be a map"), std::string::npos);
 }
 
+TEST(KnowledgeConfig, VectorStoresSection) {
+  const std::string path = WriteTemp(R"(
+knowledge:
+  vector_stores:
+    embedding_target: text-embedding
+    embedding_batch: 16
+    embedding_timeout_ms: 5000
+    ingestion_workers: 3
+    language: chinese
+    seal_chunks: true
+    seal_key: kb
+    worker_threads: 2
+    max_queued_requests: 10
+)");
+  Result<std::optional<KnowledgeConfig>> loaded = LoadKnowledgeConfig(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_TRUE((*loaded)->vector_stores.has_value());
+  const VectorStoresConfig& config = *(*loaded)->vector_stores;
+  EXPECT_EQ(config.embedding_target, "text-embedding");
+  EXPECT_EQ(config.embedding_batch, 16u);
+  EXPECT_EQ(config.embedding_timeout_ms, 5000);
+  EXPECT_EQ(config.ingestion_workers, 3u);
+  EXPECT_EQ(config.language, "chinese");
+  EXPECT_TRUE(config.seal_chunks);
+  EXPECT_EQ(config.seal_key, "kb");
+  EXPECT_EQ(config.worker_threads, 2u);
+  EXPECT_EQ(config.max_queued_requests, 10u);
+  std::filesystem::remove(path);
+
+  // Present and empty: every default; absent or disabled: off.
+  Result<std::optional<KnowledgeConfig>> defaults =
+      LoadKnowledgeConfig(WriteTemp("knowledge:\n  vector_stores:\n"));
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  ASSERT_TRUE((*defaults)->vector_stores.has_value());
+  EXPECT_EQ((*defaults)->vector_stores->embedding_target, "");
+  EXPECT_EQ((*defaults)->vector_stores->language, "english");
+  EXPECT_FALSE((*LoadKnowledgeConfig(WriteTemp("knowledge: {}\n")))->vector_stores);
+  EXPECT_FALSE((*LoadKnowledgeConfig(WriteTemp("knowledge:\n  vector_stores: {enabled: false}\n")))
+                   ->vector_stores);
+
+  const auto error = [](const std::string& text) {
+    Result<std::optional<KnowledgeConfig>> bad = LoadKnowledgeConfig(WriteTemp(text));
+    EXPECT_FALSE(bad.ok()) << text;
+    return bad.ok() ? std::string() : bad.status().message();
+  };
+  EXPECT_NE(error("knowledge:\n  vector_stores:\n    language: klingon\n")
+                .find("'knowledge.vector_stores.language' must be auto, english or chinese"),
+            std::string::npos);
+  EXPECT_NE(error("knowledge:\n  vector_stores:\n    workers: 2\n")
+                .find("unknown key 'knowledge.vector_stores.workers'"),
+            std::string::npos);
+  EXPECT_NE(error("knowledge:\n  vector_stores:\n    ingestion_workers: 0\n")
+                .find("'knowledge.vector_stores.ingestion_workers' must be in [1, 16]"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace rampart::app

@@ -58,10 +58,11 @@ TEST(PolicyLoadTest, RuleFieldsAreChecked) {
             "p.yaml:5: rule 'r1' is a forbid: only permits carry obligations");
   EXPECT_EQ(LoadError("rules:\n  - id: r1\n    effect: permit\n    action: model:infre\n"),
             "p.yaml:4: action 'model:infre' matches no known action (docs/policy.md)");
-  EXPECT_EQ(LoadError("rules:\n  - id: r1\n    effect: permit\n    action: model:infer\n"
-                      "    resource: {type: modle}\n"),
-            "p.yaml:5: unknown resource type 'modle' (known: model, route, server, repository, "
-            "tenant, principal, key, policy, document, role, keyring, audit, index, file)");
+  EXPECT_EQ(
+      LoadError("rules:\n  - id: r1\n    effect: permit\n    action: model:infer\n"
+                "    resource: {type: modle}\n"),
+      "p.yaml:5: unknown resource type 'modle' (known: model, route, server, repository, "
+      "tenant, principal, key, policy, document, role, keyring, audit, index, file, vector_store)");
   EXPECT_EQ(LoadError("rules:\n  - id: r1\n    effect: permit\n    action: \"model[0-9]\"\n"),
             "p.yaml:4: bad glob 'model[0-9]': only * and ? are wildcards ('[' is not allowed)");
   EXPECT_EQ(LoadError("rules:\n  - id: r1\n    effect: permit\n    action: model:infer\n"

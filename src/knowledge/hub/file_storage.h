@@ -23,7 +23,7 @@
 #include "core/status.h"
 #include "crypto/envelope.h"
 
-namespace rampart::api {
+namespace rampart::knowledge::hub {
 
 class FileWriter {
  public:
@@ -69,4 +69,4 @@ class FileStorage {
   const std::string key_name_;
 };
 
-}  // namespace rampart::api
+}  // namespace rampart::knowledge::hub

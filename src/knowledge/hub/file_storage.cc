@@ -1,4 +1,4 @@
-#include "api/file_storage.h"
+#include "knowledge/hub/file_storage.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-namespace rampart::api {
+namespace rampart::knowledge::hub {
 namespace {
 
 Status Errno(std::string_view what, const std::string& path) {
@@ -251,4 +251,4 @@ Status FileStorage::Remove(const std::string& id) {
   return Status::Ok();
 }
 
-}  // namespace rampart::api
+}  // namespace rampart::knowledge::hub

@@ -1,0 +1,197 @@
+#include "knowledge/hub/vector_store_index.h"
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+
+#include "knowledge/hub/fusion.h"
+
+namespace rampart::knowledge::hub {
+namespace {
+
+constexpr std::string_view kFileKey = "file_id";
+constexpr size_t kWriteBatch = 1000;  // the engine's most records or ids per write
+
+// Each list offers this many candidates to fusion, so a chunk second in one list and absent from
+// the other's top k can still win.
+size_t CandidatesFor(size_t max_results) { return std::max<size_t>(max_results * 4, 40); }
+
+}  // namespace
+
+Result<std::unique_ptr<StoreIndex>> StoreIndex::Create(size_t dimension,
+                                                       std::shared_ptr<const Analyzer> analyzer,
+                                                       size_t ef_construction) {
+  ASSIGN_OR_RETURN(auto bm25, Bm25Index::Create(std::move(analyzer)));
+  EngineOptions options;
+  options.dimension = dimension;
+  options.metric = Metric::kCosine;
+  options.ef_construction = ef_construction;
+  ASSIGN_OR_RETURN(auto vectors, NewHnswEngine(options));
+  return std::unique_ptr<StoreIndex>(
+      new StoreIndex(dimension, std::move(bm25), std::move(vectors)));
+}
+
+void StoreIndex::RemoveLocked(const std::string& file_id) {
+  const auto found = files_.find(file_id);
+  if (found == files_.end()) return;
+  std::vector<std::string> ids;
+  for (const ChunkId id : found->second.chunks) {
+    bm25_->Remove(id);
+    chunks_.erase(id);
+    ids.push_back(std::to_string(id));
+    if (ids.size() == kWriteBatch) {
+      vectors_->Apply(WriteOp{.name_space = "", .change = DeleteIdsOp{std::move(ids)}});
+      ids.clear();
+    }
+  }
+  if (!ids.empty()) vectors_->Apply(WriteOp{.name_space = "", .change = DeleteIdsOp{ids}});
+  free_ordinals_.push_back(found->second.ordinal);
+  files_.erase(found);
+}
+
+Status StoreIndex::ReplaceFile(const VectorStoreFileInfo& info, std::vector<IndexedChunk> chunks) {
+  for (const IndexedChunk& chunk : chunks) {
+    if (chunk.embedding.size() != dimension_) {
+      return InvalidArgument("chunk {} of file '{}' has {} dimensions, the store {}",
+                             chunk.chunk_index, info.id, chunk.embedding.size(), dimension_);
+    }
+  }
+  std::unique_lock lock(mutex_);
+  RemoveLocked(info.id);
+  FileEntry entry;
+  entry.info = info;
+  if (!free_ordinals_.empty()) {
+    entry.ordinal = free_ordinals_.back();
+    free_ordinals_.pop_back();
+  } else {
+    entry.ordinal = next_ordinal_++;
+  }
+  std::vector<VectorRecord> records;
+  const auto flush = [&]() -> Status {
+    if (records.empty()) return Status::Ok();
+    ASSIGN_OR_RETURN(const WriteOp op, vectors_->ResolveUpsert("", std::move(records)));
+    vectors_->Apply(op);
+    records.clear();
+    return Status::Ok();
+  };
+  for (IndexedChunk& chunk : chunks) {
+    const ChunkId id = next_chunk_++;
+    RETURN_IF_ERROR(bm25_->Add(id, chunk.text));
+    records.push_back(VectorRecord{.id = std::to_string(id),
+                                   .values = std::move(chunk.embedding),
+                                   .metadata = {{std::string(kFileKey), info.id}}});
+    chunk.embedding.clear();
+    entry.chunks.push_back(id);
+    chunks_[id] = ChunkEntry{entry.ordinal, info.id, std::move(chunk)};
+    if (records.size() == kWriteBatch) RETURN_IF_ERROR(flush());
+  }
+  RETURN_IF_ERROR(flush());
+  files_[info.id] = std::move(entry);
+  return Status::Ok();
+}
+
+void StoreIndex::RemoveFile(const std::string& file_id) {
+  std::unique_lock lock(mutex_);
+  RemoveLocked(file_id);
+}
+
+void StoreIndex::UpdateAttributes(const std::string& file_id, const FileAttributes& attributes) {
+  std::unique_lock lock(mutex_);
+  const auto found = files_.find(file_id);
+  if (found != files_.end()) found->second.info.attributes = attributes;
+}
+
+size_t StoreIndex::chunk_count() const {
+  std::shared_lock lock(mutex_);
+  return chunks_.size();
+}
+
+size_t StoreIndex::file_count() const {
+  std::shared_lock lock(mutex_);
+  return files_.size();
+}
+
+Result<SearchResults> StoreIndex::Search(const IndexSearch& search) const {
+  std::shared_lock lock(mutex_);
+  // The files the caller may see and the filter keeps: decided once per file, before ranking.
+  std::vector<char> allowed(next_ordinal_, 0);
+  std::vector<FilterNode::Scalar> allowed_ids;
+  for (const auto& [id, entry] : files_) {
+    if (search.filter != nullptr && !FilterMatches(*search.filter, entry.info.attributes)) continue;
+    if (search.may_read != nullptr && *search.may_read && !(*search.may_read)(entry.info)) continue;
+    allowed[entry.ordinal] = 1;
+    allowed_ids.emplace_back(id);
+  }
+  SearchResults results;
+  if (allowed_ids.empty()) return results;
+  const bool every_file = allowed_ids.size() == files_.size();
+  const size_t candidates = CandidatesFor(search.max_results);
+
+  std::vector<RankedList> lists;
+  if (search.ranker != Ranker::kVector) {
+    Bm25SearchOptions options;
+    options.top_k = candidates;
+    if (!every_file) {
+      options.allowed = [&](ChunkId id) {
+        const auto chunk = chunks_.find(id);
+        return chunk != chunks_.end() && allowed[chunk->second.file_ordinal] != 0;
+      };
+    }
+    for (const std::string& query : search.queries) {
+      ASSIGN_OR_RETURN(const std::vector<Bm25Hit> hits, bm25_->Search(query, options));
+      RankedList& list = lists.emplace_back();
+      for (const Bm25Hit& hit : hits) list.push_back({hit.id, hit.score});
+    }
+  }
+  if (search.ranker != Ranker::kKeyword && !chunks_.empty()) {
+    for (const std::vector<float>& vector : search.query_vectors) {
+      QueryRequest request;
+      request.top_k = std::min(candidates, chunks_.size());
+      request.vector = vector;
+      if (!every_file) {
+        FilterNode in;
+        in.op = FilterNode::Op::kIn;
+        in.field = std::string(kFileKey);
+        in.operands = allowed_ids;
+        request.filter = FilterNode{.op = FilterNode::Op::kAnd, .children = {std::move(in)}};
+      }
+      ASSIGN_OR_RETURN(const QueryResult found, vectors_->Query(request));
+      RankedList& list = lists.emplace_back();
+      for (const Match& match : found.matches) {
+        const uint64_t id = std::stoull(match.id);
+        const auto chunk = chunks_.find(id);
+        // Checked again: the engine's filter is the first guard, the mask the last word.
+        if (chunk == chunks_.end() || allowed[chunk->second.file_ordinal] == 0) continue;
+        list.push_back({id, std::clamp(static_cast<double>(match.score), 0.0, 1.0)});
+      }
+    }
+  }
+  RankedList fused;
+  if (lists.size() == 1) {
+    fused = std::move(lists.front());
+  } else if (!lists.empty()) {
+    ASSIGN_OR_RETURN(
+        fused, search.fusion == Fusion::kLinear ? LinearBlend(lists) : ReciprocalRankFusion(lists));
+  }
+  for (const ScoredId& scored : fused) {
+    if (results.hits.size() == search.max_results) break;
+    if (scored.score < search.score_threshold) continue;
+    const auto chunk = chunks_.find(scored.id);
+    if (chunk == chunks_.end()) continue;
+    const FileEntry& file = files_.at(chunk->second.file_id);
+    const IndexedChunk& c = chunk->second.chunk;
+    results.hits.push_back(SearchHit{.file_id = file.info.id,
+                                     .filename = file.info.filename,
+                                     .score = scored.score,
+                                     .attributes = file.info.attributes,
+                                     .text = c.text,
+                                     .chunk_index = c.chunk_index,
+                                     .heading_path = c.heading_path,
+                                     .page = c.page,
+                                     .begin = c.begin,
+                                     .end = c.end});
+  }
+  return results;
+}
+
+}  // namespace rampart::knowledge::hub

@@ -1,0 +1,72 @@
+#pragma once
+
+// The vector store service: VectorStores (vector_stores.h) over the Store (stores, files,
+// batches, chunks; store.h), the Files API's bytes (file_storage.h) and an Embedder, with the
+// in-memory indexes of every store (vector_store_index.h). docs/knowledge-hub.md, "Vector
+// stores", "Search" and "Scale-out", describes what it does.
+//
+//   - Ingestion: `workers` threads claim files in progress in the Store (a lease, so replicas
+//     sharing a PostgreSQL store never ingest one file at once), ingest them
+//     (vector_store_ingest.h) and write chunks and status in one transaction. A stop gives the
+//     claim back; a crash leaves it to expire after `lease`.
+//   - Following: the indexes are built from the Store at Start and follow its change sequence,
+//     every `sync_interval` and right after each local write, so writes by another replica
+//     appear here within one interval.
+//
+// Threads: thread-safe; Start and Stop from one owner thread. Every VectorStores call blocks on
+// the Store (and Search on the embedder).
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "crypto/envelope.h"
+#include "knowledge/hub/analyzer.h"
+#include "knowledge/hub/extract.h"
+#include "knowledge/hub/file_storage.h"
+#include "knowledge/hub/vector_store_index.h"
+#include "knowledge/hub/vector_stores.h"
+#include "store/store.h"
+
+namespace rampart::knowledge::hub {
+
+struct VectorStoreServiceOptions {
+  size_t workers = 1;       // ingestion threads, 1..16
+  size_t embed_batch = 64;  // texts per Embed call, 1..2048
+  std::chrono::milliseconds sync_interval{1000};
+  std::chrono::seconds lease{300};  // how long a claim on a file lasts without its worker
+  // The BM25 analyser of every store: English (Snowball) by default; kChinese for ICU words.
+  AnalyzerLanguage language = AnalyzerLanguage::kEnglish;
+  Fusion fusion = Fusion::kReciprocalRank;
+  // The HNSW graphs' build-time breadth: the graphs are rebuilt from the store at every start,
+  // where building dominates (docs/benchmarks.md), so lower than the engine's 200.
+  size_t hnsw_ef_construction = 100;
+  const crypto::Envelope* envelope = nullptr;  // set: chunk texts sealed at rest ...
+  std::string seal_key;                        // ... under this keyring key
+  std::string worker_id;                       // "" : host name, pid and a random suffix
+  ExtractOptions extract;
+  std::function<int64_t()> now_unix;  // null: the wall clock (tests move time for expiry)
+};
+
+class VectorStoreService : public VectorStores {
+ public:
+  // Builds the indexes from the Store and starts the threads. Called once.
+  virtual Status Start() = 0;
+  // Stops the threads (a file being ingested is given back to the Store unfinished). Idempotent;
+  // the destructor stops too.
+  virtual void Stop() = 0;
+  // Whether Stop was called (it may still be waiting for a worker).
+  virtual bool stopping() const = 0;
+  // Follows the change sequence now (tests; Start's threads do it every sync_interval).
+  virtual Status SyncNow() = 0;
+};
+
+// `store`, `files` and `embedder` must outlive the service. InvalidArgument for options out of
+// range.
+Result<std::unique_ptr<VectorStoreService>> NewVectorStoreService(
+    store::Store* store, FileStorage* files, Embedder* embedder,
+    const VectorStoreServiceOptions& options);
+
+}  // namespace rampart::knowledge::hub
