@@ -397,9 +397,9 @@ int Serve(const ServeSettings& settings) {
                               .access = access_control,
                               .audit = audit_sink,
                               .guard_keys = keyring ? keyring->guard_keys : nullptr,
-                              // Answers with citations (`kb:` models, routes with knowledge):
-                              // the knowledge hub's VectorStores service, once the app builds
-                              // one; null answers them 404 "knowledge base is not configured".
+                              // Answers with citations (`kb:` models, routes with knowledge)
+                              // get the vector stores below (AttachVectorStores): they embed
+                              // through this gateway, so they come after it.
                               .vector_stores = nullptr},
       registry);
   if (!gateway.ok()) {
@@ -472,6 +472,7 @@ int Serve(const ServeSettings& settings) {
   std::unique_ptr<DocumentsRuntime> documents = std::move(started_documents).value();
   api::FilesHttp* const files = documents->files.get();
   api::VectorStoresHttp* const vector_stores = documents->vector_stores_http.get();
+  (*gateway)->AttachVectorStores(documents->vector_stores.get());
   if (files != nullptr) {
     http_options.streamed_body = [files](const net::HttpRequest& head) {
       return files->StreamedBodyLimit(head);

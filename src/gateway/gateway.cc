@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "core/check.h"
 #include "core/logging.h"
 #include "core/trace.h"
 #include "gateway/call.h"
@@ -33,11 +34,7 @@ Gateway::Gateway(GatewayOptions options, metrics::Registry& registry)
       created_(UnixSecondsNow()),
       metrics_(registry),
       pipeline_(StandardPipeline(metrics_, options.access_log, options.access, options.audit)) {
-  if (options_.vector_stores != nullptr) {
-    knowledge_workers_ = std::make_unique<WorkerPool>(
-        "gateway-kb", static_cast<size_t>(std::max(1, options_.knowledge_threads)),
-        options_.knowledge_max_queued);
-  }
+  if (options_.vector_stores != nullptr) StartKnowledgeWorkers();
   environment_ = CallEnvironment{.pipeline = &pipeline_,
                                  .metrics = &metrics_,
                                  .timers = &timers_,
@@ -47,6 +44,21 @@ Gateway::Gateway(GatewayOptions options, metrics::Registry& registry)
                                  .vector_stores = options_.vector_stores,
                                  .knowledge_workers = knowledge_workers_.get(),
                                  .access = options_.access};
+}
+
+void Gateway::StartKnowledgeWorkers() {
+  knowledge_workers_ = std::make_unique<WorkerPool>(
+      "gateway-kb", static_cast<size_t>(std::max(1, options_.knowledge_threads)),
+      options_.knowledge_max_queued);
+}
+
+void Gateway::AttachVectorStores(knowledge::hub::VectorStores* vector_stores) {
+  CHECK(options_.vector_stores == nullptr);  // attached once, and not given at creation
+  if (vector_stores == nullptr) return;
+  options_.vector_stores = vector_stores;
+  StartKnowledgeWorkers();
+  environment_.vector_stores = vector_stores;
+  environment_.knowledge_workers = knowledge_workers_.get();
 }
 
 Result<std::unique_ptr<Gateway>> Gateway::Create(GatewayConfig config, GatewayOptions options,

@@ -126,6 +126,12 @@ class Gateway {
                                                  metrics::Registry& registry);
   ~Gateway();  // stops health checks and the client; calls in flight end Unavailable
 
+  // Gives the gateway its vector stores after it was created: the app builds them over the
+  // gateway's own embedding target, so they cannot exist when the gateway is created. REQUIRES:
+  // called at most once, before the gateway takes its first call, and only when
+  // GatewayOptions::vector_stores was null; `vector_stores` must outlive the gateway.
+  void AttachVectorStores(knowledge::hub::VectorStores* vector_stores);
+
   // POST /v1/chat/completions, /v1/completions, /v1/embeddings.
   void Handle(Operation operation, net::HttpRequest&& request, net::Responder responder);
 
@@ -151,6 +157,7 @@ class Gateway {
   serve::InferenceServer* local_server() const { return options_.local; }
 
  private:
+  void StartKnowledgeWorkers();
   Gateway(GatewayOptions options, metrics::Registry& registry);
 
   Result<std::shared_ptr<const Runtime>> Build(GatewayConfig config);

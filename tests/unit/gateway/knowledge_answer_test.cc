@@ -315,6 +315,17 @@ TEST_F(KnowledgeAnswerTest, WithoutVectorStoresKnowledgeIsNotConfigured) {
   EXPECT_EQ(upstream_.requests("/v1/chat/completions"), 0);
 }
 
+TEST_F(KnowledgeAnswerTest, VectorStoresAttachedAfterCreationAnswer) {
+  // The app's order: the gateway first, then the vector stores that embed through it.
+  Start(Config());
+  stores_.Put("default", "vs_docs", Passages());
+  gateway_->AttachVectorStores(&stores_);
+  const Answer answer = Post("/v1/chat/completions", kAsk);
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  ExpectCited(Parse(answer.body), {"rampart://vector_stores/vs_docs/files/file-a#chunk-3",
+                                   "rampart://vector_stores/vs_docs/files/file-b#chunk-0"});
+}
+
 TEST_F(KnowledgeAnswerTest, WithoutAKnowledgeTargetKbModelsDoNotExist) {
   GatewayConfig config = Config();
   config.knowledge.target.clear();
