@@ -37,13 +37,12 @@ int64_t NowUnixNs() {
 
 struct Pending {
   // The record as appended; the writer encodes it (once, before its first attempt to commit)
-  // into its query columns and its encoding around the sequence number, then joins in the
-  // sequence and hashes. Encoding on the writer rather than on the appending (I/O) thread keeps
-  // the encoding's buffers allocated and freed on one thread: made on the I/O threads and freed
-  // on the writer, they drained the I/O threads' allocator caches into page faults (perf).
+  // around the sequence number, then, on each attempt, joins in the sequence and hashes. Encoding
+  // on the writer rather than on the appending (I/O) thread keeps the encoding's buffers allocated
+  // and freed on one thread: made on the I/O threads and freed on the writer, they drained the I/O
+  // threads' allocator caches into page faults (perf).
   AuditRecord record;
   bool encoded_yet = false;
-  store::AuditRow row;
   EncodedRecord encoded;
   UniqueFunction<void(Status)> done;  // sync mode and flushes; empty otherwise
   Steady::time_point queued;
@@ -140,18 +139,20 @@ Status AuditLog::Impl::Commit(std::vector<Pending>& batch) {
     int64_t sequence = size;
     for (Pending& pending : batch) {
       if (pending.flush) continue;
+      const AuditRecord& record = pending.record;
       if (!pending.encoded_yet) {
-        const AuditRecord& record = pending.record;
         pending.encoded = EncodeRecordAroundSequence(record);
-        pending.row.time_unix_ns = record.time_unix_ns;
-        pending.row.tenant = IndexText(record.tenant);
-        pending.row.principal = IndexText(record.principal);
-        pending.row.trace_id = IndexText(record.trace_id);
-        pending.row.request_id = IndexText(record.request_id);
-        pending.row.action = IndexText(record.action);
         pending.encoded_yet = true;
       }
-      store::AuditRow row = pending.row;
+      // The query columns are made straight into the row, on each attempt (retries are rare; a
+      // copy kept for them cost every record five string copies).
+      store::AuditRow row;
+      row.time_unix_ns = record.time_unix_ns;
+      row.tenant = IndexText(record.tenant);
+      row.principal = IndexText(record.principal);
+      row.trace_id = IndexText(record.trace_id);
+      row.request_id = IndexText(record.request_id);
+      row.action = IndexText(record.action);
       row.sequence = ++sequence;
       row.record = pending.encoded.Join(sequence);
       const Digest leaf = LeafHash(options.digest, row.record);

@@ -139,6 +139,22 @@ CREATE TABLE files (
 CREATE INDEX files_by_tenant ON files (tenant, created_unix, id)
 )sql";
 
+// The audit log's records in batches (docs/audit.md, "Storage"): one row per committed batch,
+// its records (with their query fields and raw hashes) packed in one blob (store/audit_batches.h),
+// instead of one row per record: a fraction of the per-record B-tree, WAL and checkpoint work on
+// the log's single writer. The primary key, the first sequence, keeps two replicas from writing
+// the same records. Rows of migration 3's audit_records stay where they are and are read before
+// these; new records go here only. BYTEA: PostgreSQL's byte string, a BLOB to SQLite.
+constexpr std::string_view kAuditBatchesSchema = R"sql(
+CREATE TABLE audit_batches (
+  first_sequence BIGINT NOT NULL PRIMARY KEY,
+  last_sequence BIGINT NOT NULL,
+  min_time_unix_ns BIGINT NOT NULL,
+  max_time_unix_ns BIGINT NOT NULL,
+  records BYTEA NOT NULL
+)
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "tenants, principals, API keys, budgets and the generation counter", kInitialSchema},
     {2, "the keyring's key versions and minimum decryption versions, and sealed secrets",
@@ -146,6 +162,9 @@ constexpr Migration kMigrations[] = {
     {3, "the audit log: records, checkpoints and retention epochs", kAuditSchema},
     {4, "the audit log keeps only its time index (fewer B-trees per append)", kAuditLeanerIndexes},
     {5, "uploaded files' metadata (the OpenAI Files API)", kFilesSchema},
+    // 6 is another branch's (vector stores); the runner applies whatever is newer than the
+    // store's version, in order.
+    {7, "the audit log's records in batches, one row per committed batch", kAuditBatchesSchema},
 };
 
 }  // namespace
