@@ -200,6 +200,12 @@ TYPED_TEST(StoreAuditTest, CheckpointsKeepTheFirstPerSizeAndEpochsPruneOldestFir
   STORE_ASSERT_OK(store.PruneAuditEpoch(1));
   EXPECT_EQ(this->Sequences(store.ReadAuditRows(0, 100)),
             (std::vector<int64_t>{5, 6, 7, 8, 9, 10}));
+  // Records 1..10 were one batch: what pruning 1..4 kept of it reads back exactly.
+  auto rest = store.ReadAuditRows(4, 1);
+  ASSERT_TRUE(rest.ok() && rest->size() == 1u);
+  EXPECT_EQ(rest->front().record, this->Row(5).record);
+  EXPECT_EQ(rest->front().chain_hash, this->Row(5).chain_hash);
+  EXPECT_EQ(rest->front().time_unix_ns, this->Row(5).time_unix_ns);
   STORE_ASSERT_OK(store.PruneAuditEpoch(2));
   auto epochs = store.ListAuditEpochs();
   ASSERT_TRUE(epochs.ok());
