@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
+#include "store/audit_batch.h"
 #include "store/store.h"
 
 namespace rampart::audit {
@@ -28,6 +29,10 @@ using Steady = std::chrono::steady_clock;
 // writer gives up on it (each retry first catches up with what they wrote).
 constexpr int kMaxConflicts = 1000;
 constexpr int64_t kCatchUpPage = 4096;
+
+std::string_view DigestBytes(const Digest& digest) {
+  return {reinterpret_cast<const char*>(digest.data()), digest.size()};
+}
 
 int64_t NowUnixNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -77,6 +82,11 @@ struct AuditLog::Impl {
   Frontier frontier;
   int64_t checkpoint_size = 0;
   Steady::time_point checkpoint_time = Steady::now();
+
+  // The writer's buffers, reused from batch to batch.
+  store::AuditBatchBuilder builder;
+  std::string joined;
+  std::string scratch[5];
 
   std::thread writer;
 
@@ -131,9 +141,11 @@ Status AuditLog::Impl::CatchUp() {
 }
 
 Status AuditLog::Impl::Commit(std::vector<Pending>& batch) {
-  std::vector<store::AuditRow> rows;
   for (int conflicts = 0;; ++conflicts) {
-    rows.clear();
+    // The batch is packed straight into the blob the store keeps (store/audit_batch.h): no row
+    // object, hex hash or column copy per record; the record's bytes are joined into one reused
+    // buffer, hashed there and copied once into the blob.
+    builder.Start(size + 1);
     Frontier next_frontier = frontier;
     Digest next_chain = chain;
     int64_t sequence = size;
@@ -144,26 +156,25 @@ Status AuditLog::Impl::Commit(std::vector<Pending>& batch) {
         pending.encoded = EncodeRecordAroundSequence(record);
         pending.encoded_yet = true;
       }
-      // The query columns are made straight into the row, on each attempt (retries are rare; a
-      // copy kept for them cost every record five string copies).
-      store::AuditRow row;
-      row.time_unix_ns = record.time_unix_ns;
-      row.tenant = IndexText(record.tenant);
-      row.principal = IndexText(record.principal);
-      row.trace_id = IndexText(record.trace_id);
-      row.request_id = IndexText(record.request_id);
-      row.action = IndexText(record.action);
-      row.sequence = ++sequence;
-      row.record = pending.encoded.Join(sequence);
-      const Digest leaf = LeafHash(options.digest, row.record);
+      ++sequence;
+      pending.encoded.JoinInto(sequence, joined);
+      const Digest leaf = LeafHash(options.digest, joined);
       next_chain = ChainHash(options.digest, next_chain, leaf);
       next_frontier.Append(leaf);
-      row.leaf_hash = HashHex(leaf);
-      row.chain_hash = HashHex(next_chain);
-      rows.push_back(std::move(row));
+      // The query fields as their columns held them (IndexText: valid UTF-8 without NUL); the
+      // values are nearly always that already, and then are not copied.
+      const auto field = [](const std::string& text, std::string& made) -> std::string_view {
+        if (IsIndexText(text)) return text;
+        made = IndexText(text);
+        return made;
+      };
+      builder.Add(record.time_unix_ns, field(record.tenant, scratch[0]),
+                  field(record.principal, scratch[1]), field(record.trace_id, scratch[2]),
+                  field(record.request_id, scratch[3]), field(record.action, scratch[4]), joined,
+                  DigestBytes(leaf), DigestBytes(next_chain));
     }
-    if (rows.empty()) return Status::Ok();
-    const Status appended = store.AppendAuditRows(rows);
+    if (builder.count() == 0) return Status::Ok();
+    const Status appended = store.AppendAuditBatch(builder.batch());
     if (appended.ok()) {
       size = sequence;
       chain = next_chain;

@@ -8,7 +8,8 @@
 #include "crypto/digest.h"
 #include "store/audit_rows.h"
 
-namespace rampart::store::internal {
+namespace rampart::store {
+namespace internal {
 namespace {
 
 constexpr char kBatchVersion = 1;
@@ -112,8 +113,8 @@ bool PutHexField(std::string& out, std::string_view hex) {
 
 }  // namespace
 
-Result<AuditBatchRow> PackAuditBatch(const AuditRow* rows, size_t count) {
-  AuditBatchRow batch;
+Result<AuditBatch> PackAuditBatch(const AuditRow* rows, size_t count) {
+  AuditBatch batch;
   if (count == 0) return InvalidArgument("no audit records to pack");
   batch.first_sequence = rows[0].sequence;
   batch.last_sequence = rows[count - 1].sequence;
@@ -166,6 +167,71 @@ void UnpackAuditBatch(int64_t first_sequence, std::string_view records, int64_t 
   }
 }
 
+Status ValidateAuditBatch(const AuditBatch& batch) {
+  if (batch.first_sequence < 1 || batch.last_sequence < batch.first_sequence) {
+    return InvalidArgument("audit batch {}..{} is not a range of positive sequences",
+                           batch.first_sequence, batch.last_sequence);
+  }
+  std::string_view records = batch.records;
+  if (records.empty() || records.front() != kBatchVersion) {
+    return InvalidArgument("audit batch {}: not a version {} batch", batch.first_sequence,
+                           int{kBatchVersion});
+  }
+  records.remove_prefix(1);
+  int64_t count = 0;
+  while (!records.empty()) {
+    if (!SkipRow(records)) {
+      return InvalidArgument("audit batch {}: record {} is malformed", batch.first_sequence,
+                             batch.first_sequence + count);
+    }
+    ++count;
+  }
+  if (count != batch.last_sequence - batch.first_sequence + 1) {
+    return InvalidArgument("audit batch {}..{} holds {} records", batch.first_sequence,
+                           batch.last_sequence, count);
+  }
+  return Status::Ok();
+}
+
+}  // namespace internal
+
+using internal::kBatchVersion;
+using internal::PutField;
+
+void AuditBatchBuilder::Start(int64_t first_sequence) {
+  batch_.first_sequence = first_sequence;
+  batch_.last_sequence = first_sequence - 1;
+  batch_.min_time_unix_ns = 0;
+  batch_.max_time_unix_ns = 0;
+  batch_.records.clear();
+  batch_.records.push_back(kBatchVersion);
+  count_ = 0;
+}
+
+void AuditBatchBuilder::Add(int64_t time_unix_ns, std::string_view tenant,
+                            std::string_view principal, std::string_view trace_id,
+                            std::string_view request_id, std::string_view action,
+                            std::string_view record, std::string_view leaf_hash,
+                            std::string_view chain_hash) {
+  batch_.min_time_unix_ns =
+      count_ == 0 ? time_unix_ns : std::min(batch_.min_time_unix_ns, time_unix_ns);
+  batch_.max_time_unix_ns =
+      count_ == 0 ? time_unix_ns : std::max(batch_.max_time_unix_ns, time_unix_ns);
+  ++count_;
+  ++batch_.last_sequence;
+  std::string& out = batch_.records;
+  const auto time = static_cast<uint64_t>(time_unix_ns);
+  char bytes[8];
+  for (int b = 0; b < 8; ++b) bytes[b] = static_cast<char>(time >> (8 * b));
+  out.append(bytes, 8);
+  for (const std::string_view field :
+       {tenant, principal, trace_id, request_id, action, record, leaf_hash, chain_hash}) {
+    PutField(out, field);
+  }
+}
+
+namespace internal {
+
 bool MatchesAuditQuery(const AuditRow& row, const AuditQuery& query) {
   if (query.from_unix_ns != 0 && row.time_unix_ns < query.from_unix_ns) return false;
   if (query.to_unix_ns != 0 && row.time_unix_ns >= query.to_unix_ns) return false;
@@ -188,4 +254,5 @@ std::vector<AuditRow> MergeAuditRows(std::vector<AuditRow> older, std::vector<Au
   return merged;
 }
 
-}  // namespace rampart::store::internal
+}  // namespace internal
+}  // namespace rampart::store

@@ -11,29 +11,20 @@
 #include <vector>
 
 #include "core/status.h"
+#include "store/audit_batch.h"
 #include "store/store.h"
 
 namespace rampart::store::internal {
 
-// One audit_batches row: records first_sequence..last_sequence, their times' range (for queries
-// by time), and `records`, the blob PackAuditBatch makes.
-struct AuditBatchRow {
-  int64_t first_sequence = 0;
-  int64_t last_sequence = 0;
-  int64_t min_time_unix_ns = 0;
-  int64_t max_time_unix_ns = 0;
-  std::string records;
-};
-
 inline constexpr const char* kAuditBatchColumns =
     "first_sequence, last_sequence, min_time_unix_ns, max_time_unix_ns, records";
 
-// Packs `rows` (consecutive sequences, ValidateAuditRows) into one batch row. The blob is a
-// version byte (1) and, per record in sequence order: its time (8 bytes, little-endian), then
-// tenant, principal, trace id, request id, action, the record's encoding, the leaf hash and the
-// chain hash, each as a length (LEB128) and its bytes; the hashes as raw bytes, not hex.
-// InvalidArgument when a hash is not hex.
-Result<AuditBatchRow> PackAuditBatch(const AuditRow* rows, size_t count);
+// Packs `rows` (consecutive sequences, ValidateAuditRows) into one batch (store/audit_batch.h's
+// layout; hashes given as hex, stored raw). InvalidArgument when a hash is not hex.
+Result<AuditBatch> PackAuditBatch(const AuditRow* rows, size_t count);
+
+// InvalidArgument unless `batch`'s blob holds exactly first_sequence..last_sequence (>= 1).
+Status ValidateAuditBatch(const AuditBatch& batch);
 
 // The records of a batch's blob, numbered from `first_sequence`, with hashes as hex again (as
 // AuditRow holds them). Decoding stops at the first record it cannot read whole (an edited or

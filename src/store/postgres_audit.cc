@@ -151,7 +151,7 @@ std::string FromByteaText(std::string_view text) {
   return bytes.ok() ? std::move(*bytes) : std::string();
 }
 
-Status InsertBatch(PgConnection& connection, const AuditBatchRow& batch, std::string* sqlstate) {
+Status InsertBatch(PgConnection& connection, const AuditBatch& batch, std::string* sqlstate) {
   return connection
       .Run(kAppend,
            {Number(batch.first_sequence), Number(batch.last_sequence),
@@ -200,22 +200,27 @@ Result<int64_t> PgLastAuditSequence(PgConnection& connection) {
   return result.rows() == 1 ? result.Int(0, 0) : 0;
 }
 
-Status PgAppendAuditRows(PgConnection& connection, const std::vector<AuditRow>& rows) {
-  RETURN_IF_ERROR(ValidateAuditRows(rows));
+Status PgAppendAuditBatch(PgConnection& connection, const AuditBatch& batch) {
+  RETURN_IF_ERROR(ValidateAuditBatch(batch));
   ASSIGN_OR_RETURN(const int64_t last, PgLastAuditSequence(connection));
-  if (rows.front().sequence != last + 1) {
+  if (batch.first_sequence != last + 1) {
     return AlreadyExists("audit sequence {} is taken or out of order: the log's last is {}",
-                         rows.front().sequence, last);
+                         batch.first_sequence, last);
   }
-  ASSIGN_OR_RETURN(const AuditBatchRow batch, PackAuditBatch(rows.data(), rows.size()));
   // Another replica appending the same sequences inserts the same first_sequence: the second
   // insert waits on the primary key until the first commits, then fails here.
   std::string sqlstate;
   const Status inserted = InsertBatch(connection, batch, &sqlstate);
   if (!inserted.ok() && sqlstate == kUniqueViolation) {
-    return AlreadyExists("audit sequence {} was taken by another writer", rows.front().sequence);
+    return AlreadyExists("audit sequence {} was taken by another writer", batch.first_sequence);
   }
   return inserted;
+}
+
+Status PgAppendAuditRows(PgConnection& connection, const std::vector<AuditRow>& rows) {
+  RETURN_IF_ERROR(ValidateAuditRows(rows));
+  ASSIGN_OR_RETURN(const AuditBatch batch, PackAuditBatch(rows.data(), rows.size()));
+  return PgAppendAuditBatch(connection, batch);
 }
 
 Status PgPutAuditCheckpoint(PgConnection& connection, const AuditCheckpointRow& checkpoint,
@@ -252,7 +257,7 @@ Status PgPruneAuditEpoch(PgConnection& connection, int64_t epoch) {
   }
   RETURN_IF_ERROR(connection.Run(kDeleteEpochBatches, {Number(last)}).status());
   if (!kept.empty()) {
-    ASSIGN_OR_RETURN(const AuditBatchRow batch, PackAuditBatch(kept.data(), kept.size()));
+    ASSIGN_OR_RETURN(const AuditBatch batch, PackAuditBatch(kept.data(), kept.size()));
     RETURN_IF_ERROR(InsertBatch(connection, batch, nullptr));
   }
   return connection.Run(kMarkPruned, {Number(epoch)}).status();

@@ -91,16 +91,15 @@ Result<int64_t> SqliteLastAuditSequence(SqliteConnection& connection) {
   return row ? last->Int(0) : 0;
 }
 
-Status SqliteAppendAuditRows(SqliteConnection& connection, const std::vector<AuditRow>& rows) {
-  RETURN_IF_ERROR(ValidateAuditRows(rows));
+Status SqliteAppendAuditBatch(SqliteConnection& connection, const AuditBatch& batch) {
+  RETURN_IF_ERROR(ValidateAuditBatch(batch));
   // The write lock is held (BEGIN IMMEDIATE): no other writer can move the head meanwhile.
   ASSIGN_OR_RETURN(const int64_t last, SqliteLastAuditSequence(connection));
-  if (rows.front().sequence != last + 1) {
+  if (batch.first_sequence != last + 1) {
     return AlreadyExists("audit sequence {} is taken or out of order: the log's last is {}",
-                         rows.front().sequence, last);
+                         batch.first_sequence, last);
   }
   // One row for the batch; the blob outlives the step, so it is bound without SQLite copying it.
-  ASSIGN_OR_RETURN(const AuditBatchRow batch, PackAuditBatch(rows.data(), rows.size()));
   ASSIGN_OR_RETURN(auto insert, connection.Prepare(fmt::format(
                                     "INSERT INTO audit_batches ({}) VALUES (?1, ?2, ?3, ?4, ?5)",
                                     kAuditBatchColumns)));
@@ -110,6 +109,12 @@ Status SqliteAppendAuditRows(SqliteConnection& connection, const std::vector<Aud
       .Bind(4, batch.max_time_unix_ns)
       .BindBlobBorrowed(5, batch.records)
       .Run();
+}
+
+Status SqliteAppendAuditRows(SqliteConnection& connection, const std::vector<AuditRow>& rows) {
+  RETURN_IF_ERROR(ValidateAuditRows(rows));
+  ASSIGN_OR_RETURN(const AuditBatch batch, PackAuditBatch(rows.data(), rows.size()));
+  return SqliteAppendAuditBatch(connection, batch);
 }
 
 Status SqlitePutAuditCheckpoint(SqliteConnection& connection, const AuditCheckpointRow& checkpoint,
@@ -175,7 +180,7 @@ Status SqlitePruneAuditEpoch(SqliteConnection& connection, int64_t epoch) {
                                                           "first_sequence <= ?1"));
   RETURN_IF_ERROR(erase_batches->Bind(1, last).Run());
   if (!kept.empty()) {
-    ASSIGN_OR_RETURN(const AuditBatchRow batch, PackAuditBatch(kept.data(), kept.size()));
+    ASSIGN_OR_RETURN(const AuditBatch batch, PackAuditBatch(kept.data(), kept.size()));
     ASSIGN_OR_RETURN(auto insert, connection.Prepare(fmt::format(
                                       "INSERT INTO audit_batches ({}) VALUES (?1, ?2, ?3, ?4, ?5)",
                                       kAuditBatchColumns)));
