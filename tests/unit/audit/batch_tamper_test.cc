@@ -4,7 +4,8 @@
 // found by VerifyLog and located at the record where it happened. Also: a log whose older
 // records are per-record rows (migration 3, as stores written before migration 7 hold them) and
 // whose newer ones are batches verifies, proves, exports and answers queries across both, and a
-// store with such old rows migrates to batches.
+// store with such old rows migrates to batches, and a store without batch rows of its own takes
+// the writer's packed batches.
 
 #include <stdlib.h>
 
@@ -13,11 +14,14 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "audit/audit_log.h"
 #include "audit/log_reader.h"
 #include "audit/record_codec.h"
 #include "audit/stored_batches.h"
 #include "store/store.h"
+#include "testing/memory_store.h"
 
 namespace rampart::audit {
 namespace {
@@ -266,6 +270,38 @@ TEST_F(BatchTamperTest, AStoreWithOldRowsMigratesToBatches) {
   ASSERT_EQ(batches.size(), 1u);
   EXPECT_EQ(batches[0].first_sequence, 31);
   EXPECT_EQ(batches[0].last_sequence, 40);
+}
+
+}  // namespace
+}  // namespace rampart::audit
+
+namespace rampart::audit {
+namespace {
+
+// A store without batch rows of its own (the tests' in-memory one) takes the writer's packed
+// batches through Store::AppendAuditBatch's unpacking default: the log is the same.
+TEST(AuditLogOnAStoreWithoutBatches, AppendsVerifyAndMalformedBatchesAreRefused) {
+  testing::MemoryStore store;
+  auto key = crypto::SigningKey::Generate(crypto::SignatureAlgorithm::kEd25519);
+  ASSERT_TRUE(key.ok());
+  {
+    AuditOptions options;
+    options.sync = true;
+    auto log = AuditLog::Open(store, options, *key, "memory");
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    for (int i = 1; i <= 25; ++i) {
+      AuditRecord record;
+      record.request_id = fmt::format("r{}", i);
+      (*log)->Append(std::move(record), [](Status status) { EXPECT_TRUE(status.ok()); });
+    }
+    ASSERT_TRUE((*log)->Flush(/*checkpoint=*/true).ok());
+  }
+  auto report = VerifyLog(store, {.keys = {key->Public()}});
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_FALSE(report->problem.has_value()) << report->problem->message;
+  EXPECT_EQ(report->records, 25);
+  store::AuditBatch malformed{.first_sequence = 26, .last_sequence = 27, .records = "\x01"};
+  EXPECT_EQ(store.AppendAuditBatch(malformed).code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
