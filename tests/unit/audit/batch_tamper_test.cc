@@ -306,3 +306,25 @@ TEST(AuditLogOnAStoreWithoutBatches, AppendsVerifyAndMalformedBatchesAreRefused)
 
 }  // namespace
 }  // namespace rampart::audit
+
+namespace rampart::audit {
+namespace {
+
+// An exact copy of record 12 added as a per-record row: two stored records with one sequence.
+TEST_F(BatchTamperTest, ARecordRowAddedBesideABatchIsFound) {
+  StoredBatches stored(dir_);
+  const store::AuditRow copy = StoredBatches::Unpack(stored.Holding(12))[1];
+  ASSERT_EQ(copy.record.find('\''), std::string::npos);
+  stored.Execute(
+      "INSERT INTO audit_records (sequence, time_unix_ns, tenant, principal, trace_id, "
+      "request_id, action, record, leaf_hash, chain_hash) VALUES (12, " +
+      std::to_string(copy.time_unix_ns) + ", '" + copy.tenant + "', '" + copy.principal + "', '" +
+      copy.trace_id + "', '" + copy.request_id + "', '" + copy.action + "', '" + copy.record +
+      "', '" + copy.leaf_hash + "', '" + copy.chain_hash + "')");
+  const Finding finding = Verify();
+  EXPECT_EQ(finding.kind, "inserted") << finding.message;
+  EXPECT_EQ(finding.sequence, 12) << finding.message;
+}
+
+}  // namespace
+}  // namespace rampart::audit
