@@ -18,7 +18,10 @@ Sets (each query has exactly one relevant document):
 
 Each set is uploaded through the Files API, put into one vector store (file batches of 500),
 ingested, then every query is searched once per ranker (`ranking_options.ranker`: keyword,
-vector, hybrid). Prints one table per set and, with --json FILE, writes the figures.
+vector, hybrid). With --binary (and no --config) the script starts a server per analyser it
+compares: English for `debian`; Chinese words, bigrams and both
+(`knowledge.vector_stores.chinese_terms`) for `chinese`. Prints one table per set and analyser
+and, with --json FILE, writes the figures.
 """
 
 import argparse
@@ -248,11 +251,12 @@ def print_table(label: str, documents: int, queries: int, ingest_s: float,
 # ------------------------------------------------------------------------------------------
 
 
-def eval_config(work_dir: str) -> str:
-    """A config with vector stores on and the example embedding model behind them."""
-    path = os.path.join(work_dir, "kb-eval.yaml")
+def eval_config(work_dir: str, language: str = "english", chinese_terms: str = "both") -> str:
+    """A config with vector stores on, the example embedding model behind them and the given
+    BM25 analyser."""
+    path = os.path.join(work_dir, f"kb-eval-{language}-{chinese_terms}.yaml")
     with open(path, "w") as config:
-        config.write(KB_EVAL_CONFIG)
+        config.write(KB_EVAL_CONFIG.format(language=language, chinese_terms=chinese_terms))
     return path
 
 
@@ -263,9 +267,15 @@ gateway:
       local_model: text_embedding
 knowledge:
   vector_stores:
-    enabled: true
     embedding_target: text-embedding
+    language: {language}
+    chinese_terms: {chinese_terms}
 """
+
+# The analysers each set is measured with when this script starts the server: (language,
+# chinese_terms). With --url, the server's own.
+VARIANTS = {"debian": [("english", "both")],
+            "chinese": [("chinese", "words"), ("chinese", "bigrams"), ("chinese", "both")]}
 
 
 def main(argv: Sequence[str]) -> int:
@@ -289,52 +299,68 @@ def main(argv: Sequence[str]) -> int:
     if bool(args.url) == bool(args.binary):
         parser.error("give either --url or --binary (with --repository)")
 
-    server = None
+    builders = {"debian": debian_set, "chinese": chinese_set}
+    labels = [name.strip() for name in args.sets.split(",") if name.strip()]
+    for label in labels:
+        if label not in builders:
+            parser.error(f"unknown set {label!r}: one of {', '.join(builders)}")
+    if args.binary and not args.repository:
+        parser.error("--binary needs --repository")
     work_dir = tempfile.mkdtemp(prefix="rampart-kb-eval-")
+    report = {}
+    floor_failed = False
     try:
-        if args.binary:
-            import rampart_e2e as e2e
-            if not args.repository:
-                parser.error("--binary needs --repository")
-            config = args.config or eval_config(work_dir)
-            server = e2e.Server(args.binary, args.repository,
-                                extra_args=["--config", config, "--data-dir",
-                                            os.path.join(work_dir, "data")])
-            server.start()
-            url = f"http://{server.host}:{server.port}"
-        else:
-            url = args.url
-        client = Client(url, args.api_key)
-        builders = {"debian": debian_set, "chinese": chinese_set}
-        report = {}
-        floor_failed = False
-        for label in [name.strip() for name in args.sets.split(",") if name.strip()]:
-            if label not in builders:
-                parser.error(f"unknown set {label!r}: one of {', '.join(builders)}")
+        for label in labels:
             documents, queries = builders[label](args.documents, args.seed)
             if len(documents) < 20:
                 print(f"\n{label}: skipped, only {len(documents)} documents on this machine")
                 continue
-            store_id, file_ids, ingest_s = load_store(client, label, documents, args.threads,
-                                                      args.ingest_timeout)
-            results = {ranker: evaluate(client, store_id, file_ids, queries, ranker,
-                                        args.threads) for ranker in RANKERS}
-            print_table(label, len(documents), len(queries), ingest_s, results)
-            report[label] = {"documents": len(documents), "queries": len(queries),
-                             "ingest_seconds": ingest_s, "rankers": results}
-            if label == "debian" and results["hybrid"]["recall@10"] < args.min_hybrid_recall10:
-                print(f"hybrid recall@10 {results['hybrid']['recall@10']:.3f} is below the floor "
-                      f"{args.min_hybrid_recall10}", file=sys.stderr)
-                floor_failed = True
+            variants = VARIANTS[label] if args.binary and not args.config else [None]
+            for variant in variants:
+                name = label if variant is None else f"{label} ({variant[0]}, {variant[1]})"
+                results, ingest_s = run_set(args, work_dir, variant, label, documents, queries)
+                print_table(name, len(documents), len(queries), ingest_s, results)
+                report[name] = {"documents": len(documents), "queries": len(queries),
+                                "ingest_seconds": ingest_s, "rankers": results}
+                if label == "debian" and \
+                        results["hybrid"]["recall@10"] < args.min_hybrid_recall10:
+                    print(f"hybrid recall@10 {results['hybrid']['recall@10']:.3f} is below the "
+                          f"floor {args.min_hybrid_recall10}", file=sys.stderr)
+                    floor_failed = True
         if args.json:
             with open(args.json, "w") as out:
                 json.dump(report, out, indent=2)
         return 1 if floor_failed else 0
     finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def run_set(args: argparse.Namespace, work_dir: str, variant: Optional[Tuple[str, str]],
+            label: str, documents: Documents, queries: Queries
+            ) -> Tuple[Dict[str, Dict[str, float]], float]:
+    """Loads one set into a new store (on a server started for `variant` when --binary) and
+    measures every ranker on it."""
+    server = None
+    try:
+        if args.binary:
+            import rampart_e2e as e2e
+            config = args.config or eval_config(work_dir, *variant)
+            data_dir = tempfile.mkdtemp(prefix="data-", dir=work_dir)
+            server = e2e.Server(args.binary, args.repository,
+                                extra_args=["--config", config, "--data-dir", data_dir])
+            server.start()
+            url = f"http://{server.host}:{server.port}"
+        else:
+            url = args.url
+        client = Client(url, args.api_key)
+        store_id, file_ids, ingest_s = load_store(client, label, documents, args.threads,
+                                                  args.ingest_timeout)
+        return ({ranker: evaluate(client, store_id, file_ids, queries, ranker, args.threads)
+                 for ranker in RANKERS}, ingest_s)
+    finally:
         if server is not None:
             server.stop()
             server.cleanup()
-        shutil.rmtree(work_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -25,10 +25,11 @@ Status ReadRange(const YAML::Node& node, std::string_view key, std::string_view 
 Status ReadVectorStores(const YAML::Node& node, VectorStoresConfig& config) {
   constexpr std::string_view where = "knowledge.vector_stores";
   if (node.IsNull()) return Status::Ok();
-  RETURN_IF_ERROR(CheckKeys(node, where,
-                            {"enabled", "embedding_target", "embedding_batch",
-                             "embedding_timeout_ms", "ingestion_workers", "language", "seal_chunks",
-                             "seal_key", "worker_threads", "max_queued_requests"}));
+  RETURN_IF_ERROR(
+      CheckKeys(node, where,
+                {"enabled", "embedding_target", "embedding_batch", "embedding_timeout_ms",
+                 "ingestion_workers", "language", "chinese_terms", "seal_chunks", "seal_key",
+                 "worker_threads", "max_queued_requests"}));
   RETURN_IF_ERROR(Read(node, "enabled", where, config.enabled));
   RETURN_IF_ERROR(Read(node, "embedding_target", where, config.embedding_target));
   RETURN_IF_ERROR(
@@ -41,6 +42,12 @@ Status ReadVectorStores(const YAML::Node& node, VectorStoresConfig& config) {
   if (config.language != "auto" && config.language != "english" && config.language != "chinese") {
     return InvalidArgument("'{}.language' must be auto, english or chinese, got '{}' (line {})",
                            where, config.language, node["language"].Mark().line + 1);
+  }
+  RETURN_IF_ERROR(Read(node, "chinese_terms", where, config.chinese_terms));
+  if (config.chinese_terms != "words" && config.chinese_terms != "bigrams" &&
+      config.chinese_terms != "both") {
+    return InvalidArgument("'{}.chinese_terms' must be words, bigrams or both, got '{}' (line {})",
+                           where, config.chinese_terms, node["chinese_terms"].Mark().line + 1);
   }
   RETURN_IF_ERROR(Read(node, "seal_chunks", where, config.seal_chunks));
   RETURN_IF_ERROR(Read(node, "seal_key", where, config.seal_key));

@@ -29,6 +29,7 @@
 //       embedding_timeout_ms: 120000 # one Embed call, all its batches
 //       ingestion_workers: 2         # threads extracting, chunking and embedding files
 //       language: english            # BM25 analyser: english, chinese or auto
+//       chinese_terms: both          # Chinese BM25 terms: words, bigrams or both
 //       seal_chunks: false           # encrypt chunk text at rest with the keyring
 //       seal_key: vector-stores      # ... under this keyring key
 //       worker_threads: 4            # threads serving the API's requests
@@ -52,6 +53,7 @@ struct VectorStoresConfig {
   int64_t embedding_timeout_ms = 120'000;
   size_t ingestion_workers = 2;
   std::string language = "english";  // english, chinese, auto
+  std::string chinese_terms = "both";  // words, bigrams, both
   bool seal_chunks = false;
   std::string seal_key = "vector-stores";
   size_t worker_threads = 4;

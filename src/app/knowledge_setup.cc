@@ -63,6 +63,10 @@ Status StartVectorStoreService(const VectorStoresConfig& config, const Documents
   options.language = config.language == "chinese"   ? knowledge::hub::AnalyzerLanguage::kChinese
                      : config.language == "english" ? knowledge::hub::AnalyzerLanguage::kEnglish
                                                     : knowledge::hub::AnalyzerLanguage::kAuto;
+  options.chinese_terms = config.chinese_terms == "words" ? knowledge::hub::ChineseTerms::kWords
+                          : config.chinese_terms == "bigrams"
+                              ? knowledge::hub::ChineseTerms::kBigrams
+                              : knowledge::hub::ChineseTerms::kWordsAndBigrams;
   if (config.seal_chunks) {
     if (parts.keyring == nullptr) {
       return FailedPrecondition(

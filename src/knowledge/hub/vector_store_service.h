@@ -39,6 +39,8 @@ struct VectorStoreServiceOptions {
   std::chrono::seconds lease{300};  // how long a claim on a file lasts without its worker
   // The BM25 analyser of every store: English (Snowball) by default; kChinese for ICU words.
   AnalyzerLanguage language = AnalyzerLanguage::kEnglish;
+  // The terms of Chinese text (kChinese, or kAuto on Chinese): ICU words, bigrams or both.
+  ChineseTerms chinese_terms = ChineseTerms::kWordsAndBigrams;
   Fusion fusion = Fusion::kReciprocalRank;
   // The HNSW graphs' build-time breadth: the graphs are rebuilt from the store at every start,
   // where building dominates (docs/benchmarks.md), so lower than the engine's 200.

@@ -253,6 +253,7 @@ Result<std::unique_ptr<VectorStoreService>> NewVectorStoreService(
   }
   AnalyzerOptions analyzer_options;
   analyzer_options.language = options.language;
+  analyzer_options.chinese_terms = options.chinese_terms;
   ASSIGN_OR_RETURN(std::unique_ptr<Analyzer> analyzer, Analyzer::Create(analyzer_options));
   return std::unique_ptr<VectorStoreService>(std::make_unique<internal::VectorStoreServiceImpl>(
       store, files, embedder, options, std::shared_ptr<const Analyzer>(std::move(analyzer))));

@@ -111,6 +111,7 @@ knowledge:
     embedding_timeout_ms: 5000
     ingestion_workers: 3
     language: chinese
+    chinese_terms: bigrams
     seal_chunks: true
     seal_key: kb
     worker_threads: 2
@@ -125,6 +126,7 @@ knowledge:
   EXPECT_EQ(config.embedding_timeout_ms, 5000);
   EXPECT_EQ(config.ingestion_workers, 3u);
   EXPECT_EQ(config.language, "chinese");
+  EXPECT_EQ(config.chinese_terms, "bigrams");
   EXPECT_TRUE(config.seal_chunks);
   EXPECT_EQ(config.seal_key, "kb");
   EXPECT_EQ(config.worker_threads, 2u);
@@ -138,6 +140,7 @@ knowledge:
   ASSERT_TRUE((*defaults)->vector_stores.has_value());
   EXPECT_EQ((*defaults)->vector_stores->embedding_target, "");
   EXPECT_EQ((*defaults)->vector_stores->language, "english");
+  EXPECT_EQ((*defaults)->vector_stores->chinese_terms, "both");
   EXPECT_FALSE((*LoadKnowledgeConfig(WriteTemp("knowledge: {}\n")))->vector_stores);
   EXPECT_FALSE((*LoadKnowledgeConfig(WriteTemp("knowledge:\n  vector_stores: {enabled: false}\n")))
                    ->vector_stores);
@@ -149,6 +152,9 @@ knowledge:
   };
   EXPECT_NE(error("knowledge:\n  vector_stores:\n    language: klingon\n")
                 .find("'knowledge.vector_stores.language' must be auto, english or chinese"),
+            std::string::npos);
+  EXPECT_NE(error("knowledge:\n  vector_stores:\n    chinese_terms: letters\n")
+                .find("'knowledge.vector_stores.chinese_terms' must be words, bigrams or both"),
             std::string::npos);
   EXPECT_NE(error("knowledge:\n  vector_stores:\n    workers: 2\n")
                 .find("unknown key 'knowledge.vector_stores.workers'"),
