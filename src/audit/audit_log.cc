@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
+#include "store/audit_batch.h"
 #include "store/store.h"
 
 namespace rampart::audit {
@@ -29,6 +30,10 @@ using Steady = std::chrono::steady_clock;
 constexpr int kMaxConflicts = 1000;
 constexpr int64_t kCatchUpPage = 4096;
 
+std::string_view DigestBytes(const Digest& digest) {
+  return {reinterpret_cast<const char*>(digest.data()), digest.size()};
+}
+
 int64_t NowUnixNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -37,13 +42,12 @@ int64_t NowUnixNs() {
 
 struct Pending {
   // The record as appended; the writer encodes it (once, before its first attempt to commit)
-  // into its query columns and its encoding around the sequence number, then joins in the
-  // sequence and hashes. Encoding on the writer rather than on the appending (I/O) thread keeps
-  // the encoding's buffers allocated and freed on one thread: made on the I/O threads and freed
-  // on the writer, they drained the I/O threads' allocator caches into page faults (perf).
+  // around the sequence number, then, on each attempt, joins in the sequence and hashes. Encoding
+  // on the writer rather than on the appending (I/O) thread keeps the encoding's buffers allocated
+  // and freed on one thread: made on the I/O threads and freed on the writer, they drained the I/O
+  // threads' allocator caches into page faults (perf).
   AuditRecord record;
   bool encoded_yet = false;
-  store::AuditRow row;
   EncodedRecord encoded;
   UniqueFunction<void(Status)> done;  // sync mode and flushes; empty otherwise
   Steady::time_point queued;
@@ -78,6 +82,11 @@ struct AuditLog::Impl {
   Frontier frontier;
   int64_t checkpoint_size = 0;
   Steady::time_point checkpoint_time = Steady::now();
+
+  // The writer's buffers, reused from batch to batch.
+  store::AuditBatchBuilder builder;
+  std::string joined;
+  std::string scratch[5];
 
   std::thread writer;
 
@@ -132,37 +141,40 @@ Status AuditLog::Impl::CatchUp() {
 }
 
 Status AuditLog::Impl::Commit(std::vector<Pending>& batch) {
-  std::vector<store::AuditRow> rows;
   for (int conflicts = 0;; ++conflicts) {
-    rows.clear();
+    // The batch is packed straight into the blob the store keeps (store/audit_batch.h): no row
+    // object, hex hash or column copy per record; the record's bytes are joined into one reused
+    // buffer, hashed there and copied once into the blob.
+    builder.Start(size + 1);
     Frontier next_frontier = frontier;
     Digest next_chain = chain;
     int64_t sequence = size;
     for (Pending& pending : batch) {
       if (pending.flush) continue;
+      const AuditRecord& record = pending.record;
       if (!pending.encoded_yet) {
-        const AuditRecord& record = pending.record;
         pending.encoded = EncodeRecordAroundSequence(record);
-        pending.row.time_unix_ns = record.time_unix_ns;
-        pending.row.tenant = IndexText(record.tenant);
-        pending.row.principal = IndexText(record.principal);
-        pending.row.trace_id = IndexText(record.trace_id);
-        pending.row.request_id = IndexText(record.request_id);
-        pending.row.action = IndexText(record.action);
         pending.encoded_yet = true;
       }
-      store::AuditRow row = pending.row;
-      row.sequence = ++sequence;
-      row.record = pending.encoded.Join(sequence);
-      const Digest leaf = LeafHash(options.digest, row.record);
+      ++sequence;
+      pending.encoded.JoinInto(sequence, joined);
+      const Digest leaf = LeafHash(options.digest, joined);
       next_chain = ChainHash(options.digest, next_chain, leaf);
       next_frontier.Append(leaf);
-      row.leaf_hash = HashHex(leaf);
-      row.chain_hash = HashHex(next_chain);
-      rows.push_back(std::move(row));
+      // The query fields as their columns held them (IndexText: valid UTF-8 without NUL); the
+      // values are nearly always that already, and then are not copied.
+      const auto field = [](const std::string& text, std::string& made) -> std::string_view {
+        if (IsIndexText(text)) return text;
+        made = IndexText(text);
+        return made;
+      };
+      builder.Add(record.time_unix_ns, field(record.tenant, scratch[0]),
+                  field(record.principal, scratch[1]), field(record.trace_id, scratch[2]),
+                  field(record.request_id, scratch[3]), field(record.action, scratch[4]), joined,
+                  DigestBytes(leaf), DigestBytes(next_chain));
     }
-    if (rows.empty()) return Status::Ok();
-    const Status appended = store.AppendAuditRows(rows);
+    if (builder.count() == 0) return Status::Ok();
+    const Status appended = store.AppendAuditBatch(builder.batch());
     if (appended.ok()) {
       size = sequence;
       chain = next_chain;

@@ -172,12 +172,14 @@ std::string ValidUtf8(std::string_view text) {
   return out;
 }
 
+bool IsIndexText(std::string_view text) {
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return Plain(c) || c == '"' || c == '\\'; });
+}
+
 std::string IndexText(std::string_view text) {
   // Nearly every value is printable ASCII, which stays as it is.
-  if (std::all_of(text.begin(), text.end(),
-                  [](char c) { return Plain(c) || c == '"' || c == '\\'; })) {
-    return std::string(text);
-  }
+  if (IsIndexText(text)) return std::string(text);
   std::string valid = ValidUtf8(text);
   std::string out;
   out.reserve(valid.size());
@@ -197,13 +199,18 @@ std::string EncodeRecord(const AuditRecord& record) {
 }
 
 std::string EncodedRecord::Join(int64_t sequence) const {
-  const fmt::format_int number(sequence);
   std::string out;
+  JoinInto(sequence, out);
+  return out;
+}
+
+void EncodedRecord::JoinInto(int64_t sequence, std::string& out) const {
+  const fmt::format_int number(sequence);
+  out.clear();
   out.reserve(before_sequence.size() + number.size() + after_sequence.size());
   out += before_sequence;
   out.append(number.data(), number.size());
   out += after_sequence;
-  return out;
 }
 
 EncodedRecord EncodeRecordAroundSequence(const AuditRecord& r) {

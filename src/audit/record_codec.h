@@ -32,6 +32,8 @@ struct EncodedRecord {
   std::string before_sequence;
   std::string after_sequence;
   std::string Join(int64_t sequence) const;
+  // The same into `out` (replacing what it held; its buffer is reused).
+  void JoinInto(int64_t sequence, std::string& out) const;
 };
 EncodedRecord EncodeRecordAroundSequence(const AuditRecord& record);
 
@@ -44,6 +46,8 @@ Result<AuditRecord> DecodeRecord(std::string_view text);
 // valid UTF-8 without NUL (PostgreSQL's TEXT holds none), a NUL becoming U+FFFD. Verification
 // checks each column against the record through this function.
 std::string IndexText(std::string_view text);
+// Whether IndexText(text) == text without making it (printable ASCII; other text may be too).
+bool IsIndexText(std::string_view text);
 
 // `text` with every byte that is not part of valid UTF-8 replaced by U+FFFD.
 std::string ValidUtf8(std::string_view text);

@@ -53,9 +53,8 @@ void Gateway::StartKnowledgeWorkers() {
 }
 
 void Gateway::AttachVectorStores(knowledge::hub::VectorStores* vector_stores) {
-  CHECK(options_.vector_stores == nullptr);  // attached once, and not given at creation
+  CHECK(environment_.vector_stores == nullptr);  // attached once, and not given at creation
   if (vector_stores == nullptr) return;
-  options_.vector_stores = vector_stores;
   StartKnowledgeWorkers();
   environment_.vector_stores = vector_stores;
   environment_.knowledge_workers = knowledge_workers_.get();

@@ -1,11 +1,13 @@
 #include "store/postgres_audit.h"
 
 #include <array>
+#include <limits>
 #include <string>
 
 #include <fmt/format.h>
 
-#include "json/writer.h"
+#include "crypto/digest.h"
+#include "store/audit_batches.h"
 #include "store/audit_rows.h"
 
 namespace rampart::store::internal {
@@ -24,14 +26,30 @@ constexpr std::string_view kUniqueViolation = "23505";
 constexpr PgQuery kLastSequence = {
     "rampart_audit_last_sequence",
     "SELECT GREATEST(COALESCE((SELECT MAX(sequence) FROM audit_records), 0), "
+    "COALESCE((SELECT last_sequence FROM audit_batches ORDER BY first_sequence DESC LIMIT 1), 0), "
     "COALESCE((SELECT MAX(last_sequence) FROM audit_epochs WHERE pruned = 1), 0))"};
-// A whole batch in one statement: the rows travel as one JSON array.
+// A whole batch as one row (store/audit_batches.h); the blob travels as bytea's hex text.
 constexpr PgQuery kAppend = {
-    "rampart_audit_append",
-    "INSERT INTO audit_records (" RAMPART_AUDIT_ROW_COLUMNS ") SELECT " RAMPART_AUDIT_ROW_COLUMNS
-    " FROM json_to_recordset($1::json) AS r(sequence bigint, time_unix_ns bigint, tenant text, "
-    "principal text, trace_id text, request_id text, action text, record text, leaf_hash text, "
-    "chain_hash text)"};
+    "rampart_audit_append_batch",
+    "INSERT INTO audit_batches (first_sequence, last_sequence, min_time_unix_ns, "
+    "max_time_unix_ns, records) VALUES ($1::bigint, $2::bigint, $3::bigint, $4::bigint, "
+    "$5::bytea)"};
+#define RAMPART_AUDIT_BATCHES_AFTER                                                             \
+  "SELECT first_sequence, records FROM audit_batches WHERE first_sequence >= COALESCE((SELECT " \
+  "MAX(first_sequence) FROM audit_batches WHERE first_sequence <= $1::bigint), 0)"
+// A page of the batches in a time range (the query's; the other filters apply to the records),
+// after the batch starting at $2 (the previous page's last).
+constexpr PgQuery kReadBatches = {"rampart_audit_read_batches", RAMPART_AUDIT_BATCHES_AFTER
+                                  " AND first_sequence > $2::bigint AND max_time_unix_ns >= "
+                                  "$3::bigint AND min_time_unix_ns < $4::bigint ORDER BY "
+                                  "first_sequence LIMIT 8"};
+constexpr PgQuery kStraddlingBatch = {
+    "rampart_audit_straddling_batch",
+    "SELECT first_sequence, records FROM audit_batches WHERE first_sequence <= $1::bigint AND "
+    "last_sequence > $1::bigint"};
+constexpr PgQuery kDeleteEpochBatches = {
+    "rampart_audit_delete_epoch_batches",
+    "DELETE FROM audit_batches WHERE first_sequence <= $1::bigint"};
 constexpr PgQuery kPutCheckpoint = {
     "rampart_audit_put_checkpoint",
     "INSERT INTO audit_checkpoints (" RAMPART_AUDIT_CHECKPOINT_COLUMNS
@@ -125,28 +143,54 @@ std::vector<AuditCheckpointRow> Checkpoints(const PgResult& result) {
   return rows;
 }
 
-std::string RowsJson(const std::vector<AuditRow>& rows) {
-  json::Writer writer;
-  writer.StartArray();
-  for (const AuditRow& row : rows) {
-    writer.StartObject();
-    writer.Key("sequence");
-    writer.Int64(row.sequence);
-    writer.Key("time_unix_ns");
-    writer.Int64(row.time_unix_ns);
-    const std::pair<const char*, const std::string*> texts[] = {
-        {"tenant", &row.tenant},       {"principal", &row.principal},
-        {"trace_id", &row.trace_id},   {"request_id", &row.request_id},
-        {"action", &row.action},       {"record", &row.record},
-        {"leaf_hash", &row.leaf_hash}, {"chain_hash", &row.chain_hash}};
-    for (const auto& [key, value] : texts) {
-      writer.Key(key);
-      writer.String(*value);
+// bytea's text form (hex: "\\x" and two digits a byte) and back.
+std::string ByteaText(std::string_view bytes) { return "\\x" + crypto::ToHex(bytes); }
+std::string FromByteaText(std::string_view text) {
+  if (text.size() < 2 || text.substr(0, 2) != "\\x") return {};
+  auto bytes = crypto::FromHex(text.substr(2));
+  return bytes.ok() ? std::move(*bytes) : std::string();
+}
+
+Status InsertBatch(PgConnection& connection, const AuditBatch& batch, std::string* sqlstate) {
+  return connection
+      .Run(kAppend,
+           {Number(batch.first_sequence), Number(batch.last_sequence),
+            Number(batch.min_time_unix_ns), Number(batch.max_time_unix_ns),
+            ByteaText(batch.records)},
+           sqlstate)
+      .status();
+}
+
+// Unpacks batches page by page until `limit` records after `after_sequence` matching `query`
+// (when given) are read.
+Result<std::vector<AuditRow>> ReadBatches(PgConnection& connection, int64_t after_sequence,
+                                          int64_t limit, const AuditQuery* query) {
+  const int64_t from = query != nullptr ? query->from_unix_ns : 0;
+  const int64_t to = query != nullptr && query->to_unix_ns != 0
+                         ? query->to_unix_ns
+                         : std::numeric_limits<int64_t>::max();
+  std::vector<AuditRow> rows;
+  std::vector<AuditRow> unpacked;
+  int64_t previous = -1;
+  while (static_cast<int64_t>(rows.size()) < limit) {
+    ASSIGN_OR_RETURN(const PgResult page,
+                     connection.Run(kReadBatches, {Number(after_sequence), Number(previous),
+                                                   Number(from), Number(to)}));
+    if (page.rows() == 0) break;
+    for (int i = 0; i < page.rows() && static_cast<int64_t>(rows.size()) < limit; ++i) {
+      previous = page.Int(i, 0);
+      unpacked.clear();
+      UnpackAuditBatch(previous, FromByteaText(page.Text(i, 1)), after_sequence, unpacked,
+                       query == nullptr ? limit - static_cast<int64_t>(rows.size()) : INT64_MAX);
+      for (AuditRow& record : unpacked) {
+        if (static_cast<int64_t>(rows.size()) >= limit) break;
+        if (query == nullptr || MatchesAuditQuery(record, *query)) {
+          rows.push_back(std::move(record));
+        }
+      }
     }
-    writer.EndObject();
   }
-  writer.EndArray();
-  return writer.Take();
+  return rows;
 }
 
 }  // namespace
@@ -156,19 +200,27 @@ Result<int64_t> PgLastAuditSequence(PgConnection& connection) {
   return result.rows() == 1 ? result.Int(0, 0) : 0;
 }
 
+Status PgAppendAuditBatch(PgConnection& connection, const AuditBatch& batch) {
+  RETURN_IF_ERROR(ValidateAuditBatch(batch));
+  ASSIGN_OR_RETURN(const int64_t last, PgLastAuditSequence(connection));
+  if (batch.first_sequence != last + 1) {
+    return AlreadyExists("audit sequence {} is taken or out of order: the log's last is {}",
+                         batch.first_sequence, last);
+  }
+  // Another replica appending the same sequences inserts the same first_sequence: the second
+  // insert waits on the primary key until the first commits, then fails here.
+  std::string sqlstate;
+  const Status inserted = InsertBatch(connection, batch, &sqlstate);
+  if (!inserted.ok() && sqlstate == kUniqueViolation) {
+    return AlreadyExists("audit sequence {} was taken by another writer", batch.first_sequence);
+  }
+  return inserted;
+}
+
 Status PgAppendAuditRows(PgConnection& connection, const std::vector<AuditRow>& rows) {
   RETURN_IF_ERROR(ValidateAuditRows(rows));
-  ASSIGN_OR_RETURN(const int64_t last, PgLastAuditSequence(connection));
-  if (rows.front().sequence != last + 1) {
-    return AlreadyExists("audit sequence {} is taken or out of order: the log's last is {}",
-                         rows.front().sequence, last);
-  }
-  std::string sqlstate;
-  auto inserted = connection.Run(kAppend, {RowsJson(rows)}, &sqlstate);
-  if (!inserted.ok() && sqlstate == kUniqueViolation) {
-    return AlreadyExists("audit sequence {} was taken by another writer", rows.front().sequence);
-  }
-  return inserted.status();
+  ASSIGN_OR_RETURN(const AuditBatch batch, PackAuditBatch(rows.data(), rows.size()));
+  return PgAppendAuditBatch(connection, batch);
 }
 
 Status PgPutAuditCheckpoint(PgConnection& connection, const AuditCheckpointRow& checkpoint,
@@ -194,9 +246,20 @@ Status PgPruneAuditEpoch(PgConnection& connection, int64_t epoch) {
   if (found.Int(0, 3) > 0) {
     return FailedPrecondition("audit epoch {}: earlier epochs must be pruned first", epoch);
   }
+  const int64_t last = found.Int(0, 1);
   RETURN_IF_ERROR(
-      connection.Run(kDeleteEpochRecords, {Number(found.Int(0, 0)), Number(found.Int(0, 1))})
-          .status());
+      connection.Run(kDeleteEpochRecords, {Number(found.Int(0, 0)), Number(last)}).status());
+  // As SqlitePruneAuditEpoch: a batch running past the epoch's end is packed again without it.
+  ASSIGN_OR_RETURN(const PgResult straddling, connection.Run(kStraddlingBatch, {Number(last)}));
+  std::vector<AuditRow> kept;
+  if (straddling.rows() > 0) {
+    UnpackAuditBatch(straddling.Int(0, 0), FromByteaText(straddling.Text(0, 1)), last, kept);
+  }
+  RETURN_IF_ERROR(connection.Run(kDeleteEpochBatches, {Number(last)}).status());
+  if (!kept.empty()) {
+    ASSIGN_OR_RETURN(const AuditBatch batch, PackAuditBatch(kept.data(), kept.size()));
+    RETURN_IF_ERROR(InsertBatch(connection, batch, nullptr));
+  }
   return connection.Run(kMarkPruned, {Number(epoch)}).status();
 }
 
@@ -204,7 +267,9 @@ Result<std::vector<AuditRow>> PgReadAuditRows(PgConnection& connection, int64_t 
                                               int64_t limit) {
   ASSIGN_OR_RETURN(const PgResult result,
                    connection.Run(kReadRows, {Number(after_sequence), Number(limit)}));
-  return Rows(result);
+  ASSIGN_OR_RETURN(std::vector<AuditRow> batched,
+                   ReadBatches(connection, after_sequence, limit, nullptr));
+  return MergeAuditRows(Rows(result), std::move(batched), limit);
 }
 
 Result<std::vector<AuditRow>> PgQueryAuditRows(PgConnection& connection, const AuditQuery& query) {
@@ -215,7 +280,9 @@ Result<std::vector<AuditRow>> PgQueryAuditRows(PgConnection& connection, const A
   for (std::string& parameter : shape.parameters) parameters.push_back(std::move(parameter));
   parameters.push_back(Number(query.limit));
   ASSIGN_OR_RETURN(const PgResult result, connection.Run(QueryFor(shape.mask), parameters));
-  return Rows(result);
+  ASSIGN_OR_RETURN(std::vector<AuditRow> batched,
+                   ReadBatches(connection, query.after_sequence, query.limit, &query));
+  return MergeAuditRows(Rows(result), std::move(batched), query.limit);
 }
 
 Result<std::vector<AuditCheckpointRow>> PgListAuditCheckpoints(PgConnection& connection,

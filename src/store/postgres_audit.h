@@ -17,6 +17,7 @@ namespace rampart::store::internal {
 // primary key until the first commits, then fails with a unique violation, answered here as
 // AlreadyExists like any other taken sequence.
 Status PgAppendAuditRows(PgConnection& connection, const std::vector<AuditRow>& rows);
+Status PgAppendAuditBatch(PgConnection& connection, const AuditBatch& batch);
 Status PgPutAuditCheckpoint(PgConnection& connection, const AuditCheckpointRow& checkpoint,
                             const std::optional<AuditEpochRow>& closes);
 Status PgPruneAuditEpoch(PgConnection& connection, int64_t epoch);

@@ -594,6 +594,9 @@ class PostgresStore final : public Store {
   Status AppendAuditRows(const std::vector<AuditRow>& rows) override {
     return Write([&](PgConnection& c) { return internal::PgAppendAuditRows(c, rows); });
   }
+  Status AppendAuditBatch(const AuditBatch& batch) override {
+    return Write([&](PgConnection& c) { return internal::PgAppendAuditBatch(c, batch); });
+  }
   Result<std::vector<AuditRow>> ReadAuditRows(int64_t after_sequence, int64_t limit) override {
     return Read<std::vector<AuditRow>>(
         [&](PgConnection& c) { return internal::PgReadAuditRows(c, after_sequence, limit); });

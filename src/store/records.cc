@@ -5,6 +5,7 @@
 #include "core/clock.h"
 #include "json/reader.h"
 #include "json/writer.h"
+#include "store/audit_batches.h"
 
 namespace rampart::store::internal {
 namespace {
@@ -275,6 +276,13 @@ int64_t NowUnix() { return UnixMillisNow() / 1000; }
 namespace rampart::store {
 
 // A store that keeps no files (a test's in-memory one).
+Status Store::AppendAuditBatch(const AuditBatch& batch) {
+  RETURN_IF_ERROR(internal::ValidateAuditBatch(batch));
+  std::vector<AuditRow> rows;
+  internal::UnpackAuditBatch(batch.first_sequence, batch.records, 0, rows);
+  return AppendAuditRows(rows);
+}
+
 Status Store::CreateFile(const StoredFile&) { return Unimplemented("this store keeps no files"); }
 Result<std::optional<StoredFile>> Store::GetFile(const std::string&, const std::string&) {
   return Unimplemented("this store keeps no files");

@@ -209,6 +209,22 @@ CREATE TABLE vector_store_sequence (
 INSERT INTO vector_store_sequence (id, value) VALUES (1, 0)
 )sql";
 
+// The audit log's records in batches (docs/audit.md, "Storage"): one row per committed batch,
+// its records (with their query fields and raw hashes) packed in one blob (store/audit_batches.h),
+// instead of one row per record: a fraction of the per-record B-tree, WAL and checkpoint work on
+// the log's single writer. The primary key, the first sequence, keeps two replicas from writing
+// the same records. Rows of migration 3's audit_records stay where they are and are read before
+// these; new records go here only. BYTEA: PostgreSQL's byte string, a BLOB to SQLite.
+constexpr std::string_view kAuditBatchesSchema = R"sql(
+CREATE TABLE audit_batches (
+  first_sequence BIGINT NOT NULL PRIMARY KEY,
+  last_sequence BIGINT NOT NULL,
+  min_time_unix_ns BIGINT NOT NULL,
+  max_time_unix_ns BIGINT NOT NULL,
+  records BYTEA NOT NULL
+)
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "tenants, principals, API keys, budgets and the generation counter", kInitialSchema},
     {2, "the keyring's key versions and minimum decryption versions, and sealed secrets",
@@ -218,6 +234,7 @@ constexpr Migration kMigrations[] = {
     {5, "uploaded files' metadata (the OpenAI Files API)", kFilesSchema},
     {6, "vector stores: stores, files, batches, chunks and their change sequence",
      kVectorStoresSchema},
+    {7, "the audit log's records in batches, one row per committed batch", kAuditBatchesSchema},
 };
 
 }  // namespace

@@ -1,17 +1,49 @@
 #include "store/sqlite_audit.h"
 
+#include <limits>
+
 #include <fmt/format.h>
 
+#include "store/audit_batches.h"
 #include "store/audit_rows.h"
 
 namespace rampart::store::internal {
 namespace {
 
-// The last sequence the log has had: its last record's, or, when every record was pruned, the
-// last pruned epoch's end.
+// The last sequence the log has had: its last record's (in a batch, or in a row of migration
+// 3), or, when every record was pruned, the last pruned epoch's end.
 constexpr std::string_view kLastSequence =
     "SELECT MAX(COALESCE((SELECT MAX(sequence) FROM audit_records), 0), "
+    "COALESCE((SELECT last_sequence FROM audit_batches ORDER BY first_sequence DESC LIMIT 1), 0), "
     "COALESCE((SELECT MAX(last_sequence) FROM audit_epochs WHERE pruned = 1), 0))";
+// The batches holding records after ?1: from the one holding ?1 + 1 (the last starting at or
+// before it) on, by sequence.
+#define RAMPART_BATCHES_AFTER                                                                   \
+  "SELECT first_sequence, records FROM audit_batches WHERE first_sequence >= COALESCE((SELECT " \
+  "MAX(first_sequence) FROM audit_batches WHERE first_sequence <= ?1), 0)"
+constexpr std::string_view kBatchesAfterWhere = RAMPART_BATCHES_AFTER;
+constexpr std::string_view kBatchesAfter = RAMPART_BATCHES_AFTER " ORDER BY first_sequence";
+#undef RAMPART_BATCHES_AFTER
+
+// Unpacks batches from `batches` (first_sequence, records) until `limit` records after
+// `after_sequence` matching `query` (when given) are read.
+Result<std::vector<AuditRow>> ReadBatches(Statement& batches, int64_t after_sequence, int64_t limit,
+                                          const AuditQuery* query) {
+  std::vector<AuditRow> rows;
+  std::vector<AuditRow> unpacked;
+  while (static_cast<int64_t>(rows.size()) < limit) {
+    ASSIGN_OR_RETURN(const bool row, batches.Step());
+    if (!row) break;
+    unpacked.clear();
+    UnpackAuditBatch(batches.Int(0), batches.Bytes(1), after_sequence, unpacked,
+                     query == nullptr ? limit - static_cast<int64_t>(rows.size()) : INT64_MAX);
+    for (AuditRow& record : unpacked) {
+      if (static_cast<int64_t>(rows.size()) >= limit) break;
+      if (query == nullptr || MatchesAuditQuery(record, *query)) rows.push_back(std::move(record));
+    }
+  }
+  return rows;
+}
 
 AuditRow ReadRow(const Statement& row) {
   AuditRow audit;
@@ -59,35 +91,30 @@ Result<int64_t> SqliteLastAuditSequence(SqliteConnection& connection) {
   return row ? last->Int(0) : 0;
 }
 
-Status SqliteAppendAuditRows(SqliteConnection& connection, const std::vector<AuditRow>& rows) {
-  RETURN_IF_ERROR(ValidateAuditRows(rows));
+Status SqliteAppendAuditBatch(SqliteConnection& connection, const AuditBatch& batch) {
+  RETURN_IF_ERROR(ValidateAuditBatch(batch));
   // The write lock is held (BEGIN IMMEDIATE): no other writer can move the head meanwhile.
   ASSIGN_OR_RETURN(const int64_t last, SqliteLastAuditSequence(connection));
-  if (rows.front().sequence != last + 1) {
+  if (batch.first_sequence != last + 1) {
     return AlreadyExists("audit sequence {} is taken or out of order: the log's last is {}",
-                         rows.front().sequence, last);
+                         batch.first_sequence, last);
   }
-  // One cached statement for the batch; the rows outlive each step, so their text is bound
-  // without SQLite copying it.
-  ASSIGN_OR_RETURN(auto insert,
-                   connection.Prepare(fmt::format("INSERT INTO audit_records ({}) VALUES (?1, "
-                                                  "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                                                  kAuditRowColumns)));
-  for (const AuditRow& row : rows) {
-    insert->Reset();
-    RETURN_IF_ERROR(insert->Bind(1, row.sequence)
-                        .Bind(2, row.time_unix_ns)
-                        .BindBorrowed(3, row.tenant)
-                        .BindBorrowed(4, row.principal)
-                        .BindBorrowed(5, row.trace_id)
-                        .BindBorrowed(6, row.request_id)
-                        .BindBorrowed(7, row.action)
-                        .BindBorrowed(8, row.record)
-                        .BindBorrowed(9, row.leaf_hash)
-                        .BindBorrowed(10, row.chain_hash)
-                        .Run());
-  }
-  return Status::Ok();
+  // One row for the batch; the blob outlives the step, so it is bound without SQLite copying it.
+  ASSIGN_OR_RETURN(auto insert, connection.Prepare(fmt::format(
+                                    "INSERT INTO audit_batches ({}) VALUES (?1, ?2, ?3, ?4, ?5)",
+                                    kAuditBatchColumns)));
+  return insert->Bind(1, batch.first_sequence)
+      .Bind(2, batch.last_sequence)
+      .Bind(3, batch.min_time_unix_ns)
+      .Bind(4, batch.max_time_unix_ns)
+      .BindBlobBorrowed(5, batch.records)
+      .Run();
+}
+
+Status SqliteAppendAuditRows(SqliteConnection& connection, const std::vector<AuditRow>& rows) {
+  RETURN_IF_ERROR(ValidateAuditRows(rows));
+  ASSIGN_OR_RETURN(const AuditBatch batch, PackAuditBatch(rows.data(), rows.size()));
+  return SqliteAppendAuditBatch(connection, batch);
 }
 
 Status SqlitePutAuditCheckpoint(SqliteConnection& connection, const AuditCheckpointRow& checkpoint,
@@ -138,6 +165,32 @@ Status SqlitePruneAuditEpoch(SqliteConnection& connection, int64_t epoch) {
   ASSIGN_OR_RETURN(auto erase, connection.Prepare("DELETE FROM audit_records WHERE sequence >= ?1 "
                                                   "AND sequence <= ?2"));
   RETURN_IF_ERROR(erase->Bind(1, first).Bind(2, last).Run());
+  // Batches wholly inside the epoch go; one that runs past its end (a checkpoint inside a batch,
+  // which the log's writer never makes, but another writer could) is packed again without the
+  // epoch's records, so that the records kept are still exactly those after `last`.
+  ASSIGN_OR_RETURN(auto straddling, connection.Prepare("SELECT first_sequence, records FROM "
+                                                       "audit_batches WHERE first_sequence <= ?1 "
+                                                       "AND last_sequence > ?1"));
+  straddling->Bind(1, last);
+  std::vector<AuditRow> kept;
+  ASSIGN_OR_RETURN(const bool straddles, straddling->Step());
+  if (straddles) UnpackAuditBatch(straddling->Int(0), straddling->Bytes(1), last, kept);
+  straddling.reset();
+  ASSIGN_OR_RETURN(auto erase_batches, connection.Prepare("DELETE FROM audit_batches WHERE "
+                                                          "first_sequence <= ?1"));
+  RETURN_IF_ERROR(erase_batches->Bind(1, last).Run());
+  if (!kept.empty()) {
+    ASSIGN_OR_RETURN(const AuditBatch batch, PackAuditBatch(kept.data(), kept.size()));
+    ASSIGN_OR_RETURN(auto insert, connection.Prepare(fmt::format(
+                                      "INSERT INTO audit_batches ({}) VALUES (?1, ?2, ?3, ?4, ?5)",
+                                      kAuditBatchColumns)));
+    RETURN_IF_ERROR(insert->Bind(1, batch.first_sequence)
+                        .Bind(2, batch.last_sequence)
+                        .Bind(3, batch.min_time_unix_ns)
+                        .Bind(4, batch.max_time_unix_ns)
+                        .BindBlobBorrowed(5, batch.records)
+                        .Run());
+  }
   ASSIGN_OR_RETURN(auto mark, connection.Prepare("UPDATE audit_epochs SET pruned = 1 "
                                                  "WHERE epoch = ?1"));
   return mark->Bind(1, epoch).Run();
@@ -150,7 +203,13 @@ Result<std::vector<AuditRow>> SqliteReadAuditRows(SqliteConnection& connection,
                                                 "ORDER BY sequence LIMIT ?2",
                                                 kAuditRowColumns)));
   read->Bind(1, after_sequence).Bind(2, limit);
-  return Collect<AuditRow>(*read, ReadRow);
+  ASSIGN_OR_RETURN(std::vector<AuditRow> older, Collect<AuditRow>(*read, ReadRow));
+  read.reset();
+  ASSIGN_OR_RETURN(auto batches, connection.Prepare(kBatchesAfter));
+  batches->Bind(1, after_sequence);
+  ASSIGN_OR_RETURN(std::vector<AuditRow> batched,
+                   ReadBatches(*batches, after_sequence, limit, nullptr));
+  return MergeAuditRows(std::move(older), std::move(batched), limit);
 }
 
 Result<std::vector<AuditRow>> SqliteQueryAuditRows(SqliteConnection& connection,
@@ -174,7 +233,19 @@ Result<std::vector<AuditRow>> SqliteQueryAuditRows(SqliteConnection& connection,
     ++bit;
   }
   read->Bind(index, query.limit);
-  return Collect<AuditRow>(*read, ReadRow);
+  ASSIGN_OR_RETURN(std::vector<AuditRow> older, Collect<AuditRow>(*read, ReadRow));
+  read.reset();
+  // Batches: their time range narrows the rows read; the other filters apply to the records.
+  ASSIGN_OR_RETURN(auto batches, connection.Prepare(fmt::format(
+                                     "{} AND max_time_unix_ns >= ?2 AND min_time_unix_ns < ?3 "
+                                     "ORDER BY first_sequence",
+                                     kBatchesAfterWhere)));
+  batches->Bind(1, query.after_sequence)
+      .Bind(2, query.from_unix_ns)
+      .Bind(3, query.to_unix_ns != 0 ? query.to_unix_ns : std::numeric_limits<int64_t>::max());
+  ASSIGN_OR_RETURN(std::vector<AuditRow> batched,
+                   ReadBatches(*batches, query.after_sequence, query.limit, &query));
+  return MergeAuditRows(std::move(older), std::move(batched), query.limit);
 }
 
 Result<std::vector<AuditCheckpointRow>> SqliteListAuditCheckpoints(SqliteConnection& connection,

@@ -16,6 +16,7 @@ namespace rampart::store::internal {
 
 // Inside a write transaction.
 Status SqliteAppendAuditRows(SqliteConnection& connection, const std::vector<AuditRow>& rows);
+Status SqliteAppendAuditBatch(SqliteConnection& connection, const AuditBatch& batch);
 Status SqlitePutAuditCheckpoint(SqliteConnection& connection, const AuditCheckpointRow& checkpoint,
                                 const std::optional<AuditEpochRow>& closes);
 Status SqlitePruneAuditEpoch(SqliteConnection& connection, int64_t epoch);

@@ -36,6 +36,11 @@ Statement& Statement::BindBorrowed(int index, std::string_view text) {
   return *this;
 }
 
+Statement& Statement::BindBlobBorrowed(int index, std::string_view bytes) {
+  sqlite3_bind_blob(statement_, index, bytes.data(), static_cast<int>(bytes.size()), SQLITE_STATIC);
+  return *this;
+}
+
 void Statement::Reset() { sqlite3_reset(statement_); }
 
 Statement& Statement::Bind(int index, int64_t value) {
@@ -67,6 +72,12 @@ std::string Statement::Text(int column) const {
 }
 
 int Statement::columns() const { return sqlite3_column_count(statement_); }
+std::string_view Statement::Bytes(int column) const {
+  const void* bytes = sqlite3_column_blob(statement_, column);
+  if (bytes == nullptr) return {};
+  return std::string_view(static_cast<const char*>(bytes),
+                          static_cast<size_t>(sqlite3_column_bytes(statement_, column)));
+}
 
 Result<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(const std::string& path,
                                                                  int busy_timeout_ms) {

@@ -37,6 +37,8 @@ class Statement {
   // As Bind(text) without SQLite copying the text: `text` must stay valid and unchanged until
   // the statement is stepped to its end and Reset (or destroyed). For hot inserts.
   Statement& BindBorrowed(int index, std::string_view text);
+  // As BindBorrowed, as a BLOB (bytes, not text: SQLite never reads them as UTF-8).
+  Statement& BindBlobBorrowed(int index, std::string_view bytes);
   // Makes the statement ready to run again (its bindings are kept until bound anew).
   void Reset();
 
@@ -51,6 +53,8 @@ class Statement {
   int64_t Int(int column) const;
   std::string Text(int column) const;
   int columns() const;
+  // A BLOB (or text) column's bytes, valid until the next Step or Reset.
+  std::string_view Bytes(int column) const;
 
  private:
   sqlite3_stmt* statement_;

@@ -551,6 +551,9 @@ class SqliteStore final : public Store {
   Status AppendAuditRows(const std::vector<AuditRow>& rows) override {
     return Write([&](SqliteConnection& c) { return internal::SqliteAppendAuditRows(c, rows); });
   }
+  Status AppendAuditBatch(const AuditBatch& batch) override {
+    return Write([&](SqliteConnection& c) { return internal::SqliteAppendAuditBatch(c, batch); });
+  }
   Result<std::vector<AuditRow>> ReadAuditRows(int64_t after_sequence, int64_t limit) override {
     return Read<std::vector<AuditRow>>([&](SqliteConnection& c) {
       return internal::SqliteReadAuditRows(c, after_sequence, limit);

@@ -118,6 +118,16 @@ struct AuditRow {
   std::string chain_hash;  // H(chain of sequence - 1 || leaf hash)
 };
 
+// Consecutive audit records packed as one blob, as schema migration 7 stores them (one row per
+// batch): store/audit_batch.h's AuditBatchBuilder makes it and describes the layout.
+struct AuditBatch {
+  int64_t first_sequence = 0;
+  int64_t last_sequence = 0;
+  int64_t min_time_unix_ns = 0;
+  int64_t max_time_unix_ns = 0;
+  std::string records;
+};
+
 // A signed tree head. One per tree size: the first written for a size is kept.
 struct AuditCheckpointRow {
   int64_t tree_size = 0;
@@ -323,6 +333,10 @@ class Store {
   // writer appended first; nothing is written): the caller reads the new rows, advances and
   // retries. InvalidArgument when `rows` is empty or not consecutive.
   virtual Status AppendAuditRows(const std::vector<AuditRow>& rows) = 0;
+  // The same for records already packed (the log's writer: no row object per record). The base
+  // implementation unpacks the batch and calls AppendAuditRows; InvalidArgument when the blob
+  // does not hold exactly first_sequence..last_sequence.
+  virtual Status AppendAuditBatch(const AuditBatch& batch);
   // Rows with sequence > after_sequence, by sequence, at most `limit`.
   virtual Result<std::vector<AuditRow>> ReadAuditRows(int64_t after_sequence, int64_t limit) = 0;
   virtual Result<std::vector<AuditRow>> QueryAuditRows(const AuditQuery& query) = 0;

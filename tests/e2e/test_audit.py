@@ -107,17 +107,20 @@ def test_kill_mid_burst(ctx: Context) -> str:
     verified = ctx.rampart("audit", "verify", "--data-dir", data_dir)
     check(verified.returncode == 0 and "audit log sound" in verified.stdout,
           f"verify after SIGKILL: {verified.returncode} {verified.stdout} {verified.stderr}")
-    # Tamper: one record's content edited in place (its JSON's status), nothing recomputed.
+    # Tamper: one record's content edited in place inside its batch's blob (its JSON's status),
+    # one byte, nothing recomputed.
     victim = records[len(records) // 2]["sequence"]
     database = sqlite3.connect(os.path.join(data_dir, "rampart.db"))
     try:
-        (content,) = database.execute(
-            f"SELECT record FROM audit_records WHERE sequence = ?", (victim,)).fetchone()
-        text = content.decode() if isinstance(content, bytes) else content
-        edited = text.replace('"status":200', '"status":201', 1)
-        check(edited != text, f"record {victim} has no status 200: {text[:200]}")
-        database.execute(f"UPDATE audit_records SET record = ? WHERE sequence = ?",
-                         (edited.encode() if isinstance(content, bytes) else edited, victim))
+        first, blob = database.execute(
+            "SELECT first_sequence, records FROM audit_batches WHERE first_sequence <= ? "
+            "ORDER BY first_sequence DESC LIMIT 1", (victim,)).fetchone()
+        at = blob.find(b'"sequence":%d,' % victim)
+        status = blob.find(b'"status":200', at)
+        check(at >= 0 and status > at, f"record {victim} has no status 200 in its batch")
+        edited = blob[:status] + b'"status":201' + blob[status + 12:]
+        database.execute("UPDATE audit_batches SET records = ? WHERE first_sequence = ?",
+                         (edited, first))
         database.commit()
     finally:
         database.close()

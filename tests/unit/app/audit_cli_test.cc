@@ -86,11 +86,12 @@ TEST_F(AuditCliTest, VerifyProveCheckAndExport) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3) << out;
   EXPECT_EQ(out.find("{\"action\":"), 0u) << out;
 
-  // An edit made in the file is named, with exit status 1.
+  // A deletion made in the file (the batch holding record 9) is found, with exit status 1.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ + "/data/rampart.db").c_str(), &db), SQLITE_OK);
   ASSERT_EQ(
-      sqlite3_exec(db, "DELETE FROM audit_records WHERE sequence = 9", nullptr, nullptr, nullptr),
+      sqlite3_exec(db, "DELETE FROM audit_batches WHERE first_sequence <= 9 AND last_sequence >= 9",
+                   nullptr, nullptr, nullptr),
       SQLITE_OK);
   sqlite3_close(db);
   EXPECT_EQ(Run({"verify", "--data-dir", dir_ + "/data", "--public-key", key}), 1);

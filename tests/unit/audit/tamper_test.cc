@@ -1,7 +1,9 @@
 // Tampering with a real SQLite file, directly with SQL as someone with the file would: each kind
 // (an edited field, a deleted record, an inserted one, two swapped, a truncated tail, a changed
 // checkpoint signature, and an edit re-hashed all the way down the chain) is detected by
-// VerifyLog and located at the record or checkpoint where it happened.
+// VerifyLog and located at the record or checkpoint where it happened. The log here is held in
+// per-record rows (migration 3's audit_records, as stores written before migration 7 hold it);
+// batch_tamper_test.cc does the same inside migration 7's batch rows.
 
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include "audit/log_reader.h"
 #include "audit/merkle.h"
 #include "audit/record_codec.h"
+#include "audit/stored_batches.h"
 #include "store/store.h"
 
 namespace rampart::audit {
@@ -49,6 +52,9 @@ class TamperTest : public ::testing::Test {
         ASSERT_TRUE((*log)->Flush(/*checkpoint=*/true).ok());
       }
     }
+    ASSERT_TRUE(Verify().kind.empty());
+    log->reset();
+    test_support::StoredBatches(dir_).MoveToRecordRows();
     ASSERT_TRUE(Verify().kind.empty());
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "store/audit_batch.h"
 #include "store/store_fixture.h"
 
 namespace rampart::store::testing {
@@ -147,6 +148,42 @@ TYPED_TEST(StoreAuditTest, QueriesFilterByTimeTenantPrincipalAndTrace) {
   EXPECT_EQ(store.QueryAuditRows({.limit = 10001}).status().code(), StatusCode::kInvalidArgument);
 }
 
+TYPED_TEST(StoreAuditTest, PackedBatchesAppendWholeOrNotAtAll) {
+  Store& store = *this->store_;
+  STORE_ASSERT_OK(store.AppendAuditRows(this->Rows(1, 2)));
+  const std::string leaf(32, '\xaa');
+  AuditBatchBuilder builder;
+  builder.Start(3);
+  for (int64_t sequence = 3; sequence <= 5; ++sequence) {
+    const AuditRow row = this->Row(sequence);
+    const std::string chain(32, static_cast<char>(sequence));
+    builder.Add(row.time_unix_ns, row.tenant, row.principal, row.trace_id, row.request_id,
+                row.action, row.record, leaf, chain);
+  }
+  AuditBatch bad = builder.batch();
+  bad.last_sequence = 6;  // claims a record it does not hold
+  EXPECT_EQ(store.AppendAuditBatch(bad).code(), StatusCode::kInvalidArgument);
+  bad = builder.batch();
+  bad.records.pop_back();  // the last record cut short
+  EXPECT_EQ(store.AppendAuditBatch(bad).code(), StatusCode::kInvalidArgument);
+  STORE_ASSERT_OK(store.AppendAuditBatch(builder.batch()));
+  EXPECT_EQ(store.AppendAuditBatch(builder.batch()).code(), StatusCode::kAlreadyExists);
+  auto rows = store.ReadAuditRows(2, 100);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 3u);
+  for (int64_t i = 0; i < 3; ++i) {
+    const AuditRow expected = this->Row(3 + i);
+    const AuditRow& row = (*rows)[static_cast<size_t>(i)];
+    EXPECT_EQ(row.sequence, 3 + i);
+    EXPECT_EQ(row.record, expected.record);
+    EXPECT_EQ(row.trace_id, expected.trace_id);
+    EXPECT_EQ(row.leaf_hash, std::string(64, 'a'));
+    std::string chain_hex;
+    for (int byte = 0; byte < 32; ++byte) chain_hex += fmt::format("{:02x}", 3 + i);
+    EXPECT_EQ(row.chain_hash, chain_hex);
+  }
+}
+
 TYPED_TEST(StoreAuditTest, CheckpointsKeepTheFirstPerSizeAndEpochsPruneOldestFirst) {
   Store& store = *this->store_;
   STORE_ASSERT_OK(store.AppendAuditRows(this->Rows(1, 10)));
@@ -200,6 +237,12 @@ TYPED_TEST(StoreAuditTest, CheckpointsKeepTheFirstPerSizeAndEpochsPruneOldestFir
   STORE_ASSERT_OK(store.PruneAuditEpoch(1));
   EXPECT_EQ(this->Sequences(store.ReadAuditRows(0, 100)),
             (std::vector<int64_t>{5, 6, 7, 8, 9, 10}));
+  // Records 1..10 were one batch: what pruning 1..4 kept of it reads back exactly.
+  auto rest = store.ReadAuditRows(4, 1);
+  ASSERT_TRUE(rest.ok() && rest->size() == 1u);
+  EXPECT_EQ(rest->front().record, this->Row(5).record);
+  EXPECT_EQ(rest->front().chain_hash, this->Row(5).chain_hash);
+  EXPECT_EQ(rest->front().time_unix_ns, this->Row(5).time_unix_ns);
   STORE_ASSERT_OK(store.PruneAuditEpoch(2));
   auto epochs = store.ListAuditEpochs();
   ASSERT_TRUE(epochs.ok());

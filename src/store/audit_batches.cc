@@ -1,0 +1,258 @@
+#include "store/audit_batches.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <iterator>
+
+#include "crypto/digest.h"
+#include "store/audit_rows.h"
+
+namespace rampart::store {
+namespace internal {
+namespace {
+
+constexpr char kBatchVersion = 1;
+// No field of a record comes near this; a length above it is a damaged blob.
+constexpr uint64_t kMaxField = uint64_t{1} << 31;
+
+void PutLength(std::string& out, uint64_t length) {
+  while (length >= 0x80) {
+    out.push_back(static_cast<char>((length & 0x7f) | 0x80));
+    length >>= 7;
+  }
+  out.push_back(static_cast<char>(length));
+}
+
+void PutField(std::string& out, std::string_view field) {
+  PutLength(out, field.size());
+  out.append(field);
+}
+
+// Reads from `in` (advancing it); false when `in` ends first or the field is malformed.
+bool GetLength(std::string_view& in, uint64_t& length) {
+  length = 0;
+  for (int shift = 0; shift < 35; shift += 7) {
+    if (in.empty()) return false;
+    const auto byte = static_cast<unsigned char>(in.front());
+    in.remove_prefix(1);
+    length |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) return length <= kMaxField;
+  }
+  return false;
+}
+
+bool GetField(std::string_view& in, std::string_view& field) {
+  uint64_t length = 0;
+  if (!GetLength(in, length) || length > in.size()) return false;
+  field = in.substr(0, length);
+  in.remove_prefix(length);
+  return true;
+}
+
+bool GetRow(std::string_view& in, AuditRow& row) {
+  if (in.size() < 8) return false;
+  uint64_t time = 0;
+  for (int i = 0; i < 8; ++i)
+    time |= static_cast<uint64_t>(static_cast<unsigned char>(in[i])) << (8 * i);
+  in.remove_prefix(8);
+  row.time_unix_ns = static_cast<int64_t>(time);
+  std::string_view fields[8];
+  for (std::string_view& field : fields) {
+    if (!GetField(in, field)) return false;
+  }
+  row.tenant.assign(fields[0]);
+  row.principal.assign(fields[1]);
+  row.trace_id.assign(fields[2]);
+  row.request_id.assign(fields[3]);
+  row.action.assign(fields[4]);
+  row.record.assign(fields[5]);
+  row.leaf_hash = crypto::ToHex(fields[6]);
+  row.chain_hash = crypto::ToHex(fields[7]);
+  return true;
+}
+
+bool SkipRow(std::string_view& in) {
+  if (in.size() < 8) return false;
+  in.remove_prefix(8);
+  std::string_view field;
+  for (int i = 0; i < 8; ++i) {
+    if (!GetField(in, field)) return false;
+  }
+  return true;
+}
+
+// Hex digit values, -1 for any other byte.
+constexpr std::array<int8_t, 256> kHexValues = [] {
+  std::array<int8_t, 256> values{};
+  values.fill(-1);
+  for (int c = 0; c < 10; ++c) values['0' + c] = static_cast<int8_t>(c);
+  for (int c = 0; c < 6; ++c) {
+    values['a' + c] = static_cast<int8_t>(10 + c);
+    values['A' + c] = static_cast<int8_t>(10 + c);
+  }
+  return values;
+}();
+
+// Appends `hex` as a field of raw bytes; false when it is not hex.
+bool PutHexField(std::string& out, std::string_view hex) {
+  if (hex.size() % 2 != 0) return false;
+  PutLength(out, hex.size() / 2);
+  const size_t start = out.size();
+  out.resize(start + hex.size() / 2);
+  char* bytes = out.data() + start;
+  int bad = 0;
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int high = kHexValues[static_cast<unsigned char>(hex[i])];
+    const int low = kHexValues[static_cast<unsigned char>(hex[i + 1])];
+    bad |= high | low;
+    bytes[i / 2] = static_cast<char>(high << 4 | low);
+  }
+  return bad >= 0;
+}
+
+}  // namespace
+
+Result<AuditBatch> PackAuditBatch(const AuditRow* rows, size_t count) {
+  AuditBatch batch;
+  if (count == 0) return InvalidArgument("no audit records to pack");
+  batch.first_sequence = rows[0].sequence;
+  batch.last_sequence = rows[count - 1].sequence;
+  batch.min_time_unix_ns = rows[0].time_unix_ns;
+  batch.max_time_unix_ns = rows[0].time_unix_ns;
+  size_t size = 1;
+  for (size_t i = 0; i < count; ++i) {
+    const AuditRow& row = rows[i];
+    size += 8 + 8 * 5 + row.tenant.size() + row.principal.size() + row.trace_id.size() +
+            row.request_id.size() + row.action.size() + row.record.size() +
+            (row.leaf_hash.size() + row.chain_hash.size()) / 2;
+  }
+  std::string& out = batch.records;
+  out.reserve(size);
+  out.push_back(kBatchVersion);
+  for (size_t i = 0; i < count; ++i) {
+    const AuditRow& row = rows[i];
+    batch.min_time_unix_ns = std::min(batch.min_time_unix_ns, row.time_unix_ns);
+    batch.max_time_unix_ns = std::max(batch.max_time_unix_ns, row.time_unix_ns);
+    const auto time = static_cast<uint64_t>(row.time_unix_ns);
+    for (int b = 0; b < 8; ++b) out.push_back(static_cast<char>(time >> (8 * b)));
+    PutField(out, row.tenant);
+    PutField(out, row.principal);
+    PutField(out, row.trace_id);
+    PutField(out, row.request_id);
+    PutField(out, row.action);
+    PutField(out, row.record);
+    if (!PutHexField(out, row.leaf_hash) || !PutHexField(out, row.chain_hash)) {
+      return InvalidArgument("audit record {}: a hash is not hex", row.sequence);
+    }
+  }
+  return batch;
+}
+
+void UnpackAuditBatch(int64_t first_sequence, std::string_view records, int64_t after_sequence,
+                      std::vector<AuditRow>& out, int64_t max_records) {
+  if (records.empty() || records.front() != kBatchVersion) return;
+  records.remove_prefix(1);
+  for (int64_t sequence = first_sequence, added = 0; !records.empty() && added < max_records;
+       ++sequence) {
+    if (sequence <= after_sequence) {
+      if (!SkipRow(records)) return;
+      continue;
+    }
+    AuditRow row;
+    if (!GetRow(records, row)) return;
+    ++added;
+    row.sequence = sequence;
+    out.push_back(std::move(row));
+  }
+}
+
+Status ValidateAuditBatch(const AuditBatch& batch) {
+  if (batch.first_sequence < 1 || batch.last_sequence < batch.first_sequence) {
+    return InvalidArgument("audit batch {}..{} is not a range of positive sequences",
+                           batch.first_sequence, batch.last_sequence);
+  }
+  std::string_view records = batch.records;
+  if (records.empty() || records.front() != kBatchVersion) {
+    return InvalidArgument("audit batch {}: not a version {} batch", batch.first_sequence,
+                           int{kBatchVersion});
+  }
+  records.remove_prefix(1);
+  int64_t count = 0;
+  while (!records.empty()) {
+    if (!SkipRow(records)) {
+      return InvalidArgument("audit batch {}: record {} is malformed", batch.first_sequence,
+                             batch.first_sequence + count);
+    }
+    ++count;
+  }
+  if (count != batch.last_sequence - batch.first_sequence + 1) {
+    return InvalidArgument("audit batch {}..{} holds {} records", batch.first_sequence,
+                           batch.last_sequence, count);
+  }
+  return Status::Ok();
+}
+
+}  // namespace internal
+
+using internal::kBatchVersion;
+using internal::PutField;
+
+void AuditBatchBuilder::Start(int64_t first_sequence) {
+  batch_.first_sequence = first_sequence;
+  batch_.last_sequence = first_sequence - 1;
+  batch_.min_time_unix_ns = 0;
+  batch_.max_time_unix_ns = 0;
+  batch_.records.clear();
+  batch_.records.push_back(kBatchVersion);
+  count_ = 0;
+}
+
+void AuditBatchBuilder::Add(int64_t time_unix_ns, std::string_view tenant,
+                            std::string_view principal, std::string_view trace_id,
+                            std::string_view request_id, std::string_view action,
+                            std::string_view record, std::string_view leaf_hash,
+                            std::string_view chain_hash) {
+  batch_.min_time_unix_ns =
+      count_ == 0 ? time_unix_ns : std::min(batch_.min_time_unix_ns, time_unix_ns);
+  batch_.max_time_unix_ns =
+      count_ == 0 ? time_unix_ns : std::max(batch_.max_time_unix_ns, time_unix_ns);
+  ++count_;
+  ++batch_.last_sequence;
+  std::string& out = batch_.records;
+  const auto time = static_cast<uint64_t>(time_unix_ns);
+  char bytes[8];
+  for (int b = 0; b < 8; ++b) bytes[b] = static_cast<char>(time >> (8 * b));
+  out.append(bytes, 8);
+  for (const std::string_view field :
+       {tenant, principal, trace_id, request_id, action, record, leaf_hash, chain_hash}) {
+    PutField(out, field);
+  }
+}
+
+namespace internal {
+
+bool MatchesAuditQuery(const AuditRow& row, const AuditQuery& query) {
+  if (query.from_unix_ns != 0 && row.time_unix_ns < query.from_unix_ns) return false;
+  if (query.to_unix_ns != 0 && row.time_unix_ns >= query.to_unix_ns) return false;
+  if (!query.tenant.empty() && row.tenant != query.tenant) return false;
+  if (!query.principal.empty() && row.principal != query.principal) return false;
+  if (!query.trace_id.empty() && row.trace_id != query.trace_id) return false;
+  return true;
+}
+
+std::vector<AuditRow> MergeAuditRows(std::vector<AuditRow> older, std::vector<AuditRow> batched,
+                                     int64_t limit) {
+  if (older.empty() && static_cast<int64_t>(batched.size()) <= limit) return batched;
+  std::vector<AuditRow> merged;
+  merged.reserve(older.size() + batched.size());
+  std::merge(std::make_move_iterator(older.begin()), std::make_move_iterator(older.end()),
+             std::make_move_iterator(batched.begin()), std::make_move_iterator(batched.end()),
+             std::back_inserter(merged),
+             [](const AuditRow& a, const AuditRow& b) { return a.sequence < b.sequence; });
+  if (static_cast<int64_t>(merged.size()) > limit) merged.resize(static_cast<size_t>(limit));
+  return merged;
+}
+
+}  // namespace internal
+}  // namespace rampart::store
