@@ -304,7 +304,7 @@ def run(args) -> int:
                              {"query": query, "ranking_options": {"ranker": "keyword"}})
                 check(found.status == 200 and found.json()["data"] == [],
                       f"keyword {query} found {found!r}")
-            return f"searched back as: {text.strip()}"
+            return f"searched back as: {' '.join(text.split())}"
 
         step("a file added under redact:pii is searched back redacted", redacted)
     except E2eError as error:
