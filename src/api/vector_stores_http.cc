@@ -210,7 +210,8 @@ std::optional<VectorStoresHttp::Caller> VectorStoresHttp::Check(const net::HttpR
   responder.SetFull(grant.HasObligation(policy::kObligationAuditFull));
   std::string tenant =
       grant.identity.tenant.empty() ? std::string(kAnonymousTenant) : grant.identity.tenant;
-  return Caller{std::move(tenant), std::move(grant.identity)};
+  const bool redact_pii = grant.HasObligation(policy::kObligationRedactPii);
+  return Caller{std::move(tenant), std::move(grant.identity), redact_pii};
 }
 
 void VectorStoresHttp::Run(const Call& call, const net::HttpRequest& request,
@@ -261,6 +262,7 @@ void VectorStoresHttp::Run(const Call& call, const net::HttpRequest& request,
     case Operation::kCreateStore: {
       Result<hub::CreateStoreRequest> parsed = vs::ParseCreateStore(parser, request.body);
       if (!parsed.ok()) return fail(parsed.status());
+      parsed->redact_pii = caller->redact_pii;
       Result<hub::VectorStoreInfo> created = service_.CreateStore(tenant, *parsed);
       if (created.ok()) {
         if (audit::AuditRecord* record = responder.record()) record->resource = created->id;
@@ -287,6 +289,7 @@ void VectorStoresHttp::Run(const Call& call, const net::HttpRequest& request,
     case Operation::kAddFile: {
       Result<hub::AddFileRequest> parsed = vs::ParseAddFile(parser, request.body);
       if (!parsed.ok()) return fail(parsed.status());
+      parsed->redact_pii = caller->redact_pii;
       return answer(service_.AddFile(tenant, call.store, *parsed), vs::FileJson);
     }
     case Operation::kListFiles:
@@ -330,6 +333,7 @@ void VectorStoresHttp::Run(const Call& call, const net::HttpRequest& request,
     case Operation::kCreateBatch: {
       Result<hub::CreateBatchRequest> parsed = vs::ParseCreateBatch(parser, request.body);
       if (!parsed.ok()) return fail(parsed.status());
+      for (hub::AddFileRequest& file : parsed->files) file.redact_pii = caller->redact_pii;
       return answer(service_.CreateBatch(tenant, call.store, *parsed), vs::BatchJson);
     }
     case Operation::kGetBatch:

@@ -26,7 +26,10 @@
 // attributes as strings}, decided once per file per search, inside the service's indexes, so a
 // refused file yields no hit, score or count. The same decision hides a file from the store's
 // file list, and answers 404 for its retrieval and content. Stores belong to the caller's tenant
-// (anonymous callers: "default"); another tenant's store is 404 like an unknown id.
+// (anonymous callers: "default"); another tenant's store is 404 like an unknown id. When the grant
+// for adding files (create with file_ids, add a file, create a batch) carries the obligation
+// `redact:pii`, those files are added with redact_pii: their text is redacted by the guard at
+// ingestion, before chunking and embedding.
 //
 // Answers are OpenAI's objects and errors ({"error":{message,type,param,code}}, `param` naming
 // the offending field of a bad body), each with x-request-id.
@@ -100,10 +103,12 @@ class VectorStoresHttp {
     std::string store;  // empty for create and list
     std::string item;   // the file or batch id
   };
-  // The caller once allowed: its tenant, and its identity when access is enforced.
+  // The caller once allowed: its tenant, its identity when access is enforced, and whether its
+  // grant carries redact:pii (the files it adds are then redacted at ingestion).
   struct Caller {
     std::string tenant;
     std::optional<identity::Identity> identity;
+    bool redact_pii = false;
   };
 
   // Runs on a worker thread.

@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "core/logging.h"
+#include "gateway/guard_stages.h"
+#include "guard/redact.h"
 #include "store/store.h"
 
 namespace rampart::app {
@@ -54,6 +56,26 @@ void StopKnowledge(KnowledgeRuntime& runtime) {
 
 namespace {
 
+// PII redaction of the files added under the obligation redact:pii, with the gateway's guard as
+// it is at each call (a reload may change it): its Detector, the tenant's keys and the guard's
+// default operators. Null when the gateway has no detector, so that such files fail rather than
+// being ingested unredacted.
+std::function<Result<std::string>(const std::string&, std::string_view)> GuardRedaction(
+    const gateway::Gateway* gateway) {
+  if (gateway == nullptr || gateway->guard()->detector == nullptr) return nullptr;
+  return [gateway](const std::string& tenant, std::string_view text) -> Result<std::string> {
+    const std::shared_ptr<const gateway::GuardRuntime> guard = gateway->guard();
+    if (guard->detector == nullptr || guard->keys == nullptr) {
+      return Unavailable("the gateway's guard has no PII detector any more");
+    }
+    guard::RedactOptions options;
+    options.tenant = tenant.empty() ? std::string(guard::kDefaultTenant) : tenant;
+    ASSIGN_OR_RETURN(guard::RedactedText redacted,
+                     guard::RedactText(*guard->detector, *guard->keys, text, options));
+    return std::move(redacted.text);
+  };
+}
+
 // The service over the Files API's files, embedding with the runtime's embedder; started.
 Status StartVectorStoreService(const VectorStoresConfig& config, const DocumentsParts& parts,
                                store::Store& store, DocumentsRuntime& runtime) {
@@ -67,6 +89,7 @@ Status StartVectorStoreService(const VectorStoresConfig& config, const Documents
                           : config.chinese_terms == "bigrams"
                               ? knowledge::hub::ChineseTerms::kBigrams
                               : knowledge::hub::ChineseTerms::kWordsAndBigrams;
+  options.redact = GuardRedaction(parts.gateway);
   if (config.seal_chunks) {
     if (parts.keyring == nullptr) {
       return FailedPrecondition(

@@ -139,8 +139,9 @@ CREATE TABLE files (
 CREATE INDEX files_by_tenant ON files (tenant, created_unix, id)
 )sql";
 
-// Vector stores (knowledge/hub/vector_stores.h): the stores, their files with ingestion state and
-// a claim (claimed_by, lease_until_unix) so that replicas never ingest one file at once, batches,
+// Vector stores (knowledge/hub/vector_stores.h): the stores, their files with ingestion state, a
+// claim (claimed_by, lease_until_unix) so that replicas never ingest one file at once and whether
+// their text is redacted at ingestion (redact_pii, 0 or 1), batches,
 // chunks (their text, sealed or plain, and embedding as hex) and the change sequence replicas
 // follow. vector_store_sequence's one row hands out sequences: a writer updates it inside its
 // transaction, so sequences are taken in commit order and a follower never skips one.
@@ -171,6 +172,7 @@ CREATE TABLE vector_store_files (
   claimed_by TEXT NOT NULL,
   lease_until_unix BIGINT NOT NULL,
   usage_bytes BIGINT NOT NULL,
+  redact_pii BIGINT NOT NULL,
   PRIMARY KEY (store_id, file_id)
 );
 CREATE INDEX vector_store_files_by_status ON vector_store_files (status, created_unix);

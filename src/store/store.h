@@ -221,6 +221,7 @@ struct VectorStoreFileRow {
   std::string claimed_by;  // "" when no worker holds it
   int64_t lease_until_unix = 0;
   int64_t usage_bytes = 0;
+  bool redact_pii = false;  // the text is redacted (the hub's redact hook) before chunking
 };
 
 struct VectorStoreBatchRow {

@@ -20,7 +20,7 @@ using Values = std::vector<SqlRunner::Value>;
   "tenant, id, name, metadata, created_unix, last_active_unix, expires_days, embedder"
 #define RAMPART_VS_FILE_COLUMNS                                                            \
   "tenant, store_id, file_id, filename, created_unix, status, error_code, error_message, " \
-  "attributes, chunking, batch_id, claimed_by, lease_until_unix, usage_bytes"
+  "attributes, chunking, batch_id, claimed_by, lease_until_unix, usage_bytes, redact_pii"
 #define RAMPART_VS_CHUNK_COLUMNS                                                              \
   "store_id, file_id, chunk_index, body, sealing, heading_path, page, begin_byte, end_byte, " \
   "embedding"
@@ -50,7 +50,8 @@ VectorStoreFileRow ReadFile(const std::vector<std::string>& c) {
                             .batch_id = c[10],
                             .claimed_by = c[11],
                             .lease_until_unix = ToInt(c[12]),
-                            .usage_bytes = ToInt(c[13])};
+                            .usage_bytes = ToInt(c[13]),
+                            .redact_pii = ToInt(c[14]) != 0};
 }
 
 Result<VectorStoreChunkRow> ReadChunk(const std::vector<std::string>& c) {
@@ -69,16 +70,18 @@ Result<VectorStoreChunkRow> ReadChunk(const std::vector<std::string>& c) {
 }
 
 Values FileValues(const VectorStoreFileRow& f) {
-  return {f.tenant,   f.store_id,   f.file_id,          f.filename,   f.created_unix,
-          f.status,   f.error_code, f.error_message,    f.attributes, f.chunking,
-          f.batch_id, f.claimed_by, f.lease_until_unix, f.usage_bytes};
+  return {
+      f.tenant,   f.store_id,   f.file_id,          f.filename,    f.created_unix,
+      f.status,   f.error_code, f.error_message,    f.attributes,  f.chunking,
+      f.batch_id, f.claimed_by, f.lease_until_unix, f.usage_bytes, int64_t{f.redact_pii ? 1 : 0}};
 }
 
 Status InsertFile(SqlRunner& sql, const VectorStoreFileRow& file) {
   return sql
       .Run("INSERT INTO vector_store_files (" RAMPART_VS_FILE_COLUMNS
            ") VALUES (?1, ?2, ?3, ?4, CAST(?5 AS BIGINT), ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-           "CAST(?13 AS BIGINT), CAST(?14 AS BIGINT)) ON CONFLICT (store_id, file_id) DO NOTHING",
+           "CAST(?13 AS BIGINT), CAST(?14 AS BIGINT), CAST(?15 AS BIGINT)) ON CONFLICT (store_id, "
+           "file_id) DO NOTHING",
            FileValues(file))
       .status();
 }

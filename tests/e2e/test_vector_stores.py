@@ -14,7 +14,10 @@ and a 0-byte file. Checks:
   - the same search by each principal finds only its department's documents: a refused document
     contributes no hit, no score and takes no place in max_num_results;
   - a principal with no vector_stores rule is refused (403), no key is 401;
-  - deleting a file through the Files API removes it from the store's search.
+  - deleting a file through the Files API removes it from the store's search;
+  - a contractor, whose grant for vector stores carries the obligation redact:pii, puts a
+    document holding a Chinese mobile number and an email in a store of its own: its chunks and
+    search hits hold them redacted (masked and hashed by the guard), never as written.
 Prints one line per check and ends with "N passed, M failed"; exits non-zero on failure.
 """
 
@@ -38,7 +41,19 @@ POLICY = """
 roles:
   - name: reader
   - name: outsider
+  - name: contractor
 rules:
+  - id: contractor-files
+    effect: permit
+    principal: {role: contractor}
+    action: [files:create, files:read]
+    resource: {type: file}
+  - id: contractor-stores
+    effect: permit
+    principal: {role: contractor}
+    action: ["vector_stores:*"]
+    resource: {type: vector_store}
+    obligations: [redact:pii]
   - id: files
     effect: permit
     principal: {role: reader}
@@ -123,6 +138,9 @@ def run(args) -> int:
                              "--principal", name)
     keys["out"] = rampart("keys", "create", "--tenant", "acme", "--name", "out", "--role",
                           "outsider")
+    rampart("principals", "put", "acme", "cat", "--role", "contractor")
+    keys["cat"] = rampart("keys", "create", "--tenant", "acme", "--name", "cat", "--principal",
+                          "cat")
     server = e2e.Server(args.binary, repository, ["--config", config, "--data-dir", data_dir])
     try:
         server.start()
@@ -245,6 +263,50 @@ def run(args) -> int:
             return f"{len(hits)} hits left, none from the deleted file"
 
         step("a file deleted through the Files API leaves the store", deleted_file)
+
+        def redacted():
+            document = ("# Renewal contacts\n\n手机 13812345678, email zhang.wei@example.com: "
+                        "call about the renewal of the premium plan.\n").encode()
+            uploaded = call("POST", "/v1/files", keys["cat"],
+                            body=multipart("contacts.md", document),
+                            content_type=f"multipart/form-data; boundary={BOUNDARY}")
+            check(uploaded.status == 200, f"upload: {uploaded!r}")
+            file_id = uploaded.json()["id"]
+            created = call("POST", "/v1/vector_stores", keys["cat"],
+                           {"name": "contacts", "file_ids": [file_id]})
+            check(created.status == 200, f"create: {created!r}")
+            store = created.json()["id"]
+            deadline = time.monotonic() + 90
+            while True:
+                got = call("GET", f"/v1/vector_stores/{store}/files/{file_id}", keys["cat"])
+                check(got.status == 200, f"retrieve: {got!r}")
+                if got.json()["status"] != "in_progress":
+                    break
+                check(time.monotonic() < deadline, "still ingesting")
+                time.sleep(0.2)
+            check(got.json()["status"] == "completed", f"file: {got.json()}")
+            answer = call("POST", f"/v1/vector_stores/{store}/search", keys["cat"],
+                          {"query": "renewal premium plan"})
+            check(answer.status == 200, f"search: {answer!r}")
+            hits = answer.json()["data"]
+            check(len(hits) == 1, f"hits {hits}")
+            text = "".join(part["text"] for part in hits[0]["content"])
+            content = call("GET", f"/v1/vector_stores/{store}/files/{file_id}/content",
+                           keys["cat"])
+            check(content.status == 200, f"content: {content!r}")
+            stored = "".join(part["text"] for part in content.json()["data"])
+            for seen in (text, stored):
+                check("13812345678" not in seen and "zhang.wei" not in seen, f"not redacted: {seen}")
+                check("138****5678" in seen and "EMAIL_ADDRESS_" in seen and "@example.com" in seen,
+                      f"redacted how? {seen}")
+            for query in ("13812345678", "zhang.wei"):
+                found = call("POST", f"/v1/vector_stores/{store}/search", keys["cat"],
+                             {"query": query, "ranking_options": {"ranker": "keyword"}})
+                check(found.status == 200 and found.json()["data"] == [],
+                      f"keyword {query} found {found!r}")
+            return f"searched back as: {' '.join(text.split())}"
+
+        step("a file added under redact:pii is searched back redacted", redacted)
     except E2eError as error:
         failed += 1
         print(f"FAIL {error}\n{server.describe()}", flush=True)

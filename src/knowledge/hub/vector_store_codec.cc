@@ -143,6 +143,7 @@ Result<VectorStoreFileInfo> FileInfoFromRow(const store::VectorStoreFileRow& row
   ASSIGN_OR_RETURN(info.attributes, DecodeFileAttributes(row.attributes));
   ASSIGN_OR_RETURN(info.chunking, DecodeChunking(row.chunking));
   info.usage_bytes = row.usage_bytes;
+  info.redact_pii = row.redact_pii;
   return info;
 }
 

@@ -28,6 +28,20 @@ IngestOutcome FailedFor(const Status& status) {
 
 Status Aborted() { return Status(StatusCode::kCancelled, "the service is stopping"); }
 
+// `extracted` rebuilt from its blocks, each block's text redacted, so that every later step
+// (chunks, embeddings, keyword terms, citations' byte ranges) sees only the redacted text.
+Result<ExtractedText> RedactBlocks(const IngestContext& context, const std::string& tenant,
+                                   const ExtractedText& extracted) {
+  BlockWriter writer(extracted.type);
+  for (const Block& block : extracted.blocks) {
+    ASSIGN_OR_RETURN(std::string redacted, context.redact(tenant, extracted.BlockText(block)));
+    writer.Add(block.kind, redacted, block.level, block.page);
+  }
+  ExtractedText result = std::move(writer).Finish();
+  result.page_count = extracted.page_count;
+  return result;
+}
+
 }  // namespace
 
 std::string ChunkSealClass(const std::string& store_id, const std::string& file_id, int64_t index) {
@@ -76,6 +90,21 @@ Result<IngestOutcome> IngestFile(const IngestContext& context,
   auto extracted = ExtractAuto(bytes, declared, context.extract);
   if (!extracted.ok()) return FailedFor(extracted.status());
   bytes = std::string();
+  if (file.redact_pii) {
+    if (!context.redact) {
+      return Failed("server_error", "PII redaction is required but no guard is configured");
+    }
+    auto redacted = RedactBlocks(context, file.tenant, *extracted);
+    if (!redacted.ok()) {
+      // The text's fault (a blocked type, invalid UTF-8, a block over the guard's size limit),
+      // else the guard's.
+      const bool invalid = redacted.status().code() == StatusCode::kInvalidArgument ||
+                           redacted.status().code() == StatusCode::kPayloadTooLarge;
+      return Failed(invalid ? "invalid_file" : "server_error",
+                    std::string(redacted.status().message()));
+    }
+    *extracted = std::move(*redacted);
+  }
   if (extracted->text.find_first_not_of(" \n\t") == std::string::npos) {
     return Failed("invalid_file", "the file holds no text");
   }

@@ -1,14 +1,18 @@
 #pragma once
 
 // Ingesting one file of a vector store: its bytes from the Files API's storage, extraction (the
-// type from the filename, else sniffed), chunking, embedding in batches, and each chunk's text
-// sealed when an envelope is configured. Internal to the vector store service.
+// type from the filename, else sniffed), PII redaction when the file is flagged (block by block,
+// so the structure and byte ranges describe the redacted text), chunking, embedding in batches,
+// and each chunk's text sealed when an envelope is configured. Internal to the vector store
+// service.
 //
 // Threads: a pure function of its inputs; the embedder and storage are thread-safe.
 
 #include <atomic>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -30,6 +34,9 @@ struct IngestContext {
   size_t embed_batch = 64;
   ExtractOptions extract;
   const std::atomic<bool>* stopping = nullptr;  // checked between batches
+  // VectorStoreServiceOptions::redact: applied to a file flagged redact_pii (null: such a file
+  // fails with server_error).
+  std::function<Result<std::string>(const std::string& tenant, std::string_view text)> redact;
 };
 
 struct IngestOutcome {

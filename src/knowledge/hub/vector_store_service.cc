@@ -162,6 +162,7 @@ Result<store::VectorStoreFileRow> VectorStoreServiceImpl::NewFileRow(const std::
   row.attributes = EncodeFileAttributes(request.attributes);
   row.chunking = EncodeChunking(request.chunking);
   row.batch_id = batch_id;
+  row.redact_pii = request.redact_pii;
   return row;
 }
 
@@ -183,10 +184,11 @@ Result<VectorStoreInfo> VectorStoreServiceImpl::CreateStore(const std::string& t
   row.embedder = embedder_->name();
   std::vector<store::VectorStoreFileRow> files;
   for (const std::string& file_id : request.file_ids) {
-    ASSIGN_OR_RETURN(
-        auto file,
-        NewFileRow(tenant, row.id, AddFileRequest{.file_id = file_id, .chunking = request.chunking},
-                   ""));
+    ASSIGN_OR_RETURN(auto file, NewFileRow(tenant, row.id,
+                                           AddFileRequest{.file_id = file_id,
+                                                          .chunking = request.chunking,
+                                                          .redact_pii = request.redact_pii},
+                                           ""));
     files.push_back(std::move(file));
   }
   RETURN_IF_ERROR(store_->CreateVectorStore(row, files));

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 #include "crypto/envelope.h"
@@ -50,6 +51,13 @@ struct VectorStoreServiceOptions {
   std::string worker_id;                       // "" : host name, pid and a random suffix
   ExtractOptions extract;
   std::function<int64_t()> now_unix;  // null: the wall clock (tests move time for expiry)
+  // PII redaction of a file added with redact_pii: the tenant and the extracted text (one block
+  // at a time) -> the text with personal data replaced. The app builds it from the guard (a later
+  // module: this is its hook). Called from the ingestion threads, so it must be thread-safe. An
+  // InvalidArgument or PayloadTooLarge (a type the guard blocks, invalid UTF-8, too long a text)
+  // fails the file with invalid_file and the error's message, any other error with server_error.
+  // Null: no guard, and a flagged file fails with server_error, never ingested unredacted.
+  std::function<Result<std::string>(const std::string& tenant, std::string_view text)> redact;
 };
 
 class VectorStoreService : public VectorStores {

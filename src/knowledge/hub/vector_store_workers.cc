@@ -185,7 +185,8 @@ void VectorStoreServiceImpl::WorkerLoop() {
                               .seal_key = options_.seal_key,
                               .embed_batch = options_.embed_batch,
                               .extract = options_.extract,
-                              .stopping = &stopping_};
+                              .stopping = &stopping_,
+                              .redact = options_.redact};
   while (!stopping_) {
     uint64_t seen = 0;
     {

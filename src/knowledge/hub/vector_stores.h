@@ -108,6 +108,7 @@ struct VectorStoreFileInfo {
   FileAttributes attributes;
   ChunkingOptions chunking;
   int64_t usage_bytes = 0;
+  bool redact_pii = false;  // the text was (or is to be) redacted before chunking
 };
 
 struct FileBatchInfo {
@@ -138,6 +139,7 @@ struct CreateStoreRequest {
   std::optional<ExpiryPolicy> expires_after;
   std::vector<std::string> file_ids;  // added at once, ingested in the background
   ChunkingOptions chunking = ChunkingOptions::Auto();
+  bool redact_pii = false;  // file_ids' text redacted, as AddFileRequest::redact_pii
 };
 
 struct ModifyStoreRequest {
@@ -150,6 +152,10 @@ struct AddFileRequest {
   std::string file_id;
   FileAttributes attributes;
   ChunkingOptions chunking = ChunkingOptions::Auto();
+  // The extracted text goes through the service's redact hook (VectorStoreServiceOptions) before
+  // chunking, so that chunks, embeddings, keyword terms and citations only hold the redacted
+  // text; without a hook the file fails rather than being ingested as it is. Kept with the file.
+  bool redact_pii = false;
 };
 
 struct CreateBatchRequest {

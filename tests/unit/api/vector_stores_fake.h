@@ -61,7 +61,9 @@ class FakeVectorStores final : public hub::VectorStores {
                                .status = "completed"};
     stores_[store.id] = store;
     for (const std::string& id : request.file_ids) {
-      RETURN_IF_ERROR(AddLocked(tenant, store.id, {.file_id = id, .chunking = request.chunking}));
+      RETURN_IF_ERROR(AddLocked(
+          tenant, store.id,
+          {.file_id = id, .chunking = request.chunking, .redact_pii = request.redact_pii}));
     }
     return Info(store.id);
   }
@@ -262,7 +264,8 @@ class FakeVectorStores final : public hub::VectorStores {
                                          .status = hub::IngestStatus::kCompleted,
                                          .attributes = request.attributes,
                                          .chunking = request.chunking,
-                                         .usage_bytes = 100};
+                                         .usage_bytes = 100,
+                                         .redact_pii = request.redact_pii};
     return Status::Ok();
   }
   hub::VectorStoreInfo Info(const std::string& id) {

@@ -203,7 +203,13 @@ TEST_F(VectorStoresHttpTest, AFullQueueAnswers429) {
 constexpr std::string_view kDepartmentPolicy = R"(
 roles:
   - name: reader
+  - name: contractor
 rules:
+  - id: contractors-redacted
+    effect: permit
+    principal: {role: contractor}
+    action: ["vector_stores:*"]
+    obligations: [redact:pii]
   - id: stores
     effect: permit
     principal: {role: reader}
@@ -222,13 +228,15 @@ class VectorStoresAccessTest : public ::testing::Test {
   VectorStoresAccessTest() {
     sales_key_ = AddReader("sam", "sales");
     legal_key_ = AddReader("lee", "legal");
+    contractor_key_ = AddReader("cat", "sales", "contractor");
     EXPECT_TRUE(access_.keys().Refresh().ok());
   }
-  std::string AddReader(const std::string& name, const std::string& department) {
+  std::string AddReader(const std::string& name, const std::string& department,
+                        const std::string& role = "reader") {
     EXPECT_TRUE(access_.store()
                     .PutPrincipal({.tenant = "acme",
                                    .name = name,
-                                   .roles = {"reader"},
+                                   .roles = {role},
                                    .attributes = {{"department", department}}})
                     .ok());
     identity::NewApiKey made = identity::GenerateApiKey("acme", name, name, {}, 1);
@@ -255,6 +263,7 @@ class VectorStoresAccessTest : public ::testing::Test {
   VectorStoresHttp front_{service_, {.access = &access_.control(), .audit = &sink_}};
   std::string sales_key_;
   std::string legal_key_;
+  std::string contractor_key_;
 };
 
 TEST_F(VectorStoresAccessTest, EachCallerSeesOnlyTheDocumentsItMayRead) {
@@ -283,6 +292,38 @@ TEST_F(VectorStoresAccessTest, EachCallerSeesOnlyTheDocumentsItMayRead) {
   EXPECT_EQ(api::Call(front_, "GET", "/v1/vector_stores/vs_1/files/file-a/content", "", sales_key_)
                 .status,
             200);
+}
+
+TEST_F(VectorStoresAccessTest, FilesAddedUnderRedactPiiAreRedactedAtIngestion) {
+  const auto redacted = [&](const std::string& store, const std::string& file) {
+    auto info = service_.GetFile("acme", store, file);
+    EXPECT_TRUE(info.ok()) << store << " " << file;
+    return info.ok() && info->redact_pii;
+  };
+  ASSERT_EQ(api::Call(front_, "POST", "/v1/vector_stores", R"({"file_ids":["file-a"]})", sales_key_)
+                .status,
+            200);
+  EXPECT_FALSE(redacted("vs_1", "file-a"));
+  // The contractor's grant carries redact:pii: whatever it adds, and however, is redacted.
+  ASSERT_EQ(api::Call(front_, "POST", "/v1/vector_stores/vs_1/files", R"({"file_id":"file-b"})",
+                      contractor_key_)
+                .status,
+            200);
+  EXPECT_TRUE(redacted("vs_1", "file-b"));
+  ASSERT_EQ(api::Call(front_, "POST", "/v1/vector_stores/vs_1/file_batches",
+                      R"({"files":[{"file_id":"file-c"}]})", contractor_key_)
+                .status,
+            200);
+  EXPECT_TRUE(redacted("vs_1", "file-c"));
+  net::HttpResponse created =
+      api::Call(front_, "POST", "/v1/vector_stores", R"({"file_ids":["file-a"]})", contractor_key_);
+  ASSERT_EQ(created.status, 200) << created.body;
+  const size_t id_at = created.body.find(R"("id":")");
+  ASSERT_NE(id_at, std::string::npos) << created.body;
+  const std::string id =
+      created.body.substr(id_at + 6, created.body.find('"', id_at + 6) - id_at - 6);
+  EXPECT_TRUE(redacted(id, "file-a")) << created.body;
+  EXPECT_FALSE(redacted("vs_1", "file-a"));
 }
 
 TEST_F(VectorStoresAccessTest, CallersAreAuthenticatedBeforeTheirBodiesAreRead) {

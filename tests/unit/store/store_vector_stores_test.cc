@@ -87,6 +87,31 @@ TYPED_TEST(StoreVectorStoresTest, StoresAndFilesBelongToTheirTenant) {
   EXPECT_FALSE(store.GetVectorStoreBatch("other", "vs_1", "vsfb_1")->has_value());
 }
 
+TYPED_TEST(StoreVectorStoresTest, AFileKeepsWhetherItsTextIsRedacted) {
+  Store& store = *this->store_;
+  VectorStoreFileRow flagged = FileRow("vs_1", "f1", 1);
+  flagged.redact_pii = true;
+  STORE_ASSERT_OK(store.CreateVectorStore(StoreRow("acme", "vs_1"), {flagged}));
+  VectorStoreFileRow batched = FileRow("vs_1", "f2", 2, "vsfb_1");
+  batched.redact_pii = true;
+  STORE_ASSERT_OK(store.AddVectorStoreFiles(
+      VectorStoreBatchRow{.tenant = "acme", .store_id = "vs_1", .id = "vsfb_1"},
+      {batched, FileRow("vs_1", "f3", 3)}));
+  auto reopened = this->OpenOrDie();
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_TRUE((*reopened->GetVectorStoreFile("acme", "vs_1", "f1"))->redact_pii);
+  auto files = reopened->ListVectorStoreFiles("acme", "vs_1");
+  ASSERT_TRUE(files.ok());
+  ASSERT_EQ(files->size(), 3u);
+  EXPECT_TRUE((*files)[1].redact_pii);
+  EXPECT_FALSE((*files)[2].redact_pii);
+  // The worker that claims a file reads the flag with it.
+  auto claimed = reopened->ClaimVectorStoreFile("w1", 1000, 1300);
+  ASSERT_TRUE(claimed.ok() && claimed->has_value());
+  EXPECT_EQ((*claimed)->file_id, "f1");
+  EXPECT_TRUE((*claimed)->redact_pii);
+}
+
 TYPED_TEST(StoreVectorStoresTest, AClaimIsHeldByOneWorkerAndFinishingReplacesTheChunksWhole) {
   Store& store = *this->store_;
   STORE_ASSERT_OK(store.CreateVectorStore(StoreRow("acme", "vs_1"),

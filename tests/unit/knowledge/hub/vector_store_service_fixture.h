@@ -1,0 +1,227 @@
+#pragma once
+
+// The vector store service tests' fixture (vector_store_service_test.cc,
+// vector_store_redact_test.cc): a deterministic fake embedder, a minimal PDF writer, and a
+// fixture per store backend with the Files API's storage in a temporary folder.
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "crypto/keyring.h"
+#include "knowledge/hub/vector_store_service.h"
+#include "store/keyring_storage.h"
+#include "store/store_backends.h"
+#include "testing/eventually.h"
+
+namespace rampart::knowledge::hub::testing {
+
+using rampart::testing::Eventually;
+using store::testing::PostgresBackend;
+using store::testing::SqliteBackend;
+
+// Hashed word counts, normalised: texts sharing words are close. Deterministic. Blocks while
+// `blocked` is set (until Release), counting the calls that entered.
+class FakeEmbedder final : public Embedder {
+ public:
+  Result<std::vector<std::vector<float>>> Embed(const std::vector<std::string>& texts) override {
+    {
+      std::unique_lock lock(mutex_);
+      ++entered_;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return !blocked_; });
+    }
+    std::vector<std::vector<float>> vectors;
+    for (const std::string& text : texts) {
+      std::vector<float> vector(kDimension, 0);
+      std::string word;
+      const auto flush = [&] {
+        if (!word.empty()) vector[std::hash<std::string>()(word) % kDimension] += 1;
+        word.clear();
+      };
+      for (const char c : text) {
+        if (std::isalnum(static_cast<unsigned char>(c))) {
+          word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        } else {
+          flush();
+        }
+      }
+      flush();
+      vector[0] += 0.01f;  // never all zeros
+      vectors.push_back(std::move(vector));
+    }
+    return vectors;
+  }
+  size_t dimension() const override { return kDimension; }
+  std::string name() const override { return "fake-hash-64"; }
+
+  void Block() {
+    std::lock_guard lock(mutex_);
+    blocked_ = true;
+  }
+  void Release() {
+    std::lock_guard lock(mutex_);
+    blocked_ = false;
+    changed_.notify_all();
+  }
+  int entered() {
+    std::lock_guard lock(mutex_);
+    return entered_;
+  }
+
+ private:
+  static constexpr size_t kDimension = 64;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool blocked_ = false;
+  int entered_ = 0;
+};
+
+// A minimal valid PDF, one page per entry (as pdf_test.cc writes them).
+inline std::string MakePdf(const std::vector<std::string>& pages) {
+  std::vector<std::string> objects;
+  objects.push_back("<< /Type /Catalog /Pages 2 0 R >>");
+  std::string kids;
+  for (size_t i = 0; i < pages.size(); ++i) kids += std::to_string(4 + 2 * i) + " 0 R ";
+  objects.push_back("<< /Type /Pages /Kids [" + kids + "] /Count " + std::to_string(pages.size()) +
+                    " >>");
+  objects.push_back("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>");
+  for (size_t i = 0; i < pages.size(); ++i) {
+    objects.push_back(
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font "
+        "<< /F1 3 0 R >> >> /Contents " +
+        std::to_string(5 + 2 * i) + " 0 R >>");
+    std::string content = "BT /F1 12 Tf 72 720 Td 14 TL\n";
+    size_t start = 0;  // one text line per line of the page
+    while (start <= pages[i].size()) {
+      const size_t end = std::min(pages[i].find('\n', start), pages[i].size());
+      content += '(';
+      content.append(pages[i], start, end - start);
+      content += ") Tj T*\n";
+      start = end + 1;
+    }
+    content += "ET";
+    objects.push_back("<< /Length " + std::to_string(content.size()) + " >>\nstream\n" + content +
+                      "\nendstream");
+  }
+  std::string pdf = "%PDF-1.4\n";
+  std::vector<size_t> offsets;
+  for (size_t i = 0; i < objects.size(); ++i) {
+    offsets.push_back(pdf.size());
+    pdf += std::to_string(i + 1) + " 0 obj\n" + objects[i] + "\nendobj\n";
+  }
+  const size_t xref = pdf.size();
+  pdf += "xref\n0 " + std::to_string(objects.size() + 1) + "\n0000000000 65535 f \n";
+  for (const size_t offset : offsets) {
+    char entry[32];
+    std::snprintf(entry, sizeof(entry), "%010zu 00000 n \n", offset);
+    pdf += entry;
+  }
+  pdf += "trailer\n<< /Size " + std::to_string(objects.size() + 1) +
+         " /Root 1 0 R >>\nstartxref\n" + std::to_string(xref) + "\n%%EOF\n";
+  return pdf;
+}
+
+template <typename Backend>
+class VectorStoreServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(backend_.SetUp().ok());
+    char pattern[] = "/tmp/rampart-vs-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    store_ = Open();
+    ASSERT_NE(store_, nullptr);
+    files_ = std::make_unique<FileStorage>(dir_ + "/files", nullptr, "");
+    ASSERT_TRUE(files_->Prepare().ok());
+  }
+  void TearDown() override {
+    services_.clear();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+  std::unique_ptr<store::Store> Open() {
+    auto opened = backend_.Open();
+    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    return opened.ok() ? std::move(*opened) : nullptr;
+  }
+
+  VectorStoreService* StartService(store::Store* store, Embedder* embedder,
+                                   VectorStoreServiceOptions options = {}) {
+    options.sync_interval = std::chrono::milliseconds(20);
+    auto service = NewVectorStoreService(store, files_.get(), embedder, options);
+    EXPECT_TRUE(service.ok()) << service.status().ToString();
+    if (!service.ok()) return nullptr;
+    const Status started = (*service)->Start();
+    EXPECT_TRUE(started.ok()) << started.ToString();
+    services_.push_back(std::move(*service));
+    return services_.back().get();
+  }
+
+  // Uploads `content` as the Files API would; answers the file id.
+  std::string Upload(const std::string& filename, const std::string& content,
+                     const std::string& tenant = "acme") {
+    const std::string id = "file-" + std::string(20, '0') + std::to_string(1000 + uploads_++);
+    EXPECT_TRUE(store_
+                    ->CreateFile(store::StoredFile{.tenant = tenant,
+                                                   .id = id,
+                                                   .filename = filename,
+                                                   .purpose = "assistants",
+                                                   .bytes = static_cast<int64_t>(content.size())})
+                    .ok());
+    auto writer = files_->Create(tenant, id);
+    EXPECT_TRUE(writer.ok());
+    EXPECT_TRUE((*writer)->Write(content).ok());
+    EXPECT_TRUE((*writer)->Commit().ok());
+    return id;
+  }
+
+  static bool Settled(VectorStores& service, const std::string& store_id) {
+    auto info = service.GetStore("acme", store_id);
+    return info.ok() && info->file_counts.in_progress == 0;
+  }
+
+  static std::vector<std::string> HitFiles(const Result<SearchResults>& results) {
+    std::vector<std::string> files;
+    if (!results.ok()) return {results.status().ToString()};
+    for (const SearchHit& hit : results->hits) files.push_back(hit.file_id);
+    return files;
+  }
+
+  static Result<SearchResults> Find(VectorStores& service, const std::string& store_id,
+                                    const std::string& query, Ranker ranker = Ranker::kHybrid) {
+    SearchRequest request;
+    request.queries = {query};
+    request.ranker = ranker;
+    return service.Search("acme", store_id, request);
+  }
+
+  Backend backend_;
+  std::string dir_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<FileStorage> files_;
+  FakeEmbedder embedder_;
+  std::vector<std::unique_ptr<VectorStoreService>> services_;
+  int uploads_ = 0;
+};
+
+struct BackendNames {
+  template <typename Backend>
+  static std::string GetName(int) {
+    return Backend::kShared ? "Postgres" : "Sqlite";
+  }
+};
+using Backends = ::testing::Types<SqliteBackend, PostgresBackend>;
+
+}  // namespace rampart::knowledge::hub::testing
