@@ -89,6 +89,9 @@ bench: build
 	$(BUILD_DIR)/bench/store_bench
 	$(BUILD_DIR)/bench/hub_text_bench
 	$(BUILD_DIR)/bench/kb_service_bench
+	$(BUILD_DIR)/bench/knowledge_answer_bench
+	bench/kb_eval.py --binary $(BUILD_DIR)/rampart --repository examples/models
+	bench/kb_search_bench.py --binary $(BUILD_DIR)/rampart --repository examples/models
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

@@ -262,7 +262,7 @@ def eval_config(work_dir: str, language: str = "english", chinese_terms: str = "
 
 KB_EVAL_CONFIG = """\
 gateway:
-  targets:
+  models:
     - name: text-embedding
       local_model: text_embedding
 knowledge:
