@@ -52,7 +52,7 @@ struct VectorStoresConfig {
   size_t embedding_batch = 64;
   int64_t embedding_timeout_ms = 120'000;
   size_t ingestion_workers = 2;
-  std::string language = "english";  // english, chinese, auto
+  std::string language = "english";    // english, chinese, auto
   std::string chinese_terms = "both";  // words, bigrams, both
   bool seal_chunks = false;
   std::string seal_key = "vector-stores";
