@@ -23,6 +23,7 @@
 #include "store/keyring_storage.h"
 #include "store/store_backends.h"
 #include "testing/eventually.h"
+#include "testing/minimal_pdf.h"
 
 namespace rampart::knowledge::hub::testing {
 
@@ -87,49 +88,19 @@ class FakeEmbedder final : public Embedder {
   int entered_ = 0;
 };
 
-// A minimal valid PDF, one page per entry (as pdf_test.cc writes them).
+// A minimal valid PDF, one page per entry, its lines split at '\n'.
 inline std::string MakePdf(const std::vector<std::string>& pages) {
-  std::vector<std::string> objects;
-  objects.push_back("<< /Type /Catalog /Pages 2 0 R >>");
-  std::string kids;
-  for (size_t i = 0; i < pages.size(); ++i) kids += std::to_string(4 + 2 * i) + " 0 R ";
-  objects.push_back("<< /Type /Pages /Kids [" + kids + "] /Count " + std::to_string(pages.size()) +
-                    " >>");
-  objects.push_back("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>");
-  for (size_t i = 0; i < pages.size(); ++i) {
-    objects.push_back(
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font "
-        "<< /F1 3 0 R >> >> /Contents " +
-        std::to_string(5 + 2 * i) + " 0 R >>");
-    std::string content = "BT /F1 12 Tf 72 720 Td 14 TL\n";
-    size_t start = 0;  // one text line per line of the page
-    while (start <= pages[i].size()) {
-      const size_t end = std::min(pages[i].find('\n', start), pages[i].size());
-      content += '(';
-      content.append(pages[i], start, end - start);
-      content += ") Tj T*\n";
+  std::vector<std::vector<std::string>> lines;
+  for (const std::string& page : pages) {
+    std::vector<std::string>& page_lines = lines.emplace_back();
+    size_t start = 0;
+    while (start <= page.size()) {
+      const size_t end = std::min(page.find('\n', start), page.size());
+      page_lines.push_back(page.substr(start, end - start));
       start = end + 1;
     }
-    content += "ET";
-    objects.push_back("<< /Length " + std::to_string(content.size()) + " >>\nstream\n" + content +
-                      "\nendstream");
   }
-  std::string pdf = "%PDF-1.4\n";
-  std::vector<size_t> offsets;
-  for (size_t i = 0; i < objects.size(); ++i) {
-    offsets.push_back(pdf.size());
-    pdf += std::to_string(i + 1) + " 0 obj\n" + objects[i] + "\nendobj\n";
-  }
-  const size_t xref = pdf.size();
-  pdf += "xref\n0 " + std::to_string(objects.size() + 1) + "\n0000000000 65535 f \n";
-  for (const size_t offset : offsets) {
-    char entry[32];
-    std::snprintf(entry, sizeof(entry), "%010zu 00000 n \n", offset);
-    pdf += entry;
-  }
-  pdf += "trailer\n<< /Size " + std::to_string(objects.size() + 1) +
-         " /Root 1 0 R >>\nstartxref\n" + std::to_string(xref) + "\n%%EOF\n";
-  return pdf;
+  return ::rampart::testing::MakePdf(lines);
 }
 
 template <typename Backend>
