@@ -14,6 +14,9 @@ and a 0-byte file. Checks:
   - the same search by each principal finds only its department's documents: a refused document
     contributes no hit, no score and takes no place in max_num_results;
   - a principal with no vector_stores rule is refused (403), no key is 401;
+  - a chat completion with model "kb:<store>" (the chat model a fake OpenAI upstream) answers
+    with citations and search_results of the caller's documents only, and the model's prompt
+    holds them as numbered sources and nothing of the documents the caller may not read;
   - deleting a file through the Files API removes it from the store's search;
   - a contractor, whose grant for vector stores carries the obligation redact:pii, puts a
     document holding a Chinese mobile number and an email in a store of its own: its chunks and
@@ -32,6 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rampart_e2e as e2e  # noqa: E402
+from fake_openai_upstream import FakeUpstream  # noqa: E402
 from gateway_harness import small_repository  # noqa: E402
 from rampart_e2e import E2eError, check  # noqa: E402
 
@@ -71,6 +75,11 @@ rules:
     resource: {type: file}
     when:
       - resource.department == principal.department
+  - id: ask-the-knowledge-base
+    effect: permit
+    principal: {role: reader}
+    action: chat:create
+    resource: {type: model, name: "kb:*"}
   - id: everyone-reads-the-server
     effect: permit
     action: server:read
@@ -103,11 +112,17 @@ def run(args) -> int:
     policy = os.path.join(temp, "policy.yaml")
     with open(policy, "w") as out:
         out.write(POLICY)
+    # The chat model of answers with citations: a fake OpenAI upstream that records what it got.
+    chat = FakeUpstream(name="chat", answer="Premium pricing is discussed before renewal [1].")
+    chat.start()
     config = os.path.join(temp, "rampart.yaml")
     with open(config, "w") as out:
         out.write(f"access:\n  policy_files: [{policy}]\n"
-                  "gateway:\n  models:\n    - name: text-embedding\n"
+                  f"gateway:\n  upstreams:\n    - {{name: fake, url: '{chat.url}'}}\n"
+                  "  models:\n    - name: text-embedding\n"
                   "      local_model: text_embedding\n"
+                  "    - name: chat\n      endpoints: [{upstream: fake, model: fake-model}]\n"
+                  "  knowledge: {target: chat, score_threshold: 0.0}\n"
                   "knowledge:\n  vector_stores:\n    embedding_target: text-embedding\n"
                   "    ingestion_workers: 2\n")
 
@@ -252,6 +267,30 @@ def run(args) -> int:
 
         step("refusals and errors", refusals)
 
+        def answers():
+            ids = state["ids"]
+            by_id = {file_id: name for name, file_id in ids.items()}
+            asked = call("POST", "/v1/chat/completions", keys["lee"],
+                         {"model": f"kb:{state['store']}",
+                          "messages": [{"role": "user", "content": "What about pricing?"}]})
+            check(asked.status == 200, f"answer: {asked!r}")
+            body = asked.json()
+            check(body["choices"][0]["message"]["content"].startswith("Premium pricing"),
+                  f"content {body}")
+            cited = [url.split("/files/")[1].split("#")[0] for url in body["citations"]]
+            check(cited and all(by_id.get(file_id) == "legal-pricing.txt" for file_id in cited),
+                  f"lee's citations {body['citations']}")
+            check([result["url"] for result in body["search_results"]] == body["citations"],
+                  f"search_results {body['search_results']}")
+            # The model saw lee's document as a numbered source, and nothing of sales'.
+            sent = json.dumps(chat.last_body())
+            check("[1] legal-pricing.txt" in sent, f"prompt {sent[:400]}")
+            check("premium plan" not in sent and "Regional pricing" not in sent,
+                  f"a sales passage reached the model: {sent[:400]}")
+            return f"cited {len(cited)} passage(s) of legal-pricing.txt only"
+
+        step("a kb: chat completion answers from the caller's documents with citations", answers)
+
         def deleted_file():
             file_id = state["ids"]["sales-pricing.txt"]
             deleted = call("DELETE", f"/v1/files/{file_id}", keys["sam"])
@@ -312,6 +351,7 @@ def run(args) -> int:
         print(f"FAIL {error}\n{server.describe()}", flush=True)
     finally:
         server.stop(expect_exit_code=None)
+        chat.stop()
         shutil.rmtree(temp, ignore_errors=True)
     print(f"{passed} passed, {failed} failed", flush=True)
     return 0 if failed == 0 else 1
