@@ -18,10 +18,10 @@ Sets (each query has exactly one relevant document):
 
 Each set is uploaded through the Files API, put into one vector store (file batches of 500),
 ingested, then every query is searched once per ranker (`ranking_options.ranker`: keyword,
-vector, hybrid). With --binary (and no --config) the script starts a server per analyser it
-compares: English for `debian`; Chinese words, bigrams and both
-(`knowledge.vector_stores.chinese_terms`) for `chinese`. Prints one table per set and analyser
-and, with --json FILE, writes the figures.
+vector, hybrid). With --binary (and no --config) the script starts a server per setting it
+compares: for `debian`, hybrid's fusion (`knowledge.vector_stores.fusion`, `vector_weight`); for
+`chinese`, Chinese words, bigrams and both (`chinese_terms`). Prints one table per set and
+setting and, with --json FILE, writes the figures.
 """
 
 import argparse
@@ -251,12 +251,14 @@ def print_table(label: str, documents: int, queries: int, ingest_s: float,
 # ------------------------------------------------------------------------------------------
 
 
-def eval_config(work_dir: str, language: str = "english", chinese_terms: str = "both") -> str:
-    """A config with vector stores on, the example embedding model behind them and the given
-    BM25 analyser."""
-    path = os.path.join(work_dir, f"kb-eval-{language}-{chinese_terms}.yaml")
+def eval_config(work_dir: str, language: str = "english", chinese_terms: str = "both",
+                fusion: str = "rrf", vector_weight: float = 1.0) -> str:
+    """A config with vector stores on, the example embedding model behind them, and the given
+    BM25 analyser and hybrid fusion."""
+    path = os.path.join(work_dir, f"kb-eval-{language}-{chinese_terms}-{fusion}-{vector_weight}.yaml")
     with open(path, "w") as config:
-        config.write(KB_EVAL_CONFIG.format(language=language, chinese_terms=chinese_terms))
+        config.write(KB_EVAL_CONFIG.format(language=language, chinese_terms=chinese_terms,
+                                           fusion=fusion, vector_weight=vector_weight))
     return path
 
 
@@ -270,12 +272,16 @@ knowledge:
     embedding_target: text-embedding
     language: {language}
     chinese_terms: {chinese_terms}
+    fusion: {fusion}
+    vector_weight: {vector_weight}
 """
 
-# The analysers each set is measured with when this script starts the server: (language,
-# chinese_terms). With --url, the server's own.
-VARIANTS = {"debian": [("english", "both")],
-            "chinese": [("chinese", "words"), ("chinese", "bigrams"), ("chinese", "both")]}
+# What each set is measured with when this script starts the server: (language, chinese_terms,
+# fusion, vector_weight). With --url, the server's own.
+VARIANTS = {"debian": [("english", "both", "rrf", 1.0), ("english", "both", "rrf", 0.5),
+                       ("english", "both", "linear", 0.5), ("english", "both", "linear", 0.25)],
+            "chinese": [("chinese", "words", "rrf", 1.0), ("chinese", "bigrams", "rrf", 1.0),
+                        ("chinese", "both", "rrf", 1.0)]}
 
 
 def main(argv: Sequence[str]) -> int:
@@ -294,6 +300,8 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--min-hybrid-recall10", type=float, default=0.0,
                         help="exit non-zero when hybrid recall@10 on `debian` is below this "
                         "(a sanity floor for the test suite, not a benchmark)")
+    parser.add_argument("--only-first", action="store_true",
+                        help="only each set's first setting (the defaults), as the tests do")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
     if bool(args.url) == bool(args.binary):
@@ -316,8 +324,10 @@ def main(argv: Sequence[str]) -> int:
                 print(f"\n{label}: skipped, only {len(documents)} documents on this machine")
                 continue
             variants = VARIANTS[label] if args.binary and not args.config else [None]
+            if args.only_first:
+                variants = variants[:1]
             for variant in variants:
-                name = label if variant is None else f"{label} ({variant[0]}, {variant[1]})"
+                name = label if variant is None else f"{label} ({', '.join(map(str, variant))})"
                 results, ingest_s = run_set(args, work_dir, variant, label, documents, queries)
                 print_table(name, len(documents), len(queries), ingest_s, results)
                 report[name] = {"documents": len(documents), "queries": len(queries),

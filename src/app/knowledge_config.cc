@@ -28,8 +28,8 @@ Status ReadVectorStores(const YAML::Node& node, VectorStoresConfig& config) {
   RETURN_IF_ERROR(
       CheckKeys(node, where,
                 {"enabled", "embedding_target", "embedding_batch", "embedding_timeout_ms",
-                 "ingestion_workers", "language", "chinese_terms", "seal_chunks", "seal_key",
-                 "worker_threads", "max_queued_requests"}));
+                 "ingestion_workers", "language", "chinese_terms", "fusion", "vector_weight",
+                 "seal_chunks", "seal_key", "worker_threads", "max_queued_requests"}));
   RETURN_IF_ERROR(Read(node, "enabled", where, config.enabled));
   RETURN_IF_ERROR(Read(node, "embedding_target", where, config.embedding_target));
   RETURN_IF_ERROR(
@@ -49,6 +49,12 @@ Status ReadVectorStores(const YAML::Node& node, VectorStoresConfig& config) {
     return InvalidArgument("'{}.chinese_terms' must be words, bigrams or both, got '{}' (line {})",
                            where, config.chinese_terms, node["chinese_terms"].Mark().line + 1);
   }
+  RETURN_IF_ERROR(Read(node, "fusion", where, config.fusion));
+  if (config.fusion != "rrf" && config.fusion != "linear") {
+    return InvalidArgument("'{}.fusion' must be rrf or linear, got '{}' (line {})", where,
+                           config.fusion, node["fusion"].Mark().line + 1);
+  }
+  RETURN_IF_ERROR(ReadRange<double>(node, "vector_weight", where, 0, 100, config.vector_weight));
   RETURN_IF_ERROR(Read(node, "seal_chunks", where, config.seal_chunks));
   RETURN_IF_ERROR(Read(node, "seal_key", where, config.seal_key));
   if (config.seal_key.empty()) {

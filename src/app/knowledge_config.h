@@ -30,6 +30,8 @@
 //       ingestion_workers: 2         # threads extracting, chunking and embedding files
 //       language: english            # BM25 analyser: english, chinese or auto
 //       chinese_terms: both          # Chinese BM25 terms: words, bigrams or both
+//       fusion: rrf                  # hybrid ranking: rrf or linear
+//       vector_weight: 1             # the vector ranking's weight, the keyword one's is 1
 //       seal_chunks: false           # encrypt chunk text at rest with the keyring
 //       seal_key: vector-stores      # ... under this keyring key
 //       worker_threads: 4            # threads serving the API's requests
@@ -54,6 +56,8 @@ struct VectorStoresConfig {
   size_t ingestion_workers = 2;
   std::string language = "english";    // english, chinese, auto
   std::string chinese_terms = "both";  // words, bigrams, both
+  std::string fusion = "rrf";          // rrf, linear
+  double vector_weight = 1;            // against the keyword ranking's 1
   bool seal_chunks = false;
   std::string seal_key = "vector-stores";
   size_t worker_threads = 4;

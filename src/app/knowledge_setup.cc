@@ -89,6 +89,9 @@ Status StartVectorStoreService(const VectorStoresConfig& config, const Documents
                           : config.chinese_terms == "bigrams"
                               ? knowledge::hub::ChineseTerms::kBigrams
                               : knowledge::hub::ChineseTerms::kWordsAndBigrams;
+  options.fusion = config.fusion == "linear" ? knowledge::hub::Fusion::kLinear
+                                             : knowledge::hub::Fusion::kReciprocalRank;
+  options.vector_weight = config.vector_weight;
   options.redact = GuardRedaction(parts.gateway);
   if (config.seal_chunks) {
     if (parts.keyring == nullptr) {

@@ -128,6 +128,7 @@ Result<SearchResults> StoreIndex::Search(const IndexSearch& search) const {
   const size_t candidates = CandidatesFor(search.max_results);
 
   std::vector<RankedList> lists;
+  std::vector<double> weights;  // one per list
   if (search.ranker != Ranker::kVector) {
     Bm25SearchOptions options;
     options.top_k = candidates;
@@ -140,6 +141,7 @@ Result<SearchResults> StoreIndex::Search(const IndexSearch& search) const {
     for (const std::string& query : search.queries) {
       ASSIGN_OR_RETURN(const std::vector<Bm25Hit> hits, bm25_->Search(query, options));
       RankedList& list = lists.emplace_back();
+      weights.push_back(1);
       for (const Bm25Hit& hit : hits) list.push_back({hit.id, hit.score});
     }
   }
@@ -157,6 +159,7 @@ Result<SearchResults> StoreIndex::Search(const IndexSearch& search) const {
       }
       ASSIGN_OR_RETURN(const QueryResult found, vectors_->Query(request));
       RankedList& list = lists.emplace_back();
+      weights.push_back(search.ranker == Ranker::kHybrid ? search.vector_weight : 1);
       for (const Match& match : found.matches) {
         const uint64_t id = std::stoull(match.id);
         const auto chunk = chunks_.find(id);
@@ -170,8 +173,9 @@ Result<SearchResults> StoreIndex::Search(const IndexSearch& search) const {
   if (lists.size() == 1) {
     fused = std::move(lists.front());
   } else if (!lists.empty()) {
-    ASSIGN_OR_RETURN(
-        fused, search.fusion == Fusion::kLinear ? LinearBlend(lists) : ReciprocalRankFusion(lists));
+    ASSIGN_OR_RETURN(fused, search.fusion == Fusion::kLinear
+                                ? LinearBlend(lists, weights)
+                                : ReciprocalRankFusion(lists, weights));
   }
   for (const ScoredId& scored : fused) {
     if (results.hits.size() == search.max_results) break;

@@ -43,6 +43,8 @@ struct IndexSearch {
   std::vector<std::vector<float>> query_vectors;  // one per query unless ranker is kKeyword
   Ranker ranker = Ranker::kHybrid;
   Fusion fusion = Fusion::kReciprocalRank;
+  // The weight of each vector list against each keyword list's 1 (fusion.h's weights).
+  double vector_weight = 1;
   const AttributeFilter* filter = nullptr;
   const std::function<bool(const VectorStoreFileInfo&)>* may_read = nullptr;
   size_t max_results = 10;

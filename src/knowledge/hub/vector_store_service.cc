@@ -389,6 +389,7 @@ Result<SearchResults> VectorStoreServiceImpl::Search(const std::string& tenant,
   search.queries = request.queries;
   search.ranker = request.ranker;
   search.fusion = options_.fusion;
+  search.vector_weight = options_.vector_weight;
   search.filter = request.filter.has_value() ? &*request.filter : nullptr;
   search.may_read = &request.may_read;
   search.max_results = static_cast<size_t>(request.max_num_results);

@@ -43,6 +43,9 @@ struct VectorStoreServiceOptions {
   // The terms of Chinese text (kChinese, or kAuto on Chinese): ICU words, bigrams or both.
   ChineseTerms chinese_terms = ChineseTerms::kWordsAndBigrams;
   Fusion fusion = Fusion::kReciprocalRank;
+  // A vector ranking's weight in hybrid search against the keyword ranking's 1 (0..100; 0 makes
+  // hybrid rank as keyword alone).
+  double vector_weight = 1;
   // The HNSW graphs' build-time breadth: the graphs are rebuilt from the store at every start,
   // where building dominates (docs/benchmarks.md), so lower than the engine's 200.
   size_t hnsw_ef_construction = 100;

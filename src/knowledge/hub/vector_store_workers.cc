@@ -237,6 +237,10 @@ Result<std::unique_ptr<VectorStoreService>> NewVectorStoreService(
   if (store == nullptr || files == nullptr || embedder == nullptr) {
     return InvalidArgument("the vector store service needs a store, file storage and embedder");
   }
+  if (!(options.vector_weight >= 0 && options.vector_weight <= 100)) {
+    return InvalidArgument("vector stores: vector_weight must be 0 to 100, not {}",
+                           options.vector_weight);
+  }
   if (options.workers < 1 || options.workers > 16) {
     return InvalidArgument("vector stores: workers must be 1 to 16, not {}", options.workers);
   }

@@ -112,6 +112,8 @@ knowledge:
     ingestion_workers: 3
     language: chinese
     chinese_terms: bigrams
+    fusion: linear
+    vector_weight: 0.25
     seal_chunks: true
     seal_key: kb
     worker_threads: 2
@@ -127,6 +129,8 @@ knowledge:
   EXPECT_EQ(config.ingestion_workers, 3u);
   EXPECT_EQ(config.language, "chinese");
   EXPECT_EQ(config.chinese_terms, "bigrams");
+  EXPECT_EQ(config.fusion, "linear");
+  EXPECT_DOUBLE_EQ(config.vector_weight, 0.25);
   EXPECT_TRUE(config.seal_chunks);
   EXPECT_EQ(config.seal_key, "kb");
   EXPECT_EQ(config.worker_threads, 2u);
@@ -141,6 +145,8 @@ knowledge:
   EXPECT_EQ((*defaults)->vector_stores->embedding_target, "");
   EXPECT_EQ((*defaults)->vector_stores->language, "english");
   EXPECT_EQ((*defaults)->vector_stores->chinese_terms, "both");
+  EXPECT_EQ((*defaults)->vector_stores->fusion, "rrf");
+  EXPECT_DOUBLE_EQ((*defaults)->vector_stores->vector_weight, 1);
   EXPECT_FALSE((*LoadKnowledgeConfig(WriteTemp("knowledge: {}\n")))->vector_stores);
   EXPECT_FALSE((*LoadKnowledgeConfig(WriteTemp("knowledge:\n  vector_stores: {enabled: false}\n")))
                    ->vector_stores);
@@ -155,6 +161,12 @@ knowledge:
             std::string::npos);
   EXPECT_NE(error("knowledge:\n  vector_stores:\n    chinese_terms: letters\n")
                 .find("'knowledge.vector_stores.chinese_terms' must be words, bigrams or both"),
+            std::string::npos);
+  EXPECT_NE(error("knowledge:\n  vector_stores:\n    fusion: max\n")
+                .find("'knowledge.vector_stores.fusion' must be rrf or linear"),
+            std::string::npos);
+  EXPECT_NE(error("knowledge:\n  vector_stores:\n    vector_weight: -1\n")
+                .find("'knowledge.vector_stores.vector_weight' must be in [0, 100]"),
             std::string::npos);
   EXPECT_NE(error("knowledge:\n  vector_stores:\n    workers: 2\n")
                 .find("unknown key 'knowledge.vector_stores.workers'"),

@@ -86,6 +86,37 @@ TYPED_TEST(VectorStoreServiceTest, FilesOfEachTypeAreIngestedAndFoundByKeywordVe
             StatusCode::kFailedPrecondition);
 }
 
+// vector_weight scales the vector ranking in hybrid fusion: at 0 (linear blend) hybrid ranks as
+// keyword alone, with keyword's scores; out of [0, 100] the service does not start.
+TYPED_TEST(VectorStoreServiceTest, AVectorWeightOfZeroRanksHybridAsKeyword) {
+  VectorStoreServiceOptions options;
+  options.fusion = Fusion::kLinear;
+  options.vector_weight = 0;
+  VectorStoreService* service = this->StartService(this->store_.get(), &this->embedder_, options);
+  ASSERT_NE(service, nullptr);
+  std::vector<std::string> ids;
+  for (const char* text : {"pricing of the premium plan", "pricing tiers for small offices",
+                           "the premium lounge", "offices and plans"}) {
+    ids.push_back(this->Upload(std::string(text).substr(0, 7) + ".txt", text));
+  }
+  auto created = service->CreateStore("acme", {.name = "weights", .file_ids = ids});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  ASSERT_TRUE(Eventually([&] { return this->Settled(*service, created->id); }));
+  auto keyword = this->Find(*service, created->id, "premium pricing", Ranker::kKeyword);
+  auto hybrid = this->Find(*service, created->id, "premium pricing", Ranker::kHybrid);
+  ASSERT_TRUE(keyword.ok() && hybrid.ok());
+  ASSERT_FALSE(keyword->hits.empty());
+  ASSERT_GE(hybrid->hits.size(), keyword->hits.size());
+  for (size_t i = 0; i < keyword->hits.size(); ++i) {
+    EXPECT_EQ(hybrid->hits[i].file_id, keyword->hits[i].file_id) << i;
+    EXPECT_DOUBLE_EQ(hybrid->hits[i].score, keyword->hits[i].score) << i;
+  }
+  options.vector_weight = 101;
+  EXPECT_FALSE(
+      NewVectorStoreService(this->store_.get(), this->files_.get(), &this->embedder_, options)
+          .ok());
+}
+
 TYPED_TEST(VectorStoreServiceTest, FiltersAndAccessDecideInsideTheRanking) {
   VectorStoreService* service = this->StartService(this->store_.get(), &this->embedder_);
   ASSERT_NE(service, nullptr);
