@@ -83,6 +83,31 @@ class DocumentAccess {
   std::unordered_map<std::string, bool> decided_;
 };
 
+// The counts of the files of a store (or of one of its batches) that `access` lets the caller
+// read: per-document access leaves no trace of a refused document, not even in a count.
+Result<hub::FileCounts> ReadableCounts(hub::VectorStores& service, const std::string& tenant,
+                                       const std::string& store_id, const std::string& batch_id,
+                                       DocumentAccess& access) {
+  hub::FileCounts counts;
+  hub::PageRequest page{.limit = 100, .descending = false};
+  while (true) {
+    ASSIGN_OR_RETURN(hub::Page<hub::VectorStoreFileInfo> listed,
+                     service.ListFiles(tenant, store_id, page, std::nullopt, batch_id));
+    for (const hub::VectorStoreFileInfo& file : listed.items) {
+      if (!access.MayRead(file)) continue;
+      ++counts.total;
+      switch (file.status) {
+        case hub::IngestStatus::kInProgress: ++counts.in_progress; break;
+        case hub::IngestStatus::kCompleted: ++counts.completed; break;
+        case hub::IngestStatus::kCancelled: ++counts.cancelled; break;
+        case hub::IngestStatus::kFailed: ++counts.failed; break;
+      }
+    }
+    if (!listed.has_more || listed.items.empty()) return counts;
+    page.after = listed.items.back().id;
+  }
+}
+
 }  // namespace
 
 VectorStoresHttp::VectorStoresHttp(hub::VectorStores& service, VectorStoresHttpOptions options)
@@ -258,6 +283,26 @@ void VectorStoresHttp::Run(const Call& call, const net::HttpRequest& request,
     return file;
   };
 
+  // Stores and batches as the caller sees them: their file counts over the files it may read.
+  const auto seen_store = [&](Result<hub::VectorStoreInfo> store) {
+    std::shared_ptr<DocumentAccess> access = documents();
+    if (!store.ok() || !access) return store;
+    Result<hub::FileCounts> counts = ReadableCounts(service_, tenant, store->id, "", *access);
+    if (!counts.ok()) return Result<hub::VectorStoreInfo>(counts.status());
+    store->file_counts = *counts;
+    if (store->status == "in_progress" && counts->in_progress == 0) store->status = "completed";
+    return store;
+  };
+  const auto seen_batch = [&](Result<hub::FileBatchInfo> batch) {
+    std::shared_ptr<DocumentAccess> access = documents();
+    if (!batch.ok() || !access) return batch;
+    Result<hub::FileCounts> counts =
+        ReadableCounts(service_, tenant, batch->vector_store_id, batch->id, *access);
+    if (!counts.ok()) return Result<hub::FileBatchInfo>(counts.status());
+    batch->file_counts = *counts;
+    return batch;
+  };
+
   switch (call.operation) {
     case Operation::kCreateStore: {
       Result<hub::CreateStoreRequest> parsed = vs::ParseCreateStore(parser, request.body);
@@ -267,18 +312,25 @@ void VectorStoresHttp::Run(const Call& call, const net::HttpRequest& request,
       if (created.ok()) {
         if (audit::AuditRecord* record = responder.record()) record->resource = created->id;
       }
-      return answer(created, vs::StoreJson);
+      return answer(seen_store(std::move(created)), vs::StoreJson);
     }
     case Operation::kListStores: {
       Result<hub::PageRequest> request_page = page();
       if (!request_page.ok()) return fail(request_page.status());
-      return answer(service_.ListStores(tenant, *request_page), vs::StoreListJson);
+      Result<hub::Page<hub::VectorStoreInfo>> listed = service_.ListStores(tenant, *request_page);
+      for (size_t i = 0; listed.ok() && i < listed->items.size(); ++i) {
+        Result<hub::VectorStoreInfo> seen = seen_store(std::move(listed->items[i]));
+        if (!seen.ok()) return fail(seen.status());
+        listed->items[i] = std::move(seen).value();
+      }
+      return answer(listed, vs::StoreListJson);
     }
-    case Operation::kGetStore: return answer(service_.GetStore(tenant, call.store), vs::StoreJson);
+    case Operation::kGetStore:
+      return answer(seen_store(service_.GetStore(tenant, call.store)), vs::StoreJson);
     case Operation::kModifyStore: {
       Result<hub::ModifyStoreRequest> parsed = vs::ParseModifyStore(parser, request.body);
       if (!parsed.ok()) return fail(parsed.status());
-      return answer(service_.ModifyStore(tenant, call.store, *parsed), vs::StoreJson);
+      return answer(seen_store(service_.ModifyStore(tenant, call.store, *parsed)), vs::StoreJson);
     }
     case Operation::kDeleteStore: {
       const Status deleted = service_.DeleteStore(tenant, call.store);
@@ -334,12 +386,12 @@ void VectorStoresHttp::Run(const Call& call, const net::HttpRequest& request,
       Result<hub::CreateBatchRequest> parsed = vs::ParseCreateBatch(parser, request.body);
       if (!parsed.ok()) return fail(parsed.status());
       for (hub::AddFileRequest& file : parsed->files) file.redact_pii = caller->redact_pii;
-      return answer(service_.CreateBatch(tenant, call.store, *parsed), vs::BatchJson);
+      return answer(seen_batch(service_.CreateBatch(tenant, call.store, *parsed)), vs::BatchJson);
     }
     case Operation::kGetBatch:
-      return answer(service_.GetBatch(tenant, call.store, call.item), vs::BatchJson);
+      return answer(seen_batch(service_.GetBatch(tenant, call.store, call.item)), vs::BatchJson);
     case Operation::kCancelBatch:
-      return answer(service_.CancelBatch(tenant, call.store, call.item), vs::BatchJson);
+      return answer(seen_batch(service_.CancelBatch(tenant, call.store, call.item)), vs::BatchJson);
     case Operation::kSearch: return Search(call, *caller, request, responder, request_id);
   }
 }

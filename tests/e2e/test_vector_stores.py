@@ -10,7 +10,8 @@ knowledge.vector_stores, and two principals of one tenant whose `department` att
 One store holds five files: two of sales, one of legal (each mentioning "pricing"), a broken PDF
 and a 0-byte file. Checks:
   - the broken PDF and the empty file end "failed" with a last_error; the others "completed";
-    each principal's list of the store's files holds only its department's;
+    each principal's list of the store's files, and the store's and batch's file_counts, hold
+    only its department's;
   - the same search by each principal finds only its department's documents: a refused document
     contributes no hit, no score and takes no place in max_num_results;
   - a principal with no vector_stores rule is refused (403), no key is 401;
@@ -193,11 +194,18 @@ def run(args) -> int:
                 got = call("GET", f"/v1/vector_stores/{store}", keys["sam"])
                 check(got.status == 200, f"retrieve: {got!r}")
                 counts = got.json()["file_counts"]
-                if counts["total"] == len(DOCUMENTS) and counts["in_progress"] == 0:
+                # sam counts only what sam may read: the four files of sales.
+                if counts["total"] == len(DOCUMENTS) - 1 and counts["in_progress"] == 0:
                     break
                 check(time.monotonic() < deadline, f"still ingesting: {counts}")
                 time.sleep(0.2)
-            check(counts["completed"] == 3 and counts["failed"] == 2, f"counts {counts}")
+            check(counts["completed"] == 2 and counts["failed"] == 2, f"sam's counts {counts}")
+            lee_counts = call("GET", f"/v1/vector_stores/{store}", keys["lee"]).json()["file_counts"]
+            check(lee_counts["total"] == 1 and lee_counts["completed"] == 1,
+                  f"lee's counts {lee_counts}")
+            batch_counts = call("GET", f"/v1/vector_stores/{store}/file_batches/"
+                                f"{batch.json()['id']}", keys["lee"]).json()["file_counts"]
+            check(batch_counts["total"] == 1, f"lee's batch counts {batch_counts}")
             # Each principal's list holds only the files of its department.
             files = {}
             for key in ("sam", "lee"):
