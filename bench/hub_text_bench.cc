@@ -22,6 +22,7 @@
 #include "knowledge/hub/extract.h"
 #include "knowledge/hub/fusion.h"
 #include "knowledge/hub/tokens.h"
+#include "testing/minimal_pdf.h"
 
 namespace {
 
@@ -134,43 +135,13 @@ Documents MakeDocuments(size_t bytes) {
   return out;
 }
 
-// A PDF of `pages` pages, each 45 lines of generated words in Helvetica (as tests/unit/knowledge/
-// hub/pdf_test.cc writes them).
+// A PDF of `pages` pages, each 45 lines of generated words (tests' minimal PDF writer).
 std::string MakePdf(int pages, WordSource& words) {
-  std::vector<std::string> objects = {"<< /Type /Catalog /Pages 2 0 R >>", "",
-                                      "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"};
-  std::string kids;
-  for (int page = 0; page < pages; ++page) {
-    kids += std::to_string(4 + 2 * page) + " 0 R ";
-    objects.push_back(
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font "
-        "<< /F1 3 0 R >> >> /Contents " +
-        std::to_string(5 + 2 * page) + " 0 R >>");
-    std::string content = "BT /F1 10 Tf 40 760 Td 16 TL\n";
-    for (int line = 0; line < 45; ++line) {
-      content.append("(").append(words.Sentence(12)).append(") Tj T*\n");
-    }
-    content += "ET";
-    objects.push_back("<< /Length " + std::to_string(content.size()) + " >>\nstream\n" + content +
-                      "\nendstream");
+  std::vector<std::vector<std::string>> lines(static_cast<size_t>(pages));
+  for (std::vector<std::string>& page : lines) {
+    for (int line = 0; line < 45; ++line) page.push_back(words.Sentence(12));
   }
-  objects[1] = "<< /Type /Pages /Kids [" + kids + "] /Count " + std::to_string(pages) + " >>";
-  std::string pdf = "%PDF-1.4\n";
-  std::vector<size_t> offsets;
-  for (size_t i = 0; i < objects.size(); ++i) {
-    offsets.push_back(pdf.size());
-    pdf += std::to_string(i + 1) + " 0 obj\n" + objects[i] + "\nendobj\n";
-  }
-  size_t xref = pdf.size();
-  pdf += "xref\n0 " + std::to_string(objects.size() + 1) + "\n0000000000 65535 f \n";
-  for (size_t offset : offsets) {
-    char entry[32];
-    std::snprintf(entry, sizeof(entry), "%010zu 00000 n \n", offset);
-    pdf += entry;
-  }
-  pdf += "trailer\n<< /Size " + std::to_string(objects.size() + 1) +
-         " /Root 1 0 R >>\nstartxref\n" + std::to_string(xref) + "\n%%EOF\n";
-  return pdf;
+  return rampart::testing::MakePdf(lines);
 }
 
 // The process's resident memory in MB (/proc/self/status's VmRSS).

@@ -127,7 +127,7 @@ void WriteFile(json::Writer& writer, const hub::VectorStoreFileInfo& file) {
   writer.Key("vector_store_id");
   writer.String(file.vector_store_id);
   writer.Key("status");
-  writer.String(StatusName(file.status));
+  writer.String(hub::IngestStatusName(file.status));
   writer.Key("last_error");
   if (file.last_error) {
     writer.StartObject();
@@ -203,16 +203,6 @@ net::HttpResponse ErrorResponse(const Status& status, std::string_view request_i
                        ParamOf(status));
 }
 
-std::string_view StatusName(hub::IngestStatus status) {
-  switch (status) {
-    case hub::IngestStatus::kInProgress: return "in_progress";
-    case hub::IngestStatus::kCompleted: return "completed";
-    case hub::IngestStatus::kCancelled: return "cancelled";
-    case hub::IngestStatus::kFailed: return "failed";
-  }
-  return "failed";
-}
-
 std::string StoreJson(const hub::VectorStoreInfo& store) {
   json::Writer writer;
   WriteStore(writer, store);
@@ -245,7 +235,7 @@ std::string BatchJson(const hub::FileBatchInfo& batch) {
   writer.Key("vector_store_id");
   writer.String(batch.vector_store_id);
   writer.Key("status");
-  writer.String(StatusName(batch.status));
+  writer.String(hub::IngestStatusName(batch.status));
   WriteCounts(writer, batch.file_counts);
   writer.EndObject();
   return writer.Take();
@@ -385,7 +375,7 @@ Result<std::optional<hub::IngestStatus>> ParseStatusFilter(std::string_view quer
         equals == std::string_view::npos ? std::string_view() : pair.substr(equals + 1);
     for (hub::IngestStatus status : {hub::IngestStatus::kInProgress, hub::IngestStatus::kCompleted,
                                      hub::IngestStatus::kFailed, hub::IngestStatus::kCancelled}) {
-      if (StatusName(status) == value) return std::optional<hub::IngestStatus>(status);
+      if (hub::IngestStatusName(status) == value) return std::optional<hub::IngestStatus>(status);
     }
     return InvalidArgument("filter: must be in_progress, completed, failed or cancelled");
   }

@@ -85,7 +85,6 @@ Result<std::optional<hub::IngestStatus>> ParseStatusFilter(std::string_view quer
 
 // ---- answers ------------------------------------------------------------------------------
 
-std::string_view StatusName(hub::IngestStatus status);  // "in_progress", "completed", ...
 std::string StoreJson(const hub::VectorStoreInfo& store);
 std::string StoreListJson(const hub::Page<hub::VectorStoreInfo>& page);
 std::string FileJson(const hub::VectorStoreFileInfo& file);

@@ -94,14 +94,7 @@ Result<hub::FileCounts> ReadableCounts(hub::VectorStores& service, const std::st
     ASSIGN_OR_RETURN(hub::Page<hub::VectorStoreFileInfo> listed,
                      service.ListFiles(tenant, store_id, page, std::nullopt, batch_id));
     for (const hub::VectorStoreFileInfo& file : listed.items) {
-      if (!access.MayRead(file)) continue;
-      ++counts.total;
-      switch (file.status) {
-        case hub::IngestStatus::kInProgress: ++counts.in_progress; break;
-        case hub::IngestStatus::kCompleted: ++counts.completed; break;
-        case hub::IngestStatus::kCancelled: ++counts.cancelled; break;
-        case hub::IngestStatus::kFailed: ++counts.failed; break;
-      }
+      if (access.MayRead(file)) counts.Add(file.status);
     }
     if (!listed.has_more || listed.items.empty()) return counts;
     page.after = listed.items.back().id;

@@ -667,6 +667,17 @@ class Tally:
             self.failed += 1
             print(f"FAIL {name}: {error}", flush=True)
 
+    def step(self, name: str, body) -> None:
+        """Runs `body` as one check: PASS with the note it returns, or FAIL with its error."""
+        try:
+            note = body()
+        except (E2eError, OSError, ValueError, KeyError) as error:
+            self.failed += 1
+            print(f"FAIL {name}: {error}", flush=True)
+            return
+        self.passed += 1
+        print(f"PASS {name}: {note}", flush=True)
+
     def finish(self) -> int:
         print(f"{self.passed} passed, {self.failed} failed", flush=True)
         return 1 if self.failed else 0

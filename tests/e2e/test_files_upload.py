@@ -169,17 +169,8 @@ def run(args) -> int:
     server = e2e.Server(args.binary, repository,
                         ["--data-dir", data_dir, "--files-max-bytes", str(limit_mb << 20)],
                         wait_for="live")
-    passed = failed = 0
-
-    def step(name, body):
-        nonlocal passed, failed
-        try:
-            note = body()
-            passed += 1
-            print(f"PASS {name}: {note}", flush=True)
-        except (E2eError, OSError, ValueError, KeyError) as error:
-            failed += 1
-            print(f"FAIL {name}: {error}", flush=True)
+    tally = e2e.Tally()
+    step = tally.step
 
     try:
         server.start()
@@ -258,13 +249,11 @@ def run(args) -> int:
         server.stop()
         step("files belong to their tenant", lambda: tenants(args, temp))
     except E2eError as error:
-        failed += 1
-        print(f"FAIL {error}\n{server.describe()}", flush=True)
+        tally.record("server", f"{error}\n{server.describe()}")
     finally:
         server.cleanup()
         shutil.rmtree(temp, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed", flush=True)
-    return 1 if failed else 0
+    return tally.finish()
 
 
 def main() -> int:

@@ -133,17 +133,8 @@ def run(args) -> int:
         check(done.returncode == 0, f"rampart {' '.join(arguments)}: {done.stderr}")
         return done.stdout.strip()
 
-    passed = failed = 0
-
-    def step(name, body):
-        nonlocal passed, failed
-        try:
-            note = body()
-            passed += 1
-            print(f"PASS {name}: {note}", flush=True)
-        except (E2eError, OSError, ValueError, KeyError) as error:
-            failed += 1
-            print(f"FAIL {name}: {error}", flush=True)
+    tally = e2e.Tally()
+    step = tally.step
 
     keys = {}
     rampart("tenants", "create", "acme")
@@ -355,14 +346,12 @@ def run(args) -> int:
 
         step("a file added under redact:pii is searched back redacted", redacted)
     except E2eError as error:
-        failed += 1
-        print(f"FAIL {error}\n{server.describe()}", flush=True)
+        tally.record("server", f"{error}\n{server.describe()}")
     finally:
         server.stop(expect_exit_code=None)
         chat.stop()
         shutil.rmtree(temp, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed", flush=True)
-    return 0 if failed == 0 else 1
+    return tally.finish()
 
 
 def main() -> int:

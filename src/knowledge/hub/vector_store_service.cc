@@ -96,16 +96,6 @@ Page<T> Paginate(std::vector<T> items, const PageRequest& request) {
   return page;
 }
 
-void Count(FileCounts& counts, IngestStatus status) {
-  switch (status) {
-    case IngestStatus::kInProgress: ++counts.in_progress; break;
-    case IngestStatus::kCompleted: ++counts.completed; break;
-    case IngestStatus::kFailed: ++counts.failed; break;
-    case IngestStatus::kCancelled: ++counts.cancelled; break;
-  }
-  ++counts.total;
-}
-
 }  // namespace
 
 bool VectorStoreServiceImpl::Expired(const store::VectorStoreRow& row) const {
@@ -133,7 +123,7 @@ Result<VectorStoreInfo> VectorStoreServiceImpl::StoreInfo(const store::VectorSto
   }
   ASSIGN_OR_RETURN(const auto files, store_->ListVectorStoreFiles(row.tenant, row.id));
   for (const store::VectorStoreFileRow& file : files) {
-    Count(info.file_counts, ParseIngestStatus(file.status));
+    info.file_counts.Add(ParseIngestStatus(file.status));
     info.usage_bytes += file.usage_bytes;
   }
   info.status = Expired(row)                       ? "expired"
@@ -322,7 +312,7 @@ Result<FileBatchInfo> VectorStoreServiceImpl::BatchInfo(const store::VectorStore
   info.created_at = row.created_unix;
   ASSIGN_OR_RETURN(const auto files, store_->ListVectorStoreFiles(row.tenant, row.store_id));
   for (const store::VectorStoreFileRow& file : files) {
-    if (file.batch_id == row.id) Count(info.file_counts, ParseIngestStatus(file.status));
+    if (file.batch_id == row.id) info.file_counts.Add(ParseIngestStatus(file.status));
   }
   const FileCounts& counts = info.file_counts;
   info.status = counts.in_progress > 0                       ? IngestStatus::kInProgress

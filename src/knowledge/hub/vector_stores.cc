@@ -108,6 +108,16 @@ bool FilterMatches(const AttributeFilter& filter, const FileAttributes& attribut
   }
 }
 
+void FileCounts::Add(IngestStatus status) {
+  switch (status) {
+    case IngestStatus::kInProgress: ++in_progress; break;
+    case IngestStatus::kCompleted: ++completed; break;
+    case IngestStatus::kFailed: ++failed; break;
+    case IngestStatus::kCancelled: ++cancelled; break;
+  }
+  ++total;
+}
+
 std::string_view IngestStatusName(IngestStatus status) {
   switch (status) {
     case IngestStatus::kInProgress: return "in_progress";

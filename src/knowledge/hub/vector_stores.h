@@ -71,6 +71,8 @@ struct FileCounts {
   int64_t failed = 0;
   int64_t cancelled = 0;
   int64_t total = 0;
+
+  void Add(IngestStatus status);  // one more file in `status`
 };
 
 // OpenAI's last_error: code "server_error", "unsupported_file" or "invalid_file".
