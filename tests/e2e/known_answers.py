@@ -7,6 +7,7 @@ Standard library only, like rampart_e2e.
 """
 from typing import Dict, Optional
 
+import kserve_tensors as tensors
 import rampart_e2e as e2e
 from rampart_e2e import check
 
@@ -18,10 +19,10 @@ def infer_headers(header_length: Optional[int]) -> Dict[str, str]:
             "Inference-Header-Content-Length": str(header_length)}
 
 
-def simple_request(seed: int, batch: int = 1) -> e2e.InferRequest:
+def simple_request(seed: int, batch: int = 1) -> tensors.InferRequest:
     a = [(seed * 31 + i) % 1000 - 500 for i in range(16 * batch)]
     b = [(seed * 17 + 3 * i) % 700 - 350 for i in range(16 * batch)]
-    return e2e.InferRequest([
+    return tensors.InferRequest([
         {"name": "INPUT0", "datatype": "INT32", "shape": [batch, 16], "data": a},
         {"name": "INPUT1", "datatype": "INT32", "shape": [batch, 16], "data": b,
          "binary": seed % 2 == 1},
@@ -31,7 +32,7 @@ def simple_request(seed: int, batch: int = 1) -> e2e.InferRequest:
 def check_simple_response(seed: int, response: e2e.Response, batch: int = 1) -> None:
     check(response.status == 200, f"simple seed {seed}: status {response.status} "
                                   f"{response.body[:200]!r}")
-    header, outputs = e2e.decode_infer_response(response)
+    header, outputs = tensors.decode_infer_response(response)
     check(header.get("id") == f"seed-{seed}", f"simple seed {seed}: id {header.get('id')!r}")
     request = simple_request(seed, batch)
     a, b = request.inputs[0]["data"], request.inputs[1]["data"]
@@ -44,11 +45,11 @@ def check_simple_response(seed: int, response: e2e.Response, batch: int = 1) -> 
                                                f"(got {outputs[name]['data'][:4]}...)")
 
 
-def mlp_row_request(mlp: dict, row: int) -> e2e.InferRequest:
+def mlp_row_request(mlp: dict, row: int) -> tensors.InferRequest:
     sample = mlp["samples"][1]["inputs"]["INPUT__0"]
     width = sample["shape"][1]
     data = sample["data"][row * width:(row + 1) * width]
-    return e2e.InferRequest([{"name": "INPUT__0", "datatype": "FP32", "shape": [1, width],
+    return tensors.InferRequest([{"name": "INPUT__0", "datatype": "FP32", "shape": [1, width],
                               "data": data, "binary": row % 2 == 0}])
 
 
@@ -58,9 +59,9 @@ def check_mlp_row_response(mlp: dict, row: int, response: e2e.Response) -> None:
     reference = mlp["samples"][1]["outputs"]["OUTPUT__0"]
     width = reference["shape"][1]
     want = reference["data"][row * width:(row + 1) * width]
-    _, outputs = e2e.decode_infer_response(response)
+    _, outputs = tensors.decode_infer_response(response)
     got = outputs.get("OUTPUT__0")
     check(got is not None, f"mlp row {row}: no OUTPUT__0")
     check(got["shape"] == [1, width], f"mlp row {row}: shape {got['shape']}")
-    difference = e2e.values_close(want, got["data"], "FP32", 1e-4, 1e-6)
+    difference = tensors.values_close(want, got["data"], "FP32", 1e-4, 1e-6)
     check(difference is None, f"mlp row {row}: {difference}")

@@ -21,6 +21,7 @@ import zlib
 from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kserve_tensors as tensors  # noqa: E402
 import rampart_e2e as e2e  # noqa: E402
 
 DEFAULT_RTOL = 1e-4
@@ -154,7 +155,7 @@ class Context:
         model = spec["model"]
         if model not in self._references:
             try:
-                self._references[model] = e2e.load_reference(self.expected_dir, model)
+                self._references[model] = tensors.load_reference(self.expected_dir, model)
             except OSError as error:
                 raise CaseError(f"no reference for {model} in {self.expected_dir}: {error}")
         samples = self._references[model]["samples"]
@@ -190,7 +191,7 @@ def build_infer(spec: Dict, context: Context) -> Tuple[bytes, Dict[str, str]]:
         drop = patch.pop("truncate_data", 0)
         target.update(patch)
         if drop:
-            target["data"] = e2e.flatten(target["data"])[:-drop]
+            target["data"] = tensors.flatten(target["data"])[:-drop]
     for explicit in spec.get("inputs", []):
         inputs = [tensor for tensor in inputs if tensor["name"] != explicit["name"] or
                   explicit.get("duplicate")]
@@ -204,15 +205,15 @@ def build_infer(spec: Dict, context: Context) -> Tuple[bytes, Dict[str, str]]:
         if _selected(binary_inputs, tensor["name"]):
             tensor["binary"] = True
         if layout == "nested" and "data" in tensor and not tensor.get("binary"):
-            flat = e2e.flatten(tensor["data"])
-            if len(flat) == e2e.element_count(tensor["shape"]):
-                tensor["data"] = e2e.nest(flat, tensor["shape"])
+            flat = tensors.flatten(tensor["data"])
+            if len(flat) == tensors.element_count(tensor["shape"]):
+                tensor["data"] = tensors.nest(flat, tensor["shape"])
 
     outputs = None
     if "outputs" in spec:
         outputs = [{"name": output} if isinstance(output, str) else output
                    for output in spec["outputs"]]
-    request = e2e.InferRequest(inputs, outputs, request_id=spec.get("id"),
+    request = tensors.InferRequest(inputs, outputs, request_id=spec.get("id"),
                                parameters=spec.get("parameters"),
                                extra_fields=spec.get("extra_fields"))
     body, header_length = request.encode()
@@ -282,7 +283,7 @@ def _model_from_path(path: str) -> Tuple[Optional[str], Optional[str]]:
 
 def check_infer(expect: Dict, request: Dict, response: e2e.Response, context: Context) -> None:
     request_spec = request.get("infer", {})
-    header, outputs = e2e.decode_infer_response(response)
+    header, outputs = tensors.decode_infer_response(response)
 
     model, version = _model_from_path(request["path"])
     wanted_model = expect.get("model_name", model)
@@ -321,7 +322,7 @@ def check_infer(expect: Dict, request: Dict, response: e2e.Response, context: Co
                             f"expected {want['datatype']!r}")
         if got["shape"] != want["shape"]:
             raise CaseError(f"output {name} shape {got['shape']!r}, expected {want['shape']!r}")
-        difference = e2e.values_close(e2e.flatten(want["data"]), got["data"], want["datatype"],
+        difference = tensors.values_close(tensors.flatten(want["data"]), got["data"], want["datatype"],
                                       rtol, atol)
         if difference:
             raise CaseError(f"output {name}: {difference}")

@@ -18,13 +18,14 @@ import urllib.request
 from typing import Callable, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kserve_tensors as tensors  # noqa: E402
 import rampart_e2e as e2e  # noqa: E402
 from rampart_e2e import E2eError, check  # noqa: E402
 
-SIMPLE = e2e.InferRequest([
+SIMPLE = tensors.InferRequest([
     {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
     {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}])
-MLP = e2e.InferRequest([{"name": "INPUT__0", "datatype": "FP32", "shape": [1, 256],
+MLP = tensors.InferRequest([{"name": "INPUT__0", "datatype": "FP32", "shape": [1, 256],
                          "data": [0.01] * 256}])
 
 
@@ -155,7 +156,7 @@ def test_ensemble_brings_its_step_models(binary: str, repository: str) -> str:
         check(load.status == 200, f"load simple_ensemble: {load!r}")
         check(ready("simple") and ready("simple_ensemble"), "the ensemble's step model loaded")
         check(index(client)[("simple", "1")]["state"] == "READY", "index shows the step model")
-        body = e2e.InferRequest([
+        body = tensors.InferRequest([
             {"name": "A", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
             {"name": "B", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}])
         check(client.infer("simple_ensemble", body).status == 200, "ensemble infer")
@@ -191,7 +192,7 @@ def test_hot_reload_without_failures(binary: str, repository: str) -> str:
         failures: List[str] = []
         lock = threading.Lock()
 
-        def client_loop(model: str, request: e2e.InferRequest) -> None:
+        def client_loop(model: str, request: tensors.InferRequest) -> None:
             client = server.client()
             try:
                 while not stop.is_set():

@@ -19,13 +19,14 @@ import urllib.request
 from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kserve_tensors as tensors  # noqa: E402
 import rampart_e2e as e2e  # noqa: E402
 from rampart_e2e import E2eError, check  # noqa: E402
 
-SIMPLE = e2e.InferRequest([
+SIMPLE = tensors.InferRequest([
     {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
     {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}])
-SIMPLE_BATCH4 = e2e.InferRequest([
+SIMPLE_BATCH4 = tensors.InferRequest([
     {"name": "INPUT0", "datatype": "INT32", "shape": [4, 16], "data": list(range(64))},
     {"name": "INPUT1", "datatype": "INT32", "shape": [4, 16], "data": [1] * 64}])
 TRITON_NAMES = re.compile(r"^nv_")
@@ -70,7 +71,7 @@ def test_exact_counters(server: e2e.Server) -> str:
             check(client.infer("simple", SIMPLE).status == 200, "simple infer failed")
         check(client.infer("simple", SIMPLE_BATCH4).status == 200, "batch-4 infer failed")
         # A request the model rejects at validation never reaches the scheduler: not counted.
-        bad = e2e.InferRequest([{"name": "INPUT0", "datatype": "FP32", "shape": [1, 16],
+        bad = tensors.InferRequest([{"name": "INPUT0", "datatype": "FP32", "shape": [1, 16],
                                  "data": [0.0] * 16}])
         check(client.infer("simple", bad).status == 400, "bad request not 400")
     finally:
@@ -146,7 +147,7 @@ def test_traceparent(server: e2e.Server) -> str:
 
 
 def test_ensemble_timing(server: e2e.Server) -> str:
-    request = e2e.InferRequest([
+    request = tensors.InferRequest([
         {"name": "A", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
         {"name": "B", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}])
     client = server.client()

@@ -45,6 +45,7 @@ import urllib.request
 from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kserve_tensors as tensors  # noqa: E402
 import rampart_e2e as e2e  # noqa: E402
 from rampart_e2e import E2eError, check  # noqa: E402
 
@@ -58,11 +59,11 @@ PROMETHEUS_START_TIMEOUT_S = 30.0
 DATA_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 
-SIMPLE = e2e.InferRequest([
+SIMPLE = tensors.InferRequest([
     {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": list(range(16)),
      "binary": True},
     {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16, "binary": True}])
-MLP = e2e.InferRequest([
+MLP = tensors.InferRequest([
     {"name": "INPUT__0", "datatype": "FP32", "shape": [1, 256],
      "data": [(i % 17) / 17.0 for i in range(256)], "binary": True}])
 # model -> (request, client threads, requests per thread)
@@ -258,7 +259,7 @@ def drive_load(server: e2e.Server) -> Timings:
     timings: Timings = {model: {} for model in LOAD}
     lock = threading.Lock()
 
-    def send(model: str, request: e2e.InferRequest, count: int) -> None:
+    def send(model: str, request: tensors.InferRequest, count: int) -> None:
         client = server.client()
         try:
             for _ in range(count):

@@ -20,6 +20,7 @@ import time
 from typing import List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kserve_tensors as tensors  # noqa: E402
 import rampart_e2e as e2e  # noqa: E402
 from rampart_e2e import E2eError, check  # noqa: E402
 
@@ -75,8 +76,8 @@ def write_repository(root: str, config: str) -> str:
     return models
 
 
-def request(values: List[float]) -> e2e.InferRequest:
-    return e2e.InferRequest([{"name": "INPUT", "datatype": "FP32", "shape": [1, len(values)],
+def request(values: List[float]) -> tensors.InferRequest:
+    return tensors.InferRequest([{"name": "INPUT", "datatype": "FP32", "shape": [1, len(values)],
                               "data": values}])
 
 

@@ -21,6 +21,7 @@ import time
 from typing import Callable, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kserve_tensors as tensors  # noqa: E402
 import rampart_e2e as e2e  # noqa: E402
 from rampart_e2e import E2eError, check  # noqa: E402
 from known_answers import (check_mlp_row_response, check_simple_response,  # noqa: E402
@@ -40,7 +41,7 @@ class Fixture:
         self.repository = os.path.abspath(args.repository)
         self.expected_dir = os.path.abspath(args.expected_dir)
         self.work_dir = work_dir
-        self.mlp = e2e.load_reference(self.expected_dir, "mlp_classifier")
+        self.mlp = tensors.load_reference(self.expected_dir, "mlp_classifier")
         self._server: Optional[e2e.Server] = None
         self._slow_repository: Optional[str] = None
         self.slow_iterations = 0  # iterations of `slow` that take about SLOW_REQUEST_TARGET_S
@@ -317,7 +318,7 @@ def _write_slow_model(repository: str) -> int:
 
 
 def slow_request_bytes(iterations: int) -> bytes:
-    body, length = e2e.InferRequest([{"name": "ITERATIONS", "datatype": "INT64", "shape": [1],
+    body, length = tensors.InferRequest([{"name": "ITERATIONS", "datatype": "INT64", "shape": [1],
                                       "data": [iterations], "binary": True}]).encode()
     return e2e.raw_request("POST", "/v2/models/slow/infer", body, infer_headers(length))
 
@@ -363,7 +364,7 @@ def test_sigterm_drains_in_flight(fixture: Fixture) -> str:
                                f"{error!r}\n{server.describe()}")
             check(response.status == 200, f"in-flight request {offset}: status "
                                           f"{response.status} {response.body[:200]!r}")
-            _, outputs = e2e.decode_infer_response(response)
+            _, outputs = tensors.decode_infer_response(response)
             got = outputs.get("OUTPUT__0", {}).get("data")
             check(got == [float(iterations + offset)],
                   f"in-flight request {offset}: OUTPUT__0 {got}, expected "
@@ -477,7 +478,7 @@ def test_abandoned_request_never_runs(fixture: Fixture) -> str:
         busy.close()
         client = server.client()
         try:
-            after = client.infer("slow", e2e.InferRequest(
+            after = client.infer("slow", tensors.InferRequest(
                 [{"name": "ITERATIONS", "datatype": "INT64", "shape": [1], "data": [1]}]))
             check(after.status == 200, f"request after the abandoned one: {after!r}")
             stats = client.get("/v2/models/slow/stats").json()["model_stats"][0]

@@ -22,6 +22,7 @@ import time
 from typing import Callable, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kserve_tensors as tensors  # noqa: E402
 import rampart_e2e as e2e  # noqa: E402
 from rampart_e2e import E2eError, check  # noqa: E402
 from known_answers import (check_simple_response, infer_headers, mlp_row_request,  # noqa: E402
@@ -37,7 +38,7 @@ class Fixture:
         self.repository = os.path.abspath(args.repository)
         self.expected_dir = os.path.abspath(args.expected_dir)
         self.work_dir = work_dir
-        self.mlp = e2e.load_reference(self.expected_dir, "mlp_classifier")
+        self.mlp = tensors.load_reference(self.expected_dir, "mlp_classifier")
 
 
 
@@ -270,7 +271,7 @@ def test_more_outputs_than_a_list_return(fixture: Fixture) -> str:
     try:
         server.start()
         client = server.client()
-        body, length = e2e.InferRequest([{"name": "x", "datatype": "FP32", "shape": [2],
+        body, length = tensors.InferRequest([{"name": "x", "datatype": "FP32", "shape": [2],
                                           "data": [1.0, 2.0]}]).encode()
         reply = client.request("POST", "/v2/models/halves/infer", body, infer_headers(length))
         check(reply.status >= 400 and explanation in reply.json().get("error", ""),

@@ -20,6 +20,7 @@ import time
 from typing import Dict, List, Sequence, Union
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kserve_tensors as tensors  # noqa: E402
 import rampart_e2e as e2e  # noqa: E402
 from rampart_e2e import E2eError, check  # noqa: E402
 
@@ -42,12 +43,12 @@ Text = Union[str, bytes]
 
 def embed(client: e2e.Client, texts: Sequence[Text], binary: bool = False) -> List[List[float]]:
     """One infer request of len(texts) strings ([N, 1]); the N embeddings it answers."""
-    request = e2e.InferRequest(
+    request = tensors.InferRequest(
         [{"name": "TEXT", "datatype": "BYTES", "shape": [len(texts), 1], "data": list(texts),
           "binary": binary}])
     response = client.infer(MODEL, request)
     check(response.status == 200, f"infer answered {response.status}: {response.body[:300]!r}")
-    _, outputs = e2e.decode_infer_response(response)
+    _, outputs = tensors.decode_infer_response(response)
     embedding = outputs.get("EMBEDDING")
     check(embedding is not None, f"no EMBEDDING output: {list(outputs)}")
     check(embedding["datatype"] == "FP32", f"EMBEDDING datatype {embedding['datatype']}")
