@@ -127,6 +127,7 @@ StoreIndexState StoreIndex::Capture() const {
   for (const auto& [id, entry] : files_) state.files.push_back({entry.info, entry.chunks});
   state.chunks.reserve(chunks_.size());
   for (const auto& [id, entry] : chunks_) state.chunks.emplace(id, entry.chunk);
+  state.bm25 = bm25_->Export();
   state.next_chunk = next_chunk_;
   state.changes = changed_chunks_;
   return state;
@@ -135,7 +136,8 @@ StoreIndexState StoreIndex::Capture() const {
 Result<std::unique_ptr<StoreIndex>> StoreIndex::Restore(
     size_t dimension, std::shared_ptr<const Analyzer> analyzer,
     std::unique_ptr<IndexEngine> vectors, std::vector<StoreIndexFile> files,
-    std::unordered_map<ChunkId, std::shared_ptr<const IndexedChunk>> chunks, ChunkId next_chunk) {
+    std::unordered_map<ChunkId, std::shared_ptr<const IndexedChunk>> chunks, Bm25Contents bm25,
+    ChunkId next_chunk) {
   if (vectors == nullptr || vectors->options().dimension != dimension) {
     return InvalidArgument("the restored engine is not of dimension {}", dimension);
   }
@@ -143,8 +145,15 @@ Result<std::unique_ptr<StoreIndex>> StoreIndex::Restore(
   if (stats.total_vector_count != chunks.size()) {
     return InvalidArgument("{} vectors for {} chunks", stats.total_vector_count, chunks.size());
   }
-  ASSIGN_OR_RETURN(auto bm25, Bm25Index::Create(std::move(analyzer)));
-  std::unique_ptr<StoreIndex> index(new StoreIndex(dimension, std::move(bm25), std::move(vectors)));
+  if (bm25.chunks.size() != chunks.size()) {
+    return InvalidArgument("{} BM25 chunks for {} chunks", bm25.chunks.size(), chunks.size());
+  }
+  for (const auto& [id, chunk] : chunks) {
+    if (!bm25.chunks.contains(id)) return InvalidArgument("chunk {} is not in BM25", id);
+  }
+  ASSIGN_OR_RETURN(auto keywords, Bm25Index::Import(std::move(analyzer), std::move(bm25)));
+  std::unique_ptr<StoreIndex> index(
+      new StoreIndex(dimension, std::move(keywords), std::move(vectors)));
   size_t placed = 0;
   for (StoreIndexFile& file : files) {
     FileEntry entry;
@@ -156,7 +165,6 @@ Result<std::unique_ptr<StoreIndex>> StoreIndex::Restore(
         return InvalidArgument("chunk {} of file '{}' is missing or out of range", id,
                                entry.info.id);
       }
-      RETURN_IF_ERROR(index->bm25_->Add(id, chunk->second->text));
       index->chunks_[id] = ChunkEntry{entry.ordinal, entry.info.id, std::move(chunk->second)};
       chunks.erase(chunk);
       ++placed;

@@ -48,6 +48,7 @@ struct StoreIndexState {
   std::unique_ptr<EngineView> vectors;
   std::vector<StoreIndexFile> files;
   std::unordered_map<ChunkId, std::shared_ptr<const IndexedChunk>> chunks;  // no embeddings
+  Bm25Contents bm25;
   ChunkId next_chunk = 1;
   uint64_t changes = 0;  // changed_chunks() when captured
 };
@@ -90,14 +91,15 @@ class StoreIndex {
   // The contents now (under the shared lock: searches go on; writers wait while the engine's
   // graphs are copied).
   StoreIndexState Capture() const;
-  // An index holding `files` and `chunks` (BM25 is built from the chunks' texts) and `vectors`,
-  // an engine made with the same options as Create's and holding each chunk's vector under its
-  // id. InvalidArgument when the parts disagree (a chunk of no file or of two, a count that
-  // differs from the engine's); nothing is kept then.
+  // An index holding `files` and `chunks`, BM25 as `bm25` (as Capture exported it; the texts
+  // are not analysed again) and `vectors`, an engine made with the same options as Create's and
+  // holding each chunk's vector under its id. InvalidArgument when the parts disagree (a chunk
+  // of no file or of two, counts that differ); nothing is kept then.
   static Result<std::unique_ptr<StoreIndex>> Restore(
       size_t dimension, std::shared_ptr<const Analyzer> analyzer,
       std::unique_ptr<IndexEngine> vectors, std::vector<StoreIndexFile> files,
-      std::unordered_map<ChunkId, std::shared_ptr<const IndexedChunk>> chunks, ChunkId next_chunk);
+      std::unordered_map<ChunkId, std::shared_ptr<const IndexedChunk>> chunks, Bm25Contents bm25,
+      ChunkId next_chunk);
 
  private:
   struct FileEntry {

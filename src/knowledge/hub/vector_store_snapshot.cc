@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include <fmt/format.h>
@@ -19,6 +20,8 @@ constexpr int kSectionVersion = 1;
 constexpr uint8_t kHeaderEntry = 'H';
 constexpr uint8_t kFileEntry = 'F';
 constexpr uint8_t kChunkEntry = 'C';
+constexpr uint8_t kTermsEntry = 'T';
+constexpr size_t kTermsPerEntry = 4096;
 constexpr size_t kKeep = 2;
 
 EngineOptions EngineOptionsFor(const StoreSnapshotSettings& settings) {
@@ -56,7 +59,7 @@ void EncodeFile(const StoreIndexFile& file, std::string& out) {
   writer.U64(file.chunks.size());
 }
 
-void EncodeChunk(ChunkId id, const IndexedChunk& chunk, std::string& out) {
+void EncodeChunk(ChunkId id, const IndexedChunk& chunk, const Bm25Chunk& terms, std::string& out) {
   ByteWriter writer(out);
   writer.U8(kChunkEntry);
   writer.U64(id);
@@ -66,6 +69,12 @@ void EncodeChunk(ChunkId id, const IndexedChunk& chunk, std::string& out) {
   writer.U64(static_cast<uint64_t>(static_cast<int64_t>(chunk.page)));
   writer.U64(chunk.begin);
   writer.U64(chunk.end);
+  writer.U32(terms.length);
+  writer.U32(static_cast<uint32_t>(terms.terms.size()));
+  for (const auto& [term, frequency] : terms.terms) {
+    writer.U32(term);
+    writer.U32(frequency);
+  }
 }
 
 // Reads the section's entries back, in order.
@@ -81,16 +90,19 @@ class SectionReader {
       if (version != kSectionVersion) return Internal("section version {}", version);
       ASSIGN_OR_RETURN(next_chunk, reader.U64("next chunk"));
       ASSIGN_OR_RETURN(expected_files_, reader.U64("file count"));
+      ASSIGN_OR_RETURN(expected_terms_, reader.U64("term count"));
       return Status::Ok();
     }
     if (!seen_header_) return Internal("an entry before the header");
+    if (kind == kTermsEntry) return ReadTerms(reader);
     if (kind == kFileEntry) return ReadFile(reader);
     if (kind == kChunkEntry) return ReadChunk(reader);
     return Internal("unknown entry kind {}", kind);
   }
 
   Status Finish() const {
-    if (!seen_header_ || files.size() != expected_files_ || chunks_left_ != 0) {
+    if (!seen_header_ || files.size() != expected_files_ || chunks_left_ != 0 ||
+        bm25.terms.size() != expected_terms_) {
       return Internal("the section ends early ({} of {} files)", files.size(), expected_files_);
     }
     return Status::Ok();
@@ -98,9 +110,20 @@ class SectionReader {
 
   std::vector<StoreIndexFile> files;
   std::unordered_map<ChunkId, std::shared_ptr<const IndexedChunk>> chunks;
+  Bm25Contents bm25;
   ChunkId next_chunk = 1;
 
  private:
+  Status ReadTerms(ByteReader& reader) {
+    ASSIGN_OR_RETURN(const uint32_t count, reader.Count(4, "term count"));
+    for (uint32_t i = 0; i < count; ++i) {
+      ASSIGN_OR_RETURN(const std::string_view term, reader.String("term"));
+      bm25.terms.emplace_back(term);
+    }
+    if (bm25.terms.size() > expected_terms_) return Internal("more terms than announced");
+    return Status::Ok();
+  }
+
   Status ReadFile(ByteReader& reader) {
     if (chunks_left_ != 0) return Internal("a file before the previous one's chunks");
     StoreIndexFile& file = files.emplace_back();
@@ -147,7 +170,16 @@ class SectionReader {
     chunk->page = static_cast<int>(static_cast<int64_t>(page));
     ASSIGN_OR_RETURN(chunk->begin, reader.U64("begin"));
     ASSIGN_OR_RETURN(chunk->end, reader.U64("end"));
+    Bm25Chunk terms;
+    ASSIGN_OR_RETURN(terms.length, reader.U32("term length"));
+    ASSIGN_OR_RETURN(const uint32_t count, reader.Count(8, "distinct terms"));
+    terms.terms.resize(count);
+    for (auto& [term, frequency] : terms.terms) {
+      ASSIGN_OR_RETURN(term, reader.U32("term"));
+      ASSIGN_OR_RETURN(frequency, reader.U32("frequency"));
+    }
     if (!chunks.emplace(id, std::move(chunk)).second) return Internal("chunk {} twice", id);
+    bm25.chunks.emplace(id, std::move(terms));
     files.back().chunks.push_back(id);
     --chunks_left_;
     return Status::Ok();
@@ -155,6 +187,7 @@ class SectionReader {
 
   bool seen_header_ = false;
   uint64_t expected_files_ = 0;
+  uint64_t expected_terms_ = 0;
   uint64_t chunks_left_ = 0;
 };
 
@@ -185,16 +218,29 @@ Result<SnapshotInfo> WriteStoreSnapshot(const std::string& folder, const std::st
     header.U64(kSectionVersion);
     header.U64(state.next_chunk);
     header.U64(state.files.size());
+    header.U64(state.bm25.terms.size());
     RETURN_IF_ERROR(add(entry));
+    for (size_t first = 0; first < state.bm25.terms.size(); first += kTermsPerEntry) {
+      const size_t count = std::min(kTermsPerEntry, state.bm25.terms.size() - first);
+      entry.clear();
+      ByteWriter terms(entry);
+      terms.U8(kTermsEntry);
+      terms.U32(static_cast<uint32_t>(count));
+      for (size_t i = first; i < first + count; ++i) terms.String(state.bm25.terms[i]);
+      RETURN_IF_ERROR(add(entry));
+    }
     for (const StoreIndexFile& file : state.files) {
       entry.clear();
       EncodeFile(file, entry);
       RETURN_IF_ERROR(add(entry));
       for (const ChunkId id : file.chunks) {
         const auto chunk = state.chunks.find(id);
-        if (chunk == state.chunks.end()) return Internal("chunk {} was not captured", id);
+        const auto terms = state.bm25.chunks.find(id);
+        if (chunk == state.chunks.end() || terms == state.bm25.chunks.end()) {
+          return Internal("chunk {} was not captured", id);
+        }
         entry.clear();
-        EncodeChunk(id, *chunk->second, entry);
+        EncodeChunk(id, *chunk->second, terms->second, entry);
         RETURN_IF_ERROR(add(entry));
       }
     }
@@ -229,7 +275,7 @@ Result<LoadedStoreSnapshot> LoadStoreSnapshot(const std::string& folder,
         return Internal("corrupt snapshot '{}': {}", snapshot.path, finished.message());
       Result<std::unique_ptr<StoreIndex>> index = StoreIndex::Restore(
           settings.dimension, settings.analyzer, std::move(engine), std::move(section.files),
-          std::move(section.chunks), section.next_chunk);
+          std::move(section.chunks), std::move(section.bm25), section.next_chunk);
       if (!index.ok()) {
         return Internal("corrupt snapshot '{}': {}", snapshot.path, index.status().message());
       }

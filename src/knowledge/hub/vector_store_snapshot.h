@@ -4,7 +4,8 @@
 // index instead of rebuilding it from the Store's chunks (docs/knowledge-hub.md, "Index
 // snapshots"). The file is the vector indexes' snapshot format (knowledge/index/snapshot.h,
 // format 3): the HNSW engine's records and graph, then the service's own section: the files
-// (their infos and chunk ids) and each chunk's text and position, from which BM25 is rebuilt.
+// (their infos and chunk ids), BM25's terms, and each chunk's text, position and BM25 terms
+// (ids and frequencies), so that loading analyses no text and builds no graph.
 // The header's sequence is the Store's vector store change sequence the index reflects (every
 // change up to it; later ones are replayed), and its tag names what the index was built with
 // (format, dimension, embedder, analyser, ef_construction, sealing): a snapshot with another
