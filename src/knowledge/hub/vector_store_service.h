@@ -9,7 +9,7 @@
 //     sharing a PostgreSQL store never ingest one file at once), ingest them
 //     (vector_store_ingest.h) and write chunks and status in one transaction. A stop gives the
 //     claim back; a crash leaves it to expire after `lease`.
-//   - Following: the indexes are built from the Store at Start and follow its change sequence,
+//   - Following: the indexes are made at Start (below) and follow the Store's change sequence,
 //     every `sync_interval` and right after each local write, so writes by another replica
 //     appear here within one interval.
 //   - Snapshots (when `snapshot_directory` is set; vector_store_snapshot.h): Start loads each

@@ -241,6 +241,7 @@ Status VectorStoreServiceImpl::WriteSnapshots(bool every_change) {
     }
     const auto started = std::chrono::steady_clock::now();
     const StoreIndexState state = index->Capture();
+    const auto captured = std::chrono::steady_clock::now();
     Result<SnapshotInfo> written =
         WriteStoreSnapshot(options_.snapshot_directory + "/" + store_id, store_id, state,
                            static_cast<uint64_t>(sequence), snapshot_settings_);
@@ -251,11 +252,14 @@ Status VectorStoreServiceImpl::WriteSnapshots(bool every_change) {
       continue;
     }
     snapshot_changes_[store_id] = state.changes;
-    LOG_INFO("vector store {}: snapshot '{}' ({} chunks, through change {}) in {} ms", store_id,
-             written->path, state.chunks.size(), sequence,
-             std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::steady_clock::now() - started)
-                 .count());
+    const auto millis = [](auto duration) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
+    };
+    LOG_INFO(
+        "vector store {}: snapshot '{}' ({} chunks, through change {}) in {} ms ({} ms "
+        "copying the index, while its writers waited)",
+        store_id, written->path, state.chunks.size(), sequence,
+        millis(std::chrono::steady_clock::now() - started), millis(captured - started));
   }
   // The snapshots of stores deleted since (here or by another instance).
   std::error_code error;
