@@ -160,6 +160,7 @@ Status VectorStoreServiceImpl::LoadStore(const store::VectorStoreRow& row, int64
     }
   }
   ++start_summary_.stores_rebuilt;
+  replay_after_[row.id] = last_change;  // built from the store as of `last_change` or later
   ASSIGN_OR_RETURN(auto index, IndexFor(row.id));
   (void)index;
   ASSIGN_OR_RETURN(const auto files, store_->ListVectorStoreFiles(row.tenant, row.id));
