@@ -94,7 +94,9 @@ Status StartVectorStoreService(const VectorStoresConfig& config, const Documents
   options.vector_weight = config.vector_weight;
   options.redact = GuardRedaction(parts.gateway);
   // Each store's index snapshot, loaded at start instead of a rebuild (docs/knowledge-hub.md).
-  if (!parts.data_dir.empty()) options.snapshot_directory = parts.data_dir + "/vector-stores";
+  if (config.index_snapshots && !parts.data_dir.empty()) {
+    options.snapshot_directory = parts.data_dir + "/vector-stores";
+  }
   if (config.seal_chunks) {
     if (parts.keyring == nullptr) {
       return FailedPrecondition(
