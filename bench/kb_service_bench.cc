@@ -2,11 +2,14 @@
 // a temporary directory, with a fake embedder of 64 dimensions (hashed word counts; no model):
 // ingestion MB/s of text (upload excluded: extraction, chunking, embedding, the store's
 // transaction and both indexes), the time a second instance takes to build its indexes from the
-// store, and search latency p50/p99 over a store of --chunks chunks for keyword, vector and
-// hybrid ranking, with the hybrid/keyword cost ratio.
+// store, the time the first takes to write its index snapshot at stop and a third takes to start
+// from it (wall and process CPU), and search latency p50/p99 over a store of --chunks chunks for
+// keyword, vector and hybrid ranking (on the instance started from the snapshot, whose answers
+// are checked against the rebuilt one's), with the hybrid/keyword cost ratio.
 // Usage: kb_service_bench [--chunks N] [--queries N] [--workers N] (defaults 100000, 1000, 1).
 // The corpus is Zipf-distributed made-up words (seeded, reproducible), chunked static 100/0.
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -95,6 +98,14 @@ double Percentile(std::vector<double> values, double p) {
   return values[std::min(values.size() - 1, static_cast<size_t>(p * values.size()))];
 }
 
+// The process's CPU seconds (user + system, all threads) so far.
+double CpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,7 +155,9 @@ int main(int argc, char** argv) {
   VectorStoreServiceOptions options;
   options.workers = workers;
   options.sync_interval = std::chrono::milliseconds(50);
-  auto service = NewVectorStoreService(store->get(), &files, &embedder, options);
+  VectorStoreServiceOptions with_snapshots = options;
+  with_snapshots.snapshot_directory = dir + "/snapshots";
+  auto service = NewVectorStoreService(store->get(), &files, &embedder, with_snapshots);
   if (!service.ok() || !(*service)->Start().ok()) return 1;
   const auto ingest_start = Clock::now();
   auto created = (*service)->CreateStore(
@@ -172,16 +185,72 @@ int main(int argc, char** argv) {
       static_cast<long long>(info->file_counts.failed), ingest_seconds,
       text_bytes / 1e6 / ingest_seconds, chunks / ingest_seconds, workers, workers == 1 ? "" : "s");
 
-  // A second instance builds its indexes from the store.
+  // The first instance writes its snapshot at stop; a second builds its indexes from the store.
+  const auto stopping = Clock::now();
+  const double stopping_cpu = CpuSeconds();
   (*service)->Stop();
+  const double stop_seconds = Seconds(stopping);
+  const double stop_cpu = CpuSeconds() - stopping_cpu;
+  uintmax_t snapshot_bytes = 0;
+  std::error_code walk;
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(with_snapshots.snapshot_directory, walk)) {
+    if (entry.is_regular_file()) snapshot_bytes += entry.file_size();
+  }
+  std::printf("stop, writing the snapshot: %.1f s (CPU %.1f s), %.1f MB on disk\n", stop_seconds,
+              stop_cpu, snapshot_bytes / 1e6);
   const auto restart = Clock::now();
+  const double restart_cpu = CpuSeconds();
   auto second = NewVectorStoreService(store->get(), &files, &embedder, options);
   if (!second.ok() || !(*second)->Start().ok()) return 1;
-  std::printf("start from the store (%zu chunks): %.1f s\n", chunks, Seconds(restart));
+  std::printf("start from the store (%zu chunks): %.1f s (CPU %.1f s)\n", chunks, Seconds(restart),
+              CpuSeconds() - restart_cpu);
 
   std::vector<std::string> texts;
   for (size_t i = 0; i < queries; ++i)
     texts.push_back(corpus.Word() + " " + corpus.Word() + " " + corpus.Word());
+  // The rebuilt instance's answers, for the one started from the snapshot to match.
+  const size_t compared = std::min<size_t>(texts.size(), 200);
+  std::vector<std::vector<std::pair<std::string, int>>> rebuilt_answers;
+  const auto answers = [&](VectorStoreService& instance, const std::string& text, Ranker ranker) {
+    SearchRequest request;
+    request.queries = {text};
+    request.ranker = ranker;
+    std::vector<std::pair<std::string, int>> hits;
+    auto found = instance.Search("bench", created->id, request);
+    if (found.ok()) {
+      for (const SearchHit& hit : found->hits) hits.emplace_back(hit.file_id, hit.chunk_index);
+    }
+    return hits;
+  };
+  for (size_t i = 0; i < compared; ++i) {
+    for (const Ranker ranker : {Ranker::kKeyword, Ranker::kVector, Ranker::kHybrid}) {
+      rebuilt_answers.push_back(answers(**second, texts[i], ranker));
+    }
+  }
+  (*second)->Stop();
+  second->reset();
+
+  // A third instance starts from the snapshot.
+  const auto loading = Clock::now();
+  const double loading_cpu = CpuSeconds();
+  auto third = NewVectorStoreService(store->get(), &files, &embedder, with_snapshots);
+  if (!third.ok() || !(*third)->Start().ok()) return 1;
+  const StartSummary summary = (*third)->start_summary();
+  std::printf(
+      "start from the snapshot: %.1f s (CPU %.1f s; %zu store loaded, %zu rebuilt, %zu changes "
+      "replayed)\n",
+      Seconds(loading), CpuSeconds() - loading_cpu, summary.stores_loaded, summary.stores_rebuilt,
+      summary.changes_replayed);
+  size_t same = 0;
+  size_t index = 0;
+  for (size_t i = 0; i < compared; ++i) {
+    for (const Ranker ranker : {Ranker::kKeyword, Ranker::kVector, Ranker::kHybrid}) {
+      if (answers(**third, texts[i], ranker) == rebuilt_answers[index++]) ++same;
+    }
+  }
+  std::printf("answers equal to the rebuilt instance's: %zu of %zu\n", same, index);
+  auto& searched = third;
   double p50[3] = {};
   const char* names[] = {"keyword", "vector", "hybrid"};
   const Ranker rankers[] = {Ranker::kKeyword, Ranker::kVector, Ranker::kHybrid};
@@ -193,7 +262,7 @@ int main(int argc, char** argv) {
       request.queries = {text};
       request.ranker = rankers[r];
       const auto start = Clock::now();
-      auto found = (*second)->Search("bench", created->id, request);
+      auto found = (*searched)->Search("bench", created->id, request);
       micros.push_back(Seconds(start) * 1e6);
       if (found.ok()) hits += found->hits.size();
     }
@@ -202,7 +271,7 @@ int main(int argc, char** argv) {
                 p50[r], Percentile(micros, 0.99), static_cast<double>(hits) / texts.size());
   }
   std::printf("hybrid / keyword p50: %.2fx\n", p50[2] / p50[0]);
-  (*second)->Stop();
+  (*searched)->Stop();
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
   return 0;

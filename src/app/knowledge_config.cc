@@ -25,11 +25,11 @@ Status ReadRange(const YAML::Node& node, std::string_view key, std::string_view 
 Status ReadVectorStores(const YAML::Node& node, VectorStoresConfig& config) {
   constexpr std::string_view where = "knowledge.vector_stores";
   if (node.IsNull()) return Status::Ok();
-  RETURN_IF_ERROR(
-      CheckKeys(node, where,
-                {"enabled", "embedding_target", "embedding_batch", "embedding_timeout_ms",
-                 "ingestion_workers", "language", "chinese_terms", "fusion", "vector_weight",
-                 "seal_chunks", "seal_key", "worker_threads", "max_queued_requests"}));
+  RETURN_IF_ERROR(CheckKeys(
+      node, where,
+      {"enabled", "embedding_target", "embedding_batch", "embedding_timeout_ms",
+       "ingestion_workers", "language", "chinese_terms", "fusion", "vector_weight", "seal_chunks",
+       "seal_key", "index_snapshots", "worker_threads", "max_queued_requests"}));
   RETURN_IF_ERROR(Read(node, "enabled", where, config.enabled));
   RETURN_IF_ERROR(Read(node, "embedding_target", where, config.embedding_target));
   RETURN_IF_ERROR(
@@ -61,6 +61,7 @@ Status ReadVectorStores(const YAML::Node& node, VectorStoresConfig& config) {
     return InvalidArgument("'{}.seal_key' must not be empty (line {})", where,
                            node["seal_key"].Mark().line + 1);
   }
+  RETURN_IF_ERROR(Read(node, "index_snapshots", where, config.index_snapshots));
   RETURN_IF_ERROR(ReadRange<size_t>(node, "worker_threads", where, 1, 256, config.worker_threads));
   RETURN_IF_ERROR(ReadRange<size_t>(node, "max_queued_requests", where, 1, 1 << 20,
                                     config.max_queued_requests));

@@ -60,6 +60,9 @@ struct VectorStoresConfig {
   double vector_weight = 1;            // against the keyword ranking's 1
   bool seal_chunks = false;
   std::string seal_key = "vector-stores";
+  // Each store's index kept in a snapshot under <data-dir>/vector-stores, loaded at start
+  // (docs/knowledge-hub.md, "Index snapshots"); false: every start rebuilds from the chunks.
+  bool index_snapshots = true;
   size_t worker_threads = 4;
   size_t max_queued_requests = 256;
 };

@@ -93,6 +93,10 @@ Status StartVectorStoreService(const VectorStoresConfig& config, const Documents
                                              : knowledge::hub::Fusion::kReciprocalRank;
   options.vector_weight = config.vector_weight;
   options.redact = GuardRedaction(parts.gateway);
+  // Each store's index snapshot, loaded at start instead of a rebuild (docs/knowledge-hub.md).
+  if (config.index_snapshots && !parts.data_dir.empty()) {
+    options.snapshot_directory = parts.data_dir + "/vector-stores";
+  }
   if (config.seal_chunks) {
     if (parts.keyring == nullptr) {
       return FailedPrecondition(

@@ -64,6 +64,9 @@ class Envelope {
   // otherwise. Never reads past `envelope`.
   static Result<EnvelopeHeader> Inspect(std::string_view envelope);
 
+  // The keyring it seals with (for code that seals through its own format, such as snapshots).
+  const Keyring& keyring() const { return keyring_; }
+
  private:
   const Keyring& keyring_;
 };

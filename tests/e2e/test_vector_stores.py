@@ -21,7 +21,9 @@ and a 0-byte file. Checks:
   - deleting a file through the Files API removes it from the store's search;
   - a contractor, whose grant for vector stores carries the obligation redact:pii, puts a
     document holding a Chinese mobile number and an email in a store of its own: its chunks and
-    search hits hold them redacted (masked and hashed by the guard), never as written.
+    search hits hold them redacted (masked and hashed by the guard), never as written;
+  - a restart loads the stores' index snapshots from <data-dir>/vector-stores and answers the
+    same search the same.
 Prints one line per check and ends with "N passed, M failed"; exits non-zero on failure.
 """
 
@@ -345,6 +347,27 @@ def run(args) -> int:
             return f"searched back as: {' '.join(text.split())}"
 
         step("a file added under redact:pii is searched back redacted", redacted)
+
+        def restart():
+            nonlocal server, client
+            before = search(keys["sam"], "pricing premium plan", max_num_results=10)
+            server.stop()
+            folder = os.path.join(data_dir, "vector-stores", state["store"])
+            snapshots = sorted(name for name in os.listdir(folder) if name.endswith(".snap")) \
+                if os.path.isdir(folder) else []
+            check(snapshots, f"no snapshot in {folder}")
+            server = e2e.Server(args.binary, repository,
+                                ["--config", config, "--data-dir", data_dir])
+            server.start()
+            client = server.client()
+            after = search(keys["sam"], "pricing premium plan", max_num_results=10)
+            check(after == before, f"after the restart {after}, before {before}")
+            logged = server.stderr_text() + "\n".join(server.stdout_lines)
+            check(f"vector store {state['store']}: loaded snapshot" in logged,
+                  f"no snapshot loaded:\n{server.describe()}")
+            return f"{snapshots[-1]} loaded; {len(after)} hits as before"
+
+        step("a restart loads the stores' index snapshots and answers the same", restart)
     except E2eError as error:
         tally.record("server", f"{error}\n{server.describe()}")
     finally:

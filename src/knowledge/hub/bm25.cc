@@ -52,6 +52,66 @@ Status Bm25Index::AddTerms(ChunkId id, const std::vector<std::string>& terms) {
   return Status::Ok();
 }
 
+Bm25Contents Bm25Index::Export() const {
+  std::shared_lock lock(mutex_);
+  Bm25Contents contents;
+  contents.terms.resize(postings_.size());
+  for (const auto& [term, id] : term_ids_) contents.terms[id] = term;
+  contents.chunks.reserve(document_index_.size());
+  for (const Document& document : documents_) {
+    if (document.live)
+      contents.chunks.emplace(document.id, Bm25Chunk{document.length, document.terms});
+  }
+  return contents;
+}
+
+Result<std::unique_ptr<Bm25Index>> Bm25Index::Import(std::shared_ptr<const Analyzer> analyzer,
+                                                     Bm25Contents contents,
+                                                     const Bm25Options& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Bm25Index> index, Create(std::move(analyzer), options));
+  if (contents.terms.size() >= UINT32_MAX || contents.chunks.size() >= UINT32_MAX) {
+    return InvalidArgument("BM25 contents too large");
+  }
+  const auto term_count = static_cast<uint32_t>(contents.terms.size());
+  index->term_ids_.reserve(term_count);
+  for (uint32_t id = 0; id < term_count; ++id) {
+    if (!index->term_ids_.emplace(std::move(contents.terms[id]), id).second) {
+      return InvalidArgument("BM25 term {} is listed twice", id);
+    }
+  }
+  index->postings_.resize(term_count);
+  index->document_frequency_.resize(term_count, 0);
+  index->documents_.reserve(contents.chunks.size());
+  index->lengths_.reserve(contents.chunks.size());
+  index->document_index_.reserve(contents.chunks.size());
+  for (auto& [id, chunk] : contents.chunks) {
+    uint64_t sum = 0;
+    uint32_t previous = 0;
+    for (size_t i = 0; i < chunk.terms.size(); ++i) {
+      const auto [term, frequency] = chunk.terms[i];
+      if (term >= term_count || frequency == 0 || (i > 0 && term <= previous)) {
+        return InvalidArgument("chunk {}: bad BM25 term {} (frequency {})", id, term, frequency);
+      }
+      previous = term;
+      sum += frequency;
+    }
+    if (sum != chunk.length) {
+      return InvalidArgument("chunk {}: BM25 length {} is not its {} terms", id, chunk.length, sum);
+    }
+    const auto document = static_cast<uint32_t>(index->documents_.size());
+    for (const auto& [term, frequency] : chunk.terms) {
+      index->postings_[term].push_back({document, frequency});
+      ++index->document_frequency_[term];
+    }
+    index->live_postings_ += chunk.terms.size();
+    index->total_length_ += chunk.length;
+    index->lengths_.push_back(chunk.length);
+    index->documents_.push_back(Document{id, chunk.length, true, std::move(chunk.terms)});
+    index->document_index_.emplace(id, document);
+  }
+  return index;
+}
+
 bool Bm25Index::Remove(ChunkId id) {
   std::unique_lock lock(mutex_);
   auto it = document_index_.find(id);

@@ -60,6 +60,20 @@ struct Bm25Hit {
   double raw_score = 0;  // BM25 as above
 };
 
+// A chunk as the index holds it: its length (terms counted with repeats) and its distinct terms'
+// ids (into Bm25Contents::terms), ascending, each with its frequency.
+struct Bm25Chunk {
+  uint32_t length = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> terms;
+};
+
+// The index's contents, to be kept and loaded without analysing the texts again (the vector
+// stores' snapshots): every term by id, and the live chunks.
+struct Bm25Contents {
+  std::vector<std::string> terms;
+  std::unordered_map<ChunkId, Bm25Chunk> chunks;
+};
+
 class Bm25Index {
  public:
   // InvalidArgument unless k1 >= 0 and 0 <= b <= 1.
@@ -72,6 +86,15 @@ class Bm25Index {
   Status AddTerms(ChunkId id, const std::vector<std::string>& terms);
   // True when `id` was indexed.
   bool Remove(ChunkId id);
+
+  // A copy of the contents (under the shared lock).
+  Bm25Contents Export() const;
+  // An index holding `contents` as Export gave them (searches then answer as the exported
+  // index's did). InvalidArgument for a term listed twice, a term id out of range, terms not
+  // ascending, a zero frequency or a length other than the frequencies' sum.
+  static Result<std::unique_ptr<Bm25Index>> Import(std::shared_ptr<const Analyzer> analyzer,
+                                                   Bm25Contents contents,
+                                                   const Bm25Options& options = {});
 
   // The best `top_k` chunks for `query`, best first (ties: the smaller id first), with a
   // normalised score >= score_threshold and > 0.

@@ -35,6 +35,7 @@ void StoreIndex::RemoveLocked(const std::string& file_id) {
   const auto found = files_.find(file_id);
   if (found == files_.end()) return;
   std::vector<std::string> ids;
+  changed_chunks_ += found->second.chunks.size();
   for (const ChunkId id : found->second.chunks) {
     bm25_->Remove(id);
     chunks_.erase(id);
@@ -82,7 +83,9 @@ Status StoreIndex::ReplaceFile(const VectorStoreFileInfo& info, std::vector<Inde
                                    .metadata = {{std::string(kFileKey), info.id}}});
     chunk.embedding.clear();
     entry.chunks.push_back(id);
-    chunks_[id] = ChunkEntry{entry.ordinal, info.id, std::move(chunk)};
+    chunks_[id] =
+        ChunkEntry{entry.ordinal, info.id, std::make_shared<const IndexedChunk>(std::move(chunk))};
+    ++changed_chunks_;
     if (records.size() == kWriteBatch) RETURN_IF_ERROR(flush());
   }
   RETURN_IF_ERROR(flush());
@@ -109,6 +112,75 @@ size_t StoreIndex::chunk_count() const {
 size_t StoreIndex::file_count() const {
   std::shared_lock lock(mutex_);
   return files_.size();
+}
+
+uint64_t StoreIndex::changed_chunks() const {
+  std::shared_lock lock(mutex_);
+  return changed_chunks_;
+}
+
+StoreIndexState StoreIndex::Capture() const {
+  std::shared_lock lock(mutex_);
+  StoreIndexState state;
+  state.vectors = vectors_->View();
+  state.files.reserve(files_.size());
+  for (const auto& [id, entry] : files_) state.files.push_back({entry.info, entry.chunks});
+  state.chunks.reserve(chunks_.size());
+  for (const auto& [id, entry] : chunks_) state.chunks.emplace(id, entry.chunk);
+  state.bm25 = bm25_->Export();
+  state.next_chunk = next_chunk_;
+  state.changes = changed_chunks_;
+  return state;
+}
+
+Result<std::unique_ptr<StoreIndex>> StoreIndex::Restore(
+    size_t dimension, std::shared_ptr<const Analyzer> analyzer,
+    std::unique_ptr<IndexEngine> vectors, std::vector<StoreIndexFile> files,
+    std::unordered_map<ChunkId, std::shared_ptr<const IndexedChunk>> chunks, Bm25Contents bm25,
+    ChunkId next_chunk) {
+  if (vectors == nullptr || vectors->options().dimension != dimension) {
+    return InvalidArgument("the restored engine is not of dimension {}", dimension);
+  }
+  ASSIGN_OR_RETURN(const IndexStats stats, vectors->Stats(nullptr));
+  if (stats.total_vector_count != chunks.size()) {
+    return InvalidArgument("{} vectors for {} chunks", stats.total_vector_count, chunks.size());
+  }
+  if (bm25.chunks.size() != chunks.size()) {
+    return InvalidArgument("{} BM25 chunks for {} chunks", bm25.chunks.size(), chunks.size());
+  }
+  for (const auto& [id, chunk] : chunks) {
+    if (!bm25.chunks.contains(id)) return InvalidArgument("chunk {} is not in BM25", id);
+  }
+  ASSIGN_OR_RETURN(auto keywords, Bm25Index::Import(std::move(analyzer), std::move(bm25)));
+  std::unique_ptr<StoreIndex> index(
+      new StoreIndex(dimension, std::move(keywords), std::move(vectors)));
+  size_t placed = 0;
+  for (StoreIndexFile& file : files) {
+    FileEntry entry;
+    entry.info = std::move(file.info);
+    entry.ordinal = index->next_ordinal_++;
+    for (const ChunkId id : file.chunks) {
+      auto chunk = chunks.find(id);
+      if (chunk == chunks.end() || chunk->second == nullptr || id >= next_chunk) {
+        return InvalidArgument("chunk {} of file '{}' is missing or out of range", id,
+                               entry.info.id);
+      }
+      index->chunks_[id] = ChunkEntry{entry.ordinal, entry.info.id, std::move(chunk->second)};
+      chunks.erase(chunk);
+      ++placed;
+    }
+    entry.chunks = std::move(file.chunks);
+    const std::string id = entry.info.id;
+    if (!index->files_.emplace(id, std::move(entry)).second) {
+      return InvalidArgument("file '{}' is listed twice", id);
+    }
+  }
+  if (!chunks.empty()) return InvalidArgument("{} chunks belong to no file", chunks.size());
+  if (placed != stats.total_vector_count) {
+    return InvalidArgument("{} chunks for {} vectors", placed, stats.total_vector_count);
+  }
+  index->next_chunk_ = next_chunk;
+  return index;
 }
 
 Result<SearchResults> StoreIndex::Search(const IndexSearch& search) const {
@@ -183,7 +255,7 @@ Result<SearchResults> StoreIndex::Search(const IndexSearch& search) const {
     const auto chunk = chunks_.find(scored.id);
     if (chunk == chunks_.end()) continue;
     const FileEntry& file = files_.at(chunk->second.file_id);
-    const IndexedChunk& c = chunk->second.chunk;
+    const IndexedChunk& c = *chunk->second.chunk;
     results.hits.push_back(SearchHit{.file_id = file.info.id,
                                      .filename = file.info.filename,
                                      .score = scored.score,

@@ -36,6 +36,23 @@ struct IndexedChunk {
   std::vector<float> embedding;
 };
 
+// One file of a StoreIndex as a snapshot carries it (vector_store_snapshot.h).
+struct StoreIndexFile {
+  VectorStoreFileInfo info;
+  std::vector<ChunkId> chunks;
+};
+
+// A StoreIndex's contents at one moment (StoreIndex::Capture), to be written later on another
+// thread while the index goes on changing. Chunks are shared with the index, not copied.
+struct StoreIndexState {
+  std::unique_ptr<EngineView> vectors;
+  std::vector<StoreIndexFile> files;
+  std::unordered_map<ChunkId, std::shared_ptr<const IndexedChunk>> chunks;  // no embeddings
+  Bm25Contents bm25;
+  ChunkId next_chunk = 1;
+  uint64_t changes = 0;  // changed_chunks() when captured
+};
+
 enum class Fusion { kReciprocalRank, kLinear };
 
 struct IndexSearch {
@@ -68,6 +85,21 @@ class StoreIndex {
 
   size_t chunk_count() const;
   size_t file_count() const;
+  // Chunks added or removed since the index was made (snapshots are due after enough of them).
+  uint64_t changed_chunks() const;
+
+  // The contents now (under the shared lock: searches go on; writers wait while the engine's
+  // graphs are copied).
+  StoreIndexState Capture() const;
+  // An index holding `files` and `chunks`, BM25 as `bm25` (as Capture exported it; the texts
+  // are not analysed again) and `vectors`, an engine made with the same options as Create's and
+  // holding each chunk's vector under its id. InvalidArgument when the parts disagree (a chunk
+  // of no file or of two, counts that differ); nothing is kept then.
+  static Result<std::unique_ptr<StoreIndex>> Restore(
+      size_t dimension, std::shared_ptr<const Analyzer> analyzer,
+      std::unique_ptr<IndexEngine> vectors, std::vector<StoreIndexFile> files,
+      std::unordered_map<ChunkId, std::shared_ptr<const IndexedChunk>> chunks, Bm25Contents bm25,
+      ChunkId next_chunk);
 
  private:
   struct FileEntry {
@@ -78,7 +110,7 @@ class StoreIndex {
   struct ChunkEntry {
     uint32_t file_ordinal = 0;
     std::string file_id;
-    IndexedChunk chunk;
+    std::shared_ptr<const IndexedChunk> chunk;  // shared with captures
   };
 
   StoreIndex(size_t dimension, std::unique_ptr<Bm25Index> bm25,
@@ -93,6 +125,7 @@ class StoreIndex {
   std::vector<uint32_t> free_ordinals_;             // guarded by mutex_
   uint32_t next_ordinal_ = 0;                       // guarded by mutex_
   ChunkId next_chunk_ = 1;                          // guarded by mutex_
+  uint64_t changed_chunks_ = 0;                     // guarded by mutex_
   std::unique_ptr<Bm25Index> bm25_;
   std::unique_ptr<IndexEngine> vectors_;  // written under mutex_ held exclusively
 };

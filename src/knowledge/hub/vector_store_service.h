@@ -9,9 +9,13 @@
 //     sharing a PostgreSQL store never ingest one file at once), ingest them
 //     (vector_store_ingest.h) and write chunks and status in one transaction. A stop gives the
 //     claim back; a crash leaves it to expire after `lease`.
-//   - Following: the indexes are built from the Store at Start and follow its change sequence,
+//   - Following: the indexes are made at Start (below) and follow the Store's change sequence,
 //     every `sync_interval` and right after each local write, so writes by another replica
 //     appear here within one interval.
+//   - Snapshots (when `snapshot_directory` is set; vector_store_snapshot.h): Start loads each
+//     store's snapshot and replays the changes after it, and rebuilds from the Store's chunks a
+//     store whose snapshot is missing or does not load (logged). A thread rewrites a store's
+//     snapshot once enough of its chunks changed, and Stop writes those changed since.
 //
 // Threads: thread-safe; Start and Stop from one owner thread. Every VectorStores call blocks on
 // the Store (and Search on the embedder).
@@ -46,9 +50,16 @@ struct VectorStoreServiceOptions {
   // A vector ranking's weight in hybrid search against the keyword ranking's 1 (0..100; 0 makes
   // hybrid rank as keyword alone).
   double vector_weight = 1;
-  // The HNSW graphs' build-time breadth: the graphs are rebuilt from the store at every start,
-  // where building dominates (docs/benchmarks.md), so lower than the engine's 200.
+  // The HNSW graphs' build-time breadth: a start without snapshots rebuilds the graphs from the
+  // store, where building dominates (docs/benchmarks.md), so lower than the engine's 200.
   size_t hnsw_ef_construction = 100;
+  // The folder of the stores' index snapshots, made when absent (the server's data dir +
+  // "/vector-stores"); "": none, every start rebuilds the indexes from the Store.
+  std::string snapshot_directory;
+  // A store's snapshot is rewritten once this many of its chunks were added or removed since the
+  // last one, or a quarter of its chunks, whichever is more; the thread looks every interval.
+  size_t snapshot_min_changes = 1000;
+  std::chrono::milliseconds snapshot_interval{10000};
   const crypto::Envelope* envelope = nullptr;  // set: chunk texts sealed at rest ...
   std::string seal_key;                        // ... under this keyring key
   std::string worker_id;                       // "" : host name, pid and a random suffix
@@ -63,6 +74,13 @@ struct VectorStoreServiceOptions {
   std::function<Result<std::string>(const std::string& tenant, std::string_view text)> redact;
 };
 
+// How Start found the indexes (logged too; tests and the start benchmark read it).
+struct StartSummary {
+  size_t stores_loaded = 0;   // from their snapshots
+  size_t stores_rebuilt = 0;  // from the Store's chunks (no snapshot, or one that did not load)
+  size_t changes_replayed = 0;
+};
+
 class VectorStoreService : public VectorStores {
  public:
   // Builds the indexes from the Store and starts the threads. Called once.
@@ -74,6 +92,12 @@ class VectorStoreService : public VectorStores {
   virtual bool stopping() const = 0;
   // Follows the change sequence now (tests; Start's threads do it every sync_interval).
   virtual Status SyncNow() = 0;
+  // Writes the snapshot of every store changed since its last one (or without one), and
+  // deletes the snapshots of stores that are gone. OK without a snapshot_directory. Tests; the
+  // snapshot thread and Stop do it themselves.
+  virtual Status SnapshotNow() = 0;
+  // Valid once Start returned.
+  virtual StartSummary start_summary() const = 0;
 };
 
 // `store`, `files` and `embedder` must outlive the service. InvalidArgument for options out of

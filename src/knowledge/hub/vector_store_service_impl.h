@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "knowledge/hub/vector_store_service.h"
+#include "knowledge/hub/vector_store_snapshot.h"
 
 namespace rampart::knowledge::hub::internal {
 
@@ -29,6 +30,8 @@ class VectorStoreServiceImpl final : public VectorStoreService {
   void Stop() override;
   bool stopping() const override { return stopping_; }
   Status SyncNow() override;
+  Status SnapshotNow() override { return WriteSnapshots(/*every_change=*/true); }
+  StartSummary start_summary() const override { return start_summary_; }
 
   Result<VectorStoreInfo> CreateStore(const std::string& tenant,
                                       const CreateStoreRequest& request) override;
@@ -85,8 +88,15 @@ class VectorStoreServiceImpl final : public VectorStoreService {
   Result<std::string> TenantOf(const std::string& store_id);
   // Reloads one file into its store's index from the Store (removes it when not completed).
   Status LoadFile(const std::string& store_id, const std::string& file_id);
+  // SyncNow with sync_mutex_ held; counts the changes it applies into `applied` when given.
+  Status SyncLocked(size_t* applied = nullptr);
+  // Start's load of one store's index: its snapshot, or a rebuild from the Store.
+  Status LoadStore(const store::VectorStoreRow& row, int64_t last_change, int64_t& replay_from);
+  // Writes the snapshots that are due (every_change: of every store changed since its last).
+  Status WriteSnapshots(bool every_change);
   void WorkerLoop();
   void SyncLoop();
+  void SnapshotLoop();
   void WakeWorkers();
 
   store::Store* const store_;
@@ -95,6 +105,7 @@ class VectorStoreServiceImpl final : public VectorStoreService {
   const VectorStoreServiceOptions options_;
   const std::shared_ptr<const Analyzer> analyzer_;
   std::string worker_id_;
+  StoreSnapshotSettings snapshot_settings_;
 
   mutable std::shared_mutex indexes_mutex_;
   std::map<std::string, std::shared_ptr<StoreIndex>> indexes_;  // guarded by indexes_mutex_
@@ -106,12 +117,19 @@ class VectorStoreServiceImpl final : public VectorStoreService {
   std::shared_mutex visible_mutex_;
   std::mutex sync_mutex_;  // one follower at a time
   int64_t synced_ = 0;     // guarded by sync_mutex_
+  // Store id -> the sequence its loaded snapshot reflects: earlier changes of it are skipped.
+  std::map<std::string, int64_t> replay_after_;  // guarded by sync_mutex_
+
+  std::mutex snapshot_mutex_;  // one WriteSnapshots at a time
+  // Store id -> its changed_chunks() as of its last snapshot; absent: none written or loaded.
+  std::map<std::string, uint64_t> snapshot_changes_;  // guarded by snapshot_mutex_
 
   std::mutex wake_mutex_;
   std::condition_variable wake_;
   uint64_t wakes_ = 0;  // guarded by wake_mutex_
   std::atomic<bool> stopping_{false};
   bool started_ = false;
+  StartSummary start_summary_;  // written by Start only
   std::vector<std::thread> threads_;
 };
 

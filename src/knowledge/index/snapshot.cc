@@ -23,6 +23,8 @@ namespace {
 constexpr std::string_view kSnapshotMagic = "RPVSNAP1";
 constexpr uint32_t kSnapshotVersion = 2;  // 1: records only (still read)
 constexpr uint32_t kRecordsOnlyVersion = 1;
+constexpr uint32_t kExtraVersion = 3;  // 2 with a tag and the user's section (SnapshotExtra)
+constexpr size_t kMaxTagBytes = 4096;
 constexpr size_t kHeaderBytes = 8 + 4 + 1 + 4 + 1 + 8 + 8;
 constexpr size_t kChunkTargetBytes = size_t{4} << 20;
 // A chunk holds whole records, so at most the target plus one record (and an envelope's
@@ -126,7 +128,7 @@ Status ParseGraphSection(std::string_view section,
 
 Result<SnapshotInfo> WriteSnapshot(const std::string& directory, const EngineView& view,
                                    uint64_t sequence, const EngineOptions& options,
-                                   const SnapshotSealing& sealing) {
+                                   const SnapshotSealing& sealing, const SnapshotExtra* extra) {
   SnapshotInfo info;
   info.path = directory + "/" + SnapshotName(sequence);
   info.sequence = sequence;
@@ -136,12 +138,16 @@ Result<SnapshotInfo> WriteSnapshot(const std::string& directory, const EngineVie
   std::string header;
   ByteWriter header_writer(header);
   header_writer.Bytes(kSnapshotMagic);
-  header_writer.U32(kSnapshotVersion);
+  header_writer.U32(extra != nullptr ? kExtraVersion : kSnapshotVersion);
   header_writer.U8(sealing.keyring != nullptr ? 1 : 0);
   header_writer.U32(static_cast<uint32_t>(options.dimension));
   header_writer.U8(static_cast<uint8_t>(options.metric));
   header_writer.U64(sequence);
   header_writer.U64(info.record_count);
+  if (extra != nullptr) {
+    if (extra->tag.size() > kMaxTagBytes) return InvalidArgument("snapshot tag over 4096 bytes");
+    header_writer.String(extra->tag);
+  }
   const crypto::Digest header_digest = crypto::Hash(crypto::DigestAlgorithm::kSha256, header);
 
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -160,7 +166,7 @@ Result<SnapshotInfo> WriteSnapshot(const std::string& directory, const EngineVie
     std::string_view body = plaintext;
     if (envelope) {
       const std::string data_class = ChunkDataClass(header_digest, chunk_number);
-      ASSIGN_OR_RETURN(sealed, envelope->Seal(kSnapshotKeyName, plaintext,
+      ASSIGN_OR_RETURN(sealed, envelope->Seal(sealing.key_name, plaintext,
                                               {sealing.index_name, "", data_class}));
       body = sealed;
     }
@@ -215,6 +221,16 @@ Result<SnapshotInfo> WriteSnapshot(const std::string& directory, const EngineVie
         Internal("the engine's view listed {} records but counted {}", written, info.record_count);
   }
   if (status.ok()) status = emit(std::string(4, '\0'));  // the end of the chunks
+  if (status.ok() && extra != nullptr) {
+    if (extra->write) {
+      status = extra->write([&](std::string_view entry) -> Status {
+        ByteWriter(chunk).String(entry);
+        return chunk.size() >= kChunkTargetBytes ? emit_chunk(chunk) : Status::Ok();
+      });
+    }
+    if (status.ok() && !chunk.empty()) status = emit_chunk(chunk);
+    if (status.ok()) status = emit(std::string(4, '\0'));  // the end of the user's section
+  }
   if (status.ok()) {
     const crypto::Digest digest = hasher.Finish();
     status =
@@ -250,7 +266,8 @@ std::vector<SnapshotInfo> ListSnapshots(const std::string& directory) {
 }
 
 Result<SnapshotInfo> LoadSnapshot(const std::string& path, const EngineOptions& options,
-                                  const SnapshotSealing& sealing, IndexEngine& engine) {
+                                  const SnapshotSealing& sealing, IndexEngine& engine,
+                                  const SnapshotExtra* extra) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus("cannot open snapshot", path);
   FileCloser closer(fd);
@@ -262,14 +279,13 @@ Result<SnapshotInfo> LoadSnapshot(const std::string& path, const EngineOptions& 
   std::string header(kHeaderBytes, '\0');
   ASSIGN_OR_RETURN(bool complete, ReadExactly(fd, header.data(), kHeaderBytes, path));
   if (!complete) return corrupt("truncated header");
-  const crypto::Digest header_digest = crypto::Hash(crypto::DigestAlgorithm::kSha256, header);
-  ByteReader reader(header);
+  ByteReader reader(std::string_view(header).substr(0, kHeaderBytes));
   ASSIGN_OR_RETURN(std::string_view magic, reader.Bytes(kSnapshotMagic.size(), "magic"));
   if (magic != kSnapshotMagic) return corrupt("not a snapshot (wrong magic)");
   ASSIGN_OR_RETURN(uint32_t version, reader.U32("version"));
-  if (version != kSnapshotVersion && version != kRecordsOnlyVersion) {
-    return corrupt(fmt::format("format version {} is not {} or {}", version, kRecordsOnlyVersion,
-                               kSnapshotVersion));
+  if (version != kSnapshotVersion && version != kRecordsOnlyVersion && version != kExtraVersion) {
+    return corrupt(fmt::format("format version {} is not {} to {}", version, kRecordsOnlyVersion,
+                               kExtraVersion));
   }
   ASSIGN_OR_RETURN(uint8_t sealed, reader.U8("sealed"));
   ASSIGN_OR_RETURN(uint32_t dimension, reader.U32("dimension"));
@@ -278,11 +294,29 @@ Result<SnapshotInfo> LoadSnapshot(const std::string& path, const EngineOptions& 
   info.path = path;
   ASSIGN_OR_RETURN(info.sequence, reader.U64("sequence"));
   ASSIGN_OR_RETURN(info.record_count, reader.U64("record count"));
+  if (version == kExtraVersion) {  // the tag follows the fixed header, inside its digest
+    char length_bytes[4];
+    ASSIGN_OR_RETURN(complete, ReadExactly(fd, length_bytes, 4, path));
+    uint32_t length = 0;
+    std::memcpy(&length, length_bytes, 4);
+    if (!complete || length > kMaxTagBytes) return corrupt("bad tag length");
+    std::string tag(length, '\0');
+    ASSIGN_OR_RETURN(complete, ReadExactly(fd, tag.data(), length, path));
+    if (!complete) return corrupt("truncated tag");
+    header.append(length_bytes, 4);
+    header.append(tag);
+    if (extra != nullptr && tag != extra->tag) {
+      return FailedPrecondition("snapshot '{}' was built with {}, not {}", path, tag, extra->tag);
+    }
+  } else if (extra != nullptr) {
+    return FailedPrecondition("snapshot '{}' carries no tag (format {})", path, version);
+  }
   if (dimension != options.dimension || metric != static_cast<uint8_t>(options.metric)) {
     return InvalidArgument(
         "snapshot '{}' is of dimension {} and metric {}, the index of dimension {} and metric {}",
         path, dimension, metric, options.dimension, MetricName(options.metric));
   }
+  const crypto::Digest header_digest = crypto::Hash(crypto::DigestAlgorithm::kSha256, header);
   if (sealed > 1) return corrupt("bad sealed flag");
   if (sealed == 1 && sealing.keyring == nullptr) {
     return FailedPrecondition("snapshot '{}' is sealed and no keyring is configured", path);
@@ -323,7 +357,7 @@ Result<SnapshotInfo> LoadSnapshot(const std::string& path, const EngineOptions& 
 
   // The graph section (format 2): kept whole, then parsed; any failure only costs the graphs.
   std::map<std::string, NamespaceGraph, std::less<>> graphs;
-  if (version == kSnapshotVersion) {
+  if (version >= kSnapshotVersion) {
     std::string section;
     Status usable;
     while (true) {
@@ -391,6 +425,20 @@ Result<SnapshotInfo> LoadSnapshot(const std::string& path, const EngineOptions& 
   finish_namespace();
   if (loaded != info.record_count) {
     return corrupt(fmt::format("{} records where the header says {}", loaded, info.record_count));
+  }
+  if (version == kExtraVersion) {
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, next_chunk());
+      if (!more) break;
+      RETURN_IF_ERROR(opening);
+      if (extra == nullptr || !extra->read) continue;
+      ByteReader entries(chunk);
+      while (entries.remaining() > 0) {
+        Result<std::string_view> entry = entries.String("entry");
+        if (!entry.ok()) return corrupt(entry.status().message());
+        RETURN_IF_ERROR(extra->read(*entry));
+      }
+    }
   }
   return info;
 }

@@ -116,6 +116,7 @@ knowledge:
     vector_weight: 0.25
     seal_chunks: true
     seal_key: kb
+    index_snapshots: false
     worker_threads: 2
     max_queued_requests: 10
 )");
@@ -133,6 +134,7 @@ knowledge:
   EXPECT_DOUBLE_EQ(config.vector_weight, 0.25);
   EXPECT_TRUE(config.seal_chunks);
   EXPECT_EQ(config.seal_key, "kb");
+  EXPECT_FALSE(config.index_snapshots);
   EXPECT_EQ(config.worker_threads, 2u);
   EXPECT_EQ(config.max_queued_requests, 10u);
   std::filesystem::remove(path);

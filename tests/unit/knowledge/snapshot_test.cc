@@ -131,6 +131,57 @@ TEST(SnapshotTest, SealedSnapshotsOpenOnlyWithTheKeyAndTheIndexName) {
             StatusCode::kFailedPrecondition);
 }
 
+// Format 3: the user's tag is checked before anything loads, and its section comes back whole,
+// entry by entry, sealed like the records.
+TEST(SnapshotTest, TheUsersSectionRoundTripsSealedAndItsTagIsChecked) {
+  testing::TempFolder folder;
+  testing::TestKeyring keys(folder.path(), 'a');
+  const auto source = Filled(200);
+  std::vector<std::string> entries;
+  for (int i = 0; i < 3000; ++i)
+    entries.push_back(fmt::format("entry-{}-{}", i, std::string(i, 'x')));
+  SnapshotExtra extra;
+  extra.tag = "built with a";
+  extra.write = [&](const std::function<Status(std::string_view)>& add) -> Status {
+    for (const std::string& entry : entries) RETURN_IF_ERROR(add(entry));
+    return Status::Ok();
+  };
+  const SnapshotSealing sealing{keys.keyring.get(), "store"};
+  auto written = WriteSnapshot(folder.path(), *source->View(), 11, Options(), sealing, &extra);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  EXPECT_EQ(ReadWholeFile(written->path)->find("entry-12-"), std::string::npos);
+
+  std::vector<std::string> read;
+  SnapshotExtra reader;
+  reader.tag = "built with a";
+  reader.read = [&](std::string_view entry) {
+    read.emplace_back(entry);
+    return Status::Ok();
+  };
+  MapEngine loaded(Options());
+  auto info = LoadSnapshot(written->path, Options(), sealing, loaded, &reader);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(read, entries);
+  ExpectSame(*source, loaded);
+
+  MapEngine skipped(Options());  // no reader: the section is skipped
+  ASSERT_TRUE(LoadSnapshot(written->path, Options(), sealing, skipped).ok());
+  ExpectSame(*source, skipped);
+
+  reader.tag = "built with b";
+  MapEngine other_tag(Options());
+  auto refused = LoadSnapshot(written->path, Options(), sealing, other_tag, &reader);
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(other_tag.Contents().size(), 0u);
+
+  // A snapshot without the section is refused by a user who expects one.
+  auto plain = WriteSnapshot(folder.path(), *source->View(), 12, Options(), {});
+  ASSERT_TRUE(plain.ok());
+  MapEngine untagged(Options());
+  EXPECT_EQ(LoadSnapshot(plain->path, Options(), {}, untagged, &reader).status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
 TEST(SnapshotTest, PruneKeepsTheNewestAndRemovesTemporaries) {
   testing::TempFolder folder;
   const auto source = Filled(3);

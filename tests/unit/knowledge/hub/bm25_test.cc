@@ -123,6 +123,48 @@ TEST(Bm25Test, CompactionKeepsResults) {
   EXPECT_EQ((*index)->Search("odd", options)->size(), 1500u);
 }
 
+// Export and Import carry the index without its texts: the same answers and scores, removed
+// chunks left out; damaged contents are refused.
+TEST(Bm25Test, ExportedContentsImportToTheSameAnswers) {
+  Result<std::unique_ptr<Bm25Index>> index = Bm25Index::Create(PlainAnalyzer());
+  ASSERT_TRUE(index.ok());
+  for (ChunkId id = 1; id <= 40; ++id) {
+    ASSERT_TRUE((*index)
+                    ->Add(id, "apple banana " + std::string(id % 3 == 0 ? "cherry cherry " : "") +
+                                  "word" + std::to_string(id % 7))
+                    .ok());
+  }
+  for (ChunkId id = 1; id <= 40; id += 4) ASSERT_TRUE((*index)->Remove(id));
+  Bm25Contents contents = (*index)->Export();
+  EXPECT_EQ(contents.chunks.size(), 30u);
+  Result<std::unique_ptr<Bm25Index>> copy = Bm25Index::Import(PlainAnalyzer(), contents);
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  EXPECT_EQ((*copy)->size(), (*index)->size());
+  EXPECT_DOUBLE_EQ((*copy)->average_length(), (*index)->average_length());
+  for (const char* query : {"cherry", "banana word3", "word5 apple", "word1"}) {
+    auto expected = (*index)->Search(query);
+    auto found = (*copy)->Search(query);
+    ASSERT_TRUE(expected.ok() && found.ok());
+    ASSERT_EQ(found->size(), expected->size()) << query;
+    for (size_t i = 0; i < found->size(); ++i) {
+      EXPECT_EQ((*found)[i].id, (*expected)[i].id) << query;
+      EXPECT_DOUBLE_EQ((*found)[i].raw_score, (*expected)[i].raw_score) << query;
+    }
+  }
+  EXPECT_TRUE((*copy)->Add(100, "cherry").ok());  // it goes on taking chunks
+  EXPECT_EQ((*copy)->Search("cherry")->front().id, 100u);
+
+  Bm25Contents twice = contents;
+  twice.terms.push_back(twice.terms.front());
+  EXPECT_FALSE(Bm25Index::Import(PlainAnalyzer(), twice).ok());
+  Bm25Contents out_of_range = contents;
+  out_of_range.chunks.begin()->second.terms.back().first = 1000;
+  EXPECT_FALSE(Bm25Index::Import(PlainAnalyzer(), out_of_range).ok());
+  Bm25Contents wrong_length = contents;
+  wrong_length.chunks.begin()->second.length += 1;
+  EXPECT_FALSE(Bm25Index::Import(PlainAnalyzer(), wrong_length).ok());
+}
+
 TEST(Bm25Test, AllowedPredicateAppliesBeforeRanking) {
   std::unique_ptr<Bm25Index> index = SmallIndex();
   Bm25SearchOptions options;
