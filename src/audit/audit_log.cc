@@ -14,6 +14,7 @@
 #include "audit/log_reader.h"
 #include "audit/merkle.h"
 #include "audit/record_codec.h"
+#include "audit/record_compact.h"
 #include "core/clock.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
@@ -41,14 +42,12 @@ int64_t NowUnixNs() {
 }
 
 struct Pending {
-  // The record as appended; the writer encodes it (once, before its first attempt to commit)
-  // around the sequence number, then, on each attempt, joins in the sequence and hashes. Encoding
-  // on the writer rather than on the appending (I/O) thread keeps the encoding's buffers allocated
-  // and freed on one thread: made on the I/O threads and freed on the writer, they drained the I/O
-  // threads' allocator caches into page faults (perf).
+  // The record as appended; the writer encodes it when it commits (once per attempt: its
+  // sequence is known then), into buffers it reuses. Encoding on the writer rather than on the
+  // appending (I/O) thread keeps the work and its buffers off the I/O threads: buffers made on the
+  // I/O threads and freed on the writer drained the I/O threads' allocator caches into page
+  // faults (perf).
   AuditRecord record;
-  bool encoded_yet = false;
-  EncodedRecord encoded;
   UniqueFunction<void(Status)> done;  // sync mode and flushes; empty otherwise
   Steady::time_point queued;
   bool flush = false;  // a Flush marker, not a record
@@ -85,7 +84,8 @@ struct AuditLog::Impl {
 
   // The writer's buffers, reused from batch to batch.
   store::AuditBatchBuilder builder;
-  std::string joined;
+  std::string canonical;  // the record's canonical encoding, which its leaf hash covers
+  std::string compact;    // what the batch stores of it (audit/record_compact.h)
   std::string scratch[5];
 
   std::thread writer;
@@ -142,35 +142,34 @@ Status AuditLog::Impl::CatchUp() {
 
 Status AuditLog::Impl::Commit(std::vector<Pending>& batch) {
   for (int conflicts = 0;; ++conflicts) {
-    // The batch is packed straight into the blob the store keeps (store/audit_batch.h): no row
-    // object, hex hash or column copy per record; the record's bytes are joined into one reused
-    // buffer, hashed there and copied once into the blob.
+    // The batch is packed straight into the blob the store keeps (store/audit_batch.h, version
+    // 2): per record its query fields, as the record holds them, and the rest of it in compact
+    // form; the canonical encoding is made only to be hashed (readers rebuild it from the
+    // compact form), into one reused buffer.
     builder.Start(size + 1);
     Frontier next_frontier = frontier;
     Digest next_chain = chain;
     int64_t sequence = size;
     for (Pending& pending : batch) {
       if (pending.flush) continue;
-      const AuditRecord& record = pending.record;
-      if (!pending.encoded_yet) {
-        pending.encoded = EncodeRecordAroundSequence(record);
-        pending.encoded_yet = true;
-      }
-      ++sequence;
-      pending.encoded.JoinInto(sequence, joined);
-      const Digest leaf = LeafHash(options.digest, joined);
+      AuditRecord& record = pending.record;
+      record.sequence = ++sequence;
+      EncodeRecordInto(record, canonical);
+      const Digest leaf = LeafHash(options.digest, canonical);
       next_chain = ChainHash(options.digest, next_chain, leaf);
       next_frontier.Append(leaf);
-      // The query fields as their columns held them (IndexText: valid UTF-8 without NUL); the
-      // values are nearly always that already, and then are not copied.
+      compact.clear();
+      AppendCompactRecord(record, sequence, compact);
+      // The query fields as valid UTF-8 (as the compact form's strings: one form per record);
+      // they nearly always are, and then are not copied.
       const auto field = [](const std::string& text, std::string& made) -> std::string_view {
-        if (IsIndexText(text)) return text;
-        made = IndexText(text);
+        if (IsValidUtf8(text)) return text;
+        made = ValidUtf8(text);
         return made;
       };
       builder.Add(record.time_unix_ns, field(record.tenant, scratch[0]),
                   field(record.principal, scratch[1]), field(record.trace_id, scratch[2]),
-                  field(record.request_id, scratch[3]), field(record.action, scratch[4]), joined,
+                  field(record.request_id, scratch[3]), field(record.action, scratch[4]), compact,
                   DigestBytes(leaf), DigestBytes(next_chain));
     }
     if (builder.count() == 0) return Status::Ok();

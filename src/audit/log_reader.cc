@@ -6,6 +6,7 @@
 
 #include "audit/checkpoint.h"
 #include "audit/record_codec.h"
+#include "audit/record_compact.h"
 #include "json/reader.h"
 #include "json/writer.h"
 #include "store/store.h"
@@ -174,9 +175,15 @@ Result<VerifyReport> VerifyLog(store::Store& store, const VerifyOptions& options
 
   int64_t expected = report.pruned_through + 1;
   while (true) {
-    ASSIGN_OR_RETURN(const std::vector<store::AuditRow> rows,
-                     store.ReadAuditRows(expected - 1, kPage));
+    ASSIGN_OR_RETURN(std::vector<store::AuditRow> rows, store.ReadAuditRows(expected - 1, kPage));
     if (rows.empty()) break;
+    // Compact rows (version-2 batches) get their canonical encoding back; one that does not
+    // decode is an edited record, reported at its place below.
+    std::vector<std::string> undecodable(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Status expanded = ExpandAuditRow(rows[i]);
+      if (!expanded.ok()) undecodable[i] = expanded.message();
+    }
     for (size_t i = 0; i < rows.size(); ++i) {
       const store::AuditRow& row = rows[i];
       if (row.sequence < expected) {
@@ -190,6 +197,11 @@ Result<VerifyReport> VerifyLog(store::Store& store, const VerifyOptions& options
             row.sequence == expected + 1
                 ? fmt::format("record {} was deleted", expected)
                 : fmt::format("records {} to {} were deleted", expected, row.sequence - 1)));
+      }
+      if (!undecodable[i].empty()) {
+        return found(
+            Problem("edited", row.sequence,
+                    fmt::format("record {} was edited: {}", row.sequence, undecodable[i])));
       }
       auto record = DecodeRecord(row.record);
       if (!record.ok()) {
@@ -275,7 +287,14 @@ Result<std::string> ProveInclusion(store::Store& store, DigestAlgorithm digest, 
       }
       ASSIGN_OR_RETURN(const Digest leaf, ParseHashHex(row.leaf_hash));
       leaves.leaves.push_back(leaf);
-      if (row.sequence == sequence) record = row.record;
+      if (row.sequence == sequence) {
+        store::AuditRow expanded = row;
+        if (const Status made = ExpandAuditRow(expanded); !made.ok()) {
+          return Internal("audit record {}: {} (run `rampart audit verify`)", sequence,
+                          made.message());
+        }
+        record = std::move(expanded.record);
+      }
       after = row.sequence;
     }
   }
@@ -392,8 +411,14 @@ Result<int64_t> ExportRecords(store::Store& store, int64_t from_unix_ns, int64_t
   int64_t count = 0;
   store::AuditQuery query{.from_unix_ns = from_unix_ns, .to_unix_ns = to_unix_ns, .limit = 10000};
   while (true) {
-    ASSIGN_OR_RETURN(const std::vector<store::AuditRow> rows, store.QueryAuditRows(query));
-    for (const store::AuditRow& row : rows) out << row.record << '\n';
+    ASSIGN_OR_RETURN(std::vector<store::AuditRow> rows, store.QueryAuditRows(query));
+    for (store::AuditRow& row : rows) {
+      if (const Status made = ExpandAuditRow(row); !made.ok()) {
+        return Internal("audit record {}: {} (run `rampart audit verify`)", row.sequence,
+                        made.message());
+      }
+      out << row.record << '\n';
+    }
     count += static_cast<int64_t>(rows.size());
     if (rows.size() < size_t(query.limit)) break;
     query.after_sequence = rows.back().sequence;

@@ -20,6 +20,7 @@
 
 #include "audit/log_reader.h"
 #include "audit/record_codec.h"
+#include "audit/record_compact.h"
 #include "store/store.h"
 #include "testing/postgres_server.h"
 
@@ -148,7 +149,7 @@ TEST_F(AuditLogTest, GroupCommitFromManyThreadsKeepsOneGapFreeVerifiableSequence
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->size(), size_t(kEach));
   for (int i = 0; i < kEach; ++i) {
-    auto record = DecodeRecord((*rows)[size_t(i)].record);
+    auto record = DecodeCompactRow((*rows)[size_t(i)]);
     ASSERT_TRUE(record.ok());
     EXPECT_EQ(record->request_id, std::to_string(i));
   }
