@@ -63,15 +63,15 @@ Result<std::vector<std::string>> ReadStrings(const json::Value& value, std::stri
 }
 
 template <typename Number>
-Result<std::map<std::string, Number>> ReadCounts(const json::Value& value, std::string_view what) {
+Result<NamedCounts<Number>> ReadCounts(const json::Value& value, std::string_view what) {
   if (!value.IsObject()) return InvalidArgument("{} must be an object", what);
-  std::map<std::string, Number> counts;
+  NamedCounts<Number> counts;
   for (auto [key, element] : value.Object()) {
     ASSIGN_OR_RETURN(const int64_t count, json::Value(element).GetInt64(what));
     if (count < std::numeric_limits<Number>::min() || count > std::numeric_limits<Number>::max()) {
       return InvalidArgument("{} holds an out-of-range count", what);
     }
-    counts.emplace(std::string(key), static_cast<Number>(count));
+    if (!counts.contains(key)) counts[key] = static_cast<Number>(count);  // the first kept
   }
   return counts;
 }
@@ -151,6 +151,16 @@ constexpr std::array<bool, 256> kPlain = [] {
   return plain;
 }();
 
+// Whether all eight bytes of `word` are plain: none has its high bit set, is below 0x20, or is
+// '"' or '\\' (the classic tests for a byte below n and for a zero byte, exact for "any").
+constexpr bool AllPlain(uint64_t word) {
+  constexpr uint64_t kOnes = 0x0101010101010101;
+  constexpr uint64_t kHighs = 0x8080808080808080;
+  const auto has_zero = [](uint64_t v) { return (v - kOnes) & ~v & kHighs; };
+  return ((word | ((word - kOnes * 0x20) & ~word)) & kHighs) == 0 &&
+         has_zero(word ^ (kOnes * '"')) == 0 && has_zero(word ^ (kOnes * '\\')) == 0;
+}
+
 class Writer {
  public:
   explicit Writer(char* at) : at_(at) {}
@@ -171,6 +181,16 @@ class Writer {
     const auto* bytes = reinterpret_cast<const unsigned char*>(value.data());
     const size_t size = value.size();
     for (size_t i = 0; i < size;) {
+      // Eight bytes at a time while all are plain, then byte by byte.
+      while (i + 8 <= size) {
+        uint64_t word = 0;
+        std::memcpy(&word, bytes + i, 8);
+        if (!AllPlain(word)) break;
+        std::memcpy(at_, &word, 8);
+        at_ += 8;
+        i += 8;
+      }
+      if (i == size) break;
       size_t run = i;
       while (run < size && kPlain[bytes[run]]) ++run;
       if (run > i) {

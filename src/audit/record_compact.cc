@@ -189,8 +189,8 @@ class Reader {
       if (value < std::numeric_limits<Number>::min() || value > std::numeric_limits<Number>::max())
         return false;
       // Keys in increasing order, as the map wrote them (one form per record).
-      if (!counts.empty() && !(counts.rbegin()->first < key)) return false;
-      counts.emplace_hint(counts.end(), key, static_cast<Number>(value));
+      if (!counts.empty() && !(std::prev(counts.end())->first < key)) return false;
+      counts[key] = static_cast<Number>(value);
     }
     return true;
   }

@@ -287,6 +287,24 @@ TEST(RecordEncoderTest, MatchesTheReferenceEncodingOnVariedRecords) {
   }
 }
 
+TEST(RecordEncoderTest, MatchesTheReferenceAtEveryLengthAndPlaceOfASpecialByte) {
+  // The encoder copies plain ASCII eight bytes at a time: every length around those words, and
+  // a byte to escape (or a non-ASCII one) at every place in them.
+  AuditRecord record;
+  for (size_t length = 0; length <= 40; ++length) {
+    const std::string plain(length, 'x');
+    record.principal = plain;
+    ASSERT_EQ(EncodeRecord(record), ReferenceEncode(record)) << length;
+    for (size_t at = 0; at < length; ++at) {
+      for (const char special : {'"', '\\', '\n', '\x1f', '\0', '\x7f', '\xc3', '\xff', ' '}) {
+        record.principal = plain;
+        record.principal[at] = special;
+        ASSERT_EQ(EncodeRecord(record), ReferenceEncode(record)) << length << " " << at;
+      }
+    }
+  }
+}
+
 TEST(RecordCompactTest, RoundTripsToTheSameCanonicalBytes) {
   Records records(11);
   for (int i = 0; i < 3000; ++i) {
