@@ -108,7 +108,7 @@ net::HttpResponse AuditUnavailableResponse(const Status& why) {
   return response;
 }
 
-void SendRecorded(audit::AuditSink* sink, audit::AuditRecord record, SteadyTime received,
+void SendRecorded(audit::AuditSink* sink, audit::AuditRecord&& record, SteadyTime received,
                   std::string_view request_content, bool full, net::Responder responder,
                   net::HttpResponse response) {
   if (sink == nullptr) {

@@ -49,7 +49,7 @@ std::string_view OutcomeOf(int status);
 // hands it to `sink` with the request's and the answer's content, and answers: at once when the
 // sink is batched (or null: nothing recorded), or once the record is durable when it is sync; a
 // sync sink that refuses the record answers 503 instead (never an answer without its record).
-void SendRecorded(audit::AuditSink* sink, audit::AuditRecord record, SteadyTime received,
+void SendRecorded(audit::AuditSink* sink, audit::AuditRecord&& record, SteadyTime received,
                   std::string_view request_content, bool full, net::Responder responder,
                   net::HttpResponse response);
 

@@ -354,13 +354,10 @@ AuditLog::~AuditLog() {
   impl_->writer.join();
 }
 
-void AuditLog::Append(AuditRecord record, UniqueFunction<void(Status)> done) {
+void AuditLog::Append(AuditRecord&& record, UniqueFunction<void(Status)> done) {
   if (record.time_unix_ns == 0) record.time_unix_ns = NowUnixNs();
   const bool sync = impl_->options.sync;
-  // The record is encoded by the writer (see Pending).
-  Pending pending{.record = std::move(record),
-                  .done = sync ? std::move(done) : UniqueFunction<void(Status)>(),
-                  .queued = Steady::now()};
+  const Steady::time_point queued = Steady::now();
   Status refused = Status::Ok();
   bool wake_writer = false;
   {
@@ -370,7 +367,11 @@ void AuditLog::Append(AuditRecord record, UniqueFunction<void(Status)> done) {
     } else if (impl_->queue.size() >= impl_->options.max_queue) {
       refused = Unavailable("the audit log's queue is full ({} records)", impl_->options.max_queue);
     } else {
-      impl_->queue.push_back(std::move(pending));
+      // Moved once, straight into its place in the queue; the writer encodes it (see Pending).
+      Pending& pending = impl_->queue.emplace_back();
+      pending.record = std::move(record);
+      if (sync) pending.done = std::move(done);
+      pending.queued = queued;
       // The writer waits only for an empty queue to get a record, or (batched) for a batch to
       // fill: waking it for any other append would cost both threads a futex call and the
       // writer a context switch per record, for nothing (see Run's two waits).
@@ -378,11 +379,7 @@ void AuditLog::Append(AuditRecord record, UniqueFunction<void(Status)> done) {
     }
   }
   if (!refused.ok()) {
-    if (sync) {
-      pending.done(refused);  // `done` was moved into the record's entry
-    } else {
-      done(refused);
-    }
+    done(refused);
     return;
   }
   if (wake_writer) impl_->wake.notify_one();
