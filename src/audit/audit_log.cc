@@ -158,8 +158,7 @@ Status AuditLog::Impl::Commit(std::span<Pending> batch) {
       if (pending.flush) continue;
       AuditRecord& record = pending.record;
       record.sequence = ++sequence;
-      EncodeRecordInto(record, canonical);
-      const Digest leaf = LeafHash(options.digest, canonical);
+      const Digest leaf = LeafHash(options.digest, EncodeRecordInto(record, canonical));
       next_chain = ChainHash(options.digest, next_chain, leaf);
       next_frontier.Append(leaf);
       compact.clear();

@@ -25,9 +25,10 @@ inline constexpr int kRecordEncodingVersion = 1;
 
 std::string EncodeRecord(const AuditRecord& record);
 
-// The same into `out` (replacing what it held; its buffer is reused: the log's writer encodes
-// every record into one buffer).
-void EncodeRecordInto(const AuditRecord& record, std::string& out);
+// The same into `buffer`, reused from record to record (the log's writer encodes every record
+// into one): the encoding is the returned view of its start, valid until `buffer` changes. The
+// buffer only grows (to the worst case's size), so that no byte of it is cleared twice.
+std::string_view EncodeRecordInto(const AuditRecord& record, std::string& buffer);
 
 // Reads an encoded record back (export, queries, verification). InvalidArgument naming the field
 // for text that is not an encoded record; unknown fields are errors too (a record is exactly

@@ -91,14 +91,14 @@ TEST(RecordCodecTest, EncodingIntoAReusedBufferGivesTheSameBytes) {
   std::string buffer(5000, 'x');  // longer than a record: what it held must not show
   for (const int64_t sequence : {int64_t{1}, int64_t{42}, int64_t{9007199254740993}}) {
     record.sequence = sequence;
-    EncodeRecordInto(record, buffer);
-    EXPECT_EQ(buffer, EncodeRecord(record));
-    auto decoded = DecodeRecord(buffer);
+    const std::string_view encoded = EncodeRecordInto(record, buffer);
+    EXPECT_EQ(encoded, EncodeRecord(record));
+    auto decoded = DecodeRecord(encoded);
     ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
     EXPECT_EQ(decoded->sequence, sequence);
   }
-  EncodeRecordInto(AuditRecord{}, buffer);
-  EXPECT_EQ(buffer, EncodeRecord(AuditRecord{}));
+  EXPECT_EQ(EncodeRecordInto(AuditRecord{}, buffer), EncodeRecord(AuditRecord{}));
+  EXPECT_GE(buffer.size(), 5000u);  // the buffer only grows
 }
 
 TEST(RecordCodecTest, EscapesLikeJcsAndReplacesInvalidUtf8) {
