@@ -35,6 +35,8 @@ std::string_view DigestBytes(const Digest& digest) {
   return {reinterpret_cast<const char*>(digest.data()), digest.size()};
 }
 
+size_t Beyond(size_t count, size_t limit) { return count > limit ? count - limit : 0; }
+
 int64_t NowUnixNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -76,6 +78,7 @@ struct AuditLog::Impl {
   // everything at once: no allocation per record on the appending threads (a deque allocated a
   // node per record there, freed on the writer) and no move per record on the writer.
   std::vector<Pending> queue;
+  size_t in_writer = 0;   // guarded by mutex: taken by the writer, not yet committed and answered
   bool stopping = false;  // guarded by mutex
 
   // The head, touched by the writer thread only (and by Open before it starts).
@@ -306,6 +309,7 @@ void AuditLog::Impl::Run() {
         });
       }
       taken.swap(queue);  // everything queued; the queue gets the emptied buffer
+      in_writer = taken.size();
       stop = stopping;
     }
     // Committed in batches of up to max_batch records; a Flush marker ends its batch (it is
@@ -320,6 +324,8 @@ void AuditLog::Impl::Run() {
       }
       CommitAndAnswer(rest.first(end), stop && end == rest.size());
       rest = rest.subspan(end);
+      std::lock_guard lock(mutex);
+      in_writer = rest.size();
     } while (!rest.empty());
     taken.clear();
     // A burst's buffer is not kept for ever (a Pending is about 1 KiB).
@@ -363,7 +369,10 @@ void AuditLog::Append(AuditRecord&& record, UniqueFunction<void(Status)> done) {
     std::lock_guard lock(impl_->mutex);
     if (impl_->stopping) {
       refused = Unavailable("the audit log is shutting down");
-    } else if (impl_->queue.size() >= impl_->options.max_queue) {
+    } else if (impl_->queue.size() + Beyond(impl_->in_writer, impl_->options.max_batch) >=
+               impl_->options.max_queue) {
+      // What the writer took beyond the batch it writes counts too: as when it took one batch at
+      // a time, at most max_queue + max_batch records are held.
       refused = Unavailable("the audit log's queue is full ({} records)", impl_->options.max_queue);
     } else {
       // Moved once, straight into its place in the queue; the writer encodes it (see Pending).

@@ -180,8 +180,7 @@ class Writer {
   }
   void Number(int64_t value) {
     const fmt::format_int digits(value);
-    std::memcpy(at_, digits.data(), digits.size());
-    at_ += digits.size();
+    for (const char digit : std::string_view(digits.data(), digits.size())) *at_++ = digit;
   }
   void String(std::string_view value) {
     *at_++ = '"';
@@ -197,15 +196,10 @@ class Writer {
         at_ += 8;
         i += 8;
       }
+      // The rest of the run (under eight bytes unless a special byte ended the words) byte by
+      // byte: a call to memcpy per short run cost more than the copy.
+      while (i < size && kPlain[bytes[i]]) *at_++ = static_cast<char>(bytes[i++]);
       if (i == size) break;
-      size_t run = i;
-      while (run < size && kPlain[bytes[run]]) ++run;
-      if (run > i) {
-        std::memcpy(at_, bytes + i, run - i);
-        at_ += run - i;
-        i = run;
-        if (i == size) break;
-      }
       i = Special(value, i);
     }
     *at_++ = '"';
