@@ -1,6 +1,7 @@
 #include "audit/log_reader.h"
 
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -180,9 +181,16 @@ Result<VerifyReport> VerifyLog(store::Store& store, const VerifyOptions& options
     // Compact rows (version-2 batches) get their canonical encoding back; one that does not
     // decode is an edited record, reported at its place below.
     std::vector<std::string> undecodable(rows.size());
+    std::vector<std::optional<AuditRecord>> decoded(rows.size());  // compact rows' records
     for (size_t i = 0; i < rows.size(); ++i) {
-      const Status expanded = ExpandAuditRow(rows[i]);
-      if (!expanded.ok()) undecodable[i] = expanded.message();
+      if (!rows[i].compact) continue;
+      AuditRecord record;
+      const Status expanded = ExpandAuditRow(rows[i], &record);
+      if (!expanded.ok()) {
+        undecodable[i] = expanded.message();
+      } else {
+        decoded[i] = std::move(record);
+      }
     }
     for (size_t i = 0; i < rows.size(); ++i) {
       const store::AuditRow& row = rows[i];
@@ -203,7 +211,10 @@ Result<VerifyReport> VerifyLog(store::Store& store, const VerifyOptions& options
             Problem("edited", row.sequence,
                     fmt::format("record {} was edited: {}", row.sequence, undecodable[i])));
       }
-      auto record = DecodeRecord(row.record);
+      // A compact row's record as decoded (its canonical encoding was made from it), else parsed.
+      Result<AuditRecord> record = decoded[i].has_value()
+                                       ? Result<AuditRecord>(std::move(*decoded[i]))
+                                       : DecodeRecord(row.record);
       if (!record.ok()) {
         return found(Problem("edited", row.sequence,
                              fmt::format("record {} was edited: it is not a valid record ({})",
@@ -212,8 +223,11 @@ Result<VerifyReport> VerifyLog(store::Store& store, const VerifyOptions& options
       if (record->sequence != row.sequence) {
         std::optional<int64_t> next_content;
         if (i + 1 < rows.size()) {
-          auto next = DecodeRecord(rows[i + 1].record);
-          if (next.ok()) next_content = next->sequence;
+          if (decoded[i + 1].has_value()) {
+            next_content = decoded[i + 1]->sequence;
+          } else if (auto next = DecodeRecord(rows[i + 1].record); next.ok()) {
+            next_content = next->sequence;
+          }
         }
         return found(Misplaced(row.sequence, record->sequence, next_content));
       }

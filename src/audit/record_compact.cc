@@ -276,9 +276,9 @@ Result<AuditRecord> DecodeCompactRow(const store::AuditRow& row) {
   return r;
 }
 
-Status ExpandAuditRow(store::AuditRow& row) {
+Status ExpandAuditRow(store::AuditRow& row, AuditRecord* decoded) {
   if (!row.compact) return Status::Ok();
-  ASSIGN_OR_RETURN(const AuditRecord record, DecodeCompactRow(row));
+  ASSIGN_OR_RETURN(AuditRecord record, DecodeCompactRow(row));
   row.record = EncodeRecord(record);
   row.tenant = IndexText(record.tenant);
   row.principal = IndexText(record.principal);
@@ -286,6 +286,7 @@ Status ExpandAuditRow(store::AuditRow& row) {
   row.request_id = IndexText(record.request_id);
   row.action = IndexText(record.action);
   row.compact = false;
+  if (decoded != nullptr) *decoded = std::move(record);
   return Status::Ok();
 }
 

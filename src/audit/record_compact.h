@@ -46,7 +46,9 @@ Result<AuditRecord> DecodeCompactRow(const store::AuditRow& row);
 
 // Makes a compact row canonical: `record` the record's canonical encoding, the query fields
 // their column form (IndexText), as a version-1 batch or a per-record row holds them. Does
-// nothing to a canonical row. On error (DecodeCompactRow's) the row is left as it was.
-Status ExpandAuditRow(store::AuditRow& row);
+// nothing to a canonical row. On error (DecodeCompactRow's) the row is left as it was. When
+// `decoded` is given, a compact row's record is left there too (so that a reader need not parse
+// the canonical encoding back).
+Status ExpandAuditRow(store::AuditRow& row, AuditRecord* decoded = nullptr);
 
 }  // namespace rampart::audit
