@@ -6,7 +6,6 @@
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <map>
 #include <utility>
 #include <vector>
 

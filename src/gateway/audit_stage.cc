@@ -1,6 +1,7 @@
 #include "gateway/audit_stage.h"
 
 #include <chrono>
+#include <map>
 #include <string>
 
 #include "core/clock.h"
