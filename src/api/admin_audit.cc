@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "audit/record_codec.h"
+#include "audit/record_compact.h"
 #include "json/writer.h"
 
 namespace rampart::api {
@@ -108,7 +109,8 @@ Result<std::string> QueryAuditRecordsJson(store::Store& store, const store::Audi
   writer.Key("records");
   writer.StartArray();
   for (const store::AuditRow& row : rows) {
-    Result<audit::AuditRecord> record = audit::DecodeRecord(row.record);
+    Result<audit::AuditRecord> record =
+        row.compact ? audit::DecodeCompactRow(row) : audit::DecodeRecord(row.record);
     if (!record.ok()) {
       return Internal("audit record {} does not decode: {}", row.sequence,
                       record.status().message());

@@ -108,7 +108,7 @@ net::HttpResponse AuditUnavailableResponse(const Status& why) {
   return response;
 }
 
-void SendRecorded(audit::AuditSink* sink, audit::AuditRecord record, SteadyTime received,
+void SendRecorded(audit::AuditSink* sink, audit::AuditRecord&& record, SteadyTime received,
                   std::string_view request_content, bool full, net::Responder responder,
                   net::HttpResponse response) {
   if (sink == nullptr) {
@@ -139,7 +139,7 @@ RecordedResponder::RecordedResponder(net::Responder responder, audit::AuditSink*
                                      audit::AuditRecord record, SteadyTime received)
     : responder_(std::move(responder)),
       sink_(sink),
-      record_(std::move(record)),
+      record_(std::make_unique<audit::AuditRecord>(std::move(record))),
       received_(received) {}
 
 RecordedResponder::RecordedResponder(RecordedResponder&& other) noexcept
@@ -162,22 +162,26 @@ RecordedResponder::~RecordedResponder() {
 
 void RecordedResponder::Send(net::HttpResponse response) {
   sent_ = true;
-  SendRecorded(sink_, std::move(record_), received_, request_content_, full_, std::move(responder_),
-               std::move(response));
+  if (sink_ == nullptr) {
+    responder_.Send(std::move(response));
+    return;
+  }
+  SendRecorded(sink_, std::move(*record_), received_, request_content_, full_,
+               std::move(responder_), std::move(response));
 }
 
 net::StreamWriter RecordedResponder::StartStream(net::HttpResponseHead head) {
   sent_ = true;
   if (sink_ != nullptr) {
-    record_.status = head.status;
-    record_.outcome = std::string(OutcomeOf(head.status));
-    record_.latency_ns = NanosBetween(received_, Clock::Real().Now());
+    record_->status = head.status;
+    record_->outcome = std::string(OutcomeOf(head.status));
+    record_->latency_ns = NanosBetween(received_, Clock::Real().Now());
     const audit::AuditContent content{.request = request_content_, .response = {}, .full = full_};
     if (!sink_->sync()) {
-      sink_->Record(std::move(record_), content, {});
+      sink_->Record(std::move(*record_), content, {});
     } else {
       std::promise<Status> recorded;
-      sink_->Record(std::move(record_), content,
+      sink_->Record(std::move(*record_), content,
                     [&recorded](Status status) { recorded.set_value(std::move(status)); });
       if (Status status = recorded.get_future().get(); !status.ok()) {
         responder_.Send(AuditUnavailableResponse(status));
@@ -203,10 +207,10 @@ void RecordedResponder::SendWith(UniqueFunction<net::HttpResponse()> make_respon
                        request_content = std::move(request_content_), full = full_,
                        make_response = std::move(make_response)]() mutable {
     net::HttpResponse response = make_response();
-    record.status = response.status;
-    record.outcome = std::string(OutcomeOf(response.status));
-    record.latency_ns = NanosBetween(received, Clock::Real().Now());
-    sink->Record(std::move(record),
+    record->status = response.status;
+    record->outcome = std::string(OutcomeOf(response.status));
+    record->latency_ns = NanosBetween(received, Clock::Real().Now());
+    sink->Record(std::move(*record),
                  {.request = request_content, .response = response.body, .full = full}, {});
     return response;
   });

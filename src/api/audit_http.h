@@ -7,6 +7,7 @@
 //
 // Thread-safe; never blocks.
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -49,7 +50,7 @@ std::string_view OutcomeOf(int status);
 // hands it to `sink` with the request's and the answer's content, and answers: at once when the
 // sink is batched (or null: nothing recorded), or once the record is durable when it is sync; a
 // sync sink that refuses the record answers 503 instead (never an answer without its record).
-void SendRecorded(audit::AuditSink* sink, audit::AuditRecord record, SteadyTime received,
+void SendRecorded(audit::AuditSink* sink, audit::AuditRecord&& record, SteadyTime received,
                   std::string_view request_content, bool full, net::Responder responder,
                   net::HttpResponse response);
 
@@ -88,13 +89,16 @@ class RecordedResponder {
   // returned is then closed.
   net::StreamWriter StartStream(net::HttpResponseHead head);
   // The record being filled; null when not recording.
-  audit::AuditRecord* record() { return sink_ != nullptr ? &record_ : nullptr; }
+  audit::AuditRecord* record() { return sink_ != nullptr ? record_.get() : nullptr; }
   audit::AuditSink* sink() const { return sink_; }
 
  private:
   net::Responder responder_;
   audit::AuditSink* sink_ = nullptr;
-  audit::AuditRecord record_;
+  // On the heap (made only when recording): the responder is moved from callback to callback
+  // as the request goes, and a record (about 1 KiB) moved with it each time cost more than this
+  // one allocation.
+  std::unique_ptr<audit::AuditRecord> record_;
   std::string request_content_;
   SteadyTime received_{};
   bool full_ = false;

@@ -246,10 +246,11 @@ void KServeHttp::Infer(net::HttpRequest&& request, RouteArgs& args, RecordedResp
           record->model_version = std::to_string(answered.model_version);
           record->instance_ns =
               timing.compute_input_ns + timing.compute_infer_ns + timing.compute_output_ns;
-          record->stages_ns = {{"queue", timing.queue_ns},
+          // In the names' order already: NamedCounts appends each without moving any.
+          record->stages_ns = {{"compute_infer", timing.compute_infer_ns},
                                {"compute_input", timing.compute_input_ns},
-                               {"compute_infer", timing.compute_infer_ns},
-                               {"compute_output", timing.compute_output_ns}};
+                               {"compute_output", timing.compute_output_ns},
+                               {"queue", timing.queue_ns}};
         }
         responder.SendWith([this, trace, request = std::move(request), result = std::move(result),
                             encoding = std::move(encoding)]() mutable {

@@ -4,9 +4,9 @@
 #include "audit/audit_log.h"
 
 #include <condition_variable>
-#include <deque>
 #include <future>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -14,6 +14,7 @@
 #include "audit/log_reader.h"
 #include "audit/merkle.h"
 #include "audit/record_codec.h"
+#include "audit/record_compact.h"
 #include "core/clock.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
@@ -34,6 +35,8 @@ std::string_view DigestBytes(const Digest& digest) {
   return {reinterpret_cast<const char*>(digest.data()), digest.size()};
 }
 
+size_t Beyond(size_t count, size_t limit) { return count > limit ? count - limit : 0; }
+
 int64_t NowUnixNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -41,14 +44,12 @@ int64_t NowUnixNs() {
 }
 
 struct Pending {
-  // The record as appended; the writer encodes it (once, before its first attempt to commit)
-  // around the sequence number, then, on each attempt, joins in the sequence and hashes. Encoding
-  // on the writer rather than on the appending (I/O) thread keeps the encoding's buffers allocated
-  // and freed on one thread: made on the I/O threads and freed on the writer, they drained the I/O
-  // threads' allocator caches into page faults (perf).
+  // The record as appended; the writer encodes it when it commits (once per attempt: its
+  // sequence is known then), into buffers it reuses. Encoding on the writer rather than on the
+  // appending (I/O) thread keeps the work and its buffers off the I/O threads: buffers made on the
+  // I/O threads and freed on the writer drained the I/O threads' allocator caches into page
+  // faults (perf).
   AuditRecord record;
-  bool encoded_yet = false;
-  EncodedRecord encoded;
   UniqueFunction<void(Status)> done;  // sync mode and flushes; empty otherwise
   Steady::time_point queued;
   bool flush = false;  // a Flush marker, not a record
@@ -73,8 +74,12 @@ struct AuditLog::Impl {
 
   std::mutex mutex;
   std::condition_variable wake;
-  std::deque<Pending> queue;  // guarded by mutex
-  bool stopping = false;      // guarded by mutex
+  // Guarded by mutex. A vector the writer swaps with its own (emptied, its capacity kept) to take
+  // everything at once: no allocation per record on the appending threads (a deque allocated a
+  // node per record there, freed on the writer) and no move per record on the writer.
+  std::vector<Pending> queue;
+  size_t in_writer = 0;   // guarded by mutex: taken by the writer, not yet committed and answered
+  bool stopping = false;  // guarded by mutex
 
   // The head, touched by the writer thread only (and by Open before it starts).
   int64_t size = 0;
@@ -85,7 +90,8 @@ struct AuditLog::Impl {
 
   // The writer's buffers, reused from batch to batch.
   store::AuditBatchBuilder builder;
-  std::string joined;
+  std::string canonical;  // the record's canonical encoding, which its leaf hash covers
+  std::string compact;    // what the batch stores of it (audit/record_compact.h)
   std::string scratch[5];
 
   std::thread writer;
@@ -93,7 +99,8 @@ struct AuditLog::Impl {
   Status LoadHead();
   Status CatchUp();
   void Run();
-  Status Commit(std::vector<Pending>& batch);
+  Status Commit(std::span<Pending> batch);
+  void CommitAndAnswer(std::span<Pending> batch, bool stop);
   Status WriteCheckpoint();
   Status MaybeCheckpoint(bool force);
 };
@@ -140,37 +147,35 @@ Status AuditLog::Impl::CatchUp() {
   }
 }
 
-Status AuditLog::Impl::Commit(std::vector<Pending>& batch) {
+Status AuditLog::Impl::Commit(std::span<Pending> batch) {
   for (int conflicts = 0;; ++conflicts) {
-    // The batch is packed straight into the blob the store keeps (store/audit_batch.h): no row
-    // object, hex hash or column copy per record; the record's bytes are joined into one reused
-    // buffer, hashed there and copied once into the blob.
+    // The batch is packed straight into the blob the store keeps (store/audit_batch.h, version
+    // 2): per record its query fields, as the record holds them, and the rest of it in compact
+    // form; the canonical encoding is made only to be hashed (readers rebuild it from the
+    // compact form), into one reused buffer.
     builder.Start(size + 1);
     Frontier next_frontier = frontier;
     Digest next_chain = chain;
     int64_t sequence = size;
     for (Pending& pending : batch) {
       if (pending.flush) continue;
-      const AuditRecord& record = pending.record;
-      if (!pending.encoded_yet) {
-        pending.encoded = EncodeRecordAroundSequence(record);
-        pending.encoded_yet = true;
-      }
-      ++sequence;
-      pending.encoded.JoinInto(sequence, joined);
-      const Digest leaf = LeafHash(options.digest, joined);
+      AuditRecord& record = pending.record;
+      record.sequence = ++sequence;
+      const Digest leaf = LeafHash(options.digest, EncodeRecordInto(record, canonical));
       next_chain = ChainHash(options.digest, next_chain, leaf);
       next_frontier.Append(leaf);
-      // The query fields as their columns held them (IndexText: valid UTF-8 without NUL); the
-      // values are nearly always that already, and then are not copied.
+      compact.clear();
+      AppendCompactRecord(record, sequence, compact);
+      // The query fields as valid UTF-8 (as the compact form's strings: one form per record);
+      // they nearly always are, and then are not copied.
       const auto field = [](const std::string& text, std::string& made) -> std::string_view {
-        if (IsIndexText(text)) return text;
-        made = IndexText(text);
+        if (IsValidUtf8(text)) return text;
+        made = ValidUtf8(text);
         return made;
       };
       builder.Add(record.time_unix_ns, field(record.tenant, scratch[0]),
                   field(record.principal, scratch[1]), field(record.trace_id, scratch[2]),
-                  field(record.request_id, scratch[3]), field(record.action, scratch[4]), joined,
+                  field(record.request_id, scratch[3]), field(record.action, scratch[4]), compact,
                   DigestBytes(leaf), DigestBytes(next_chain));
     }
     if (builder.count() == 0) return Status::Ok();
@@ -246,9 +251,46 @@ Status AuditLog::Impl::MaybeCheckpoint(bool force) {
   return written;
 }
 
+void AuditLog::Impl::CommitAndAnswer(std::span<Pending> batch, bool stop) {
+  Status committed = Status::Ok();
+  if (!batch.empty()) {
+    committed = Commit(batch);
+    while (!committed.ok() && !options.sync) {
+      // Batched mode answered these records already: keep them and retry, while new ones wait
+      // in the queue (which, once full, makes Append refuse).
+      LOG_ERROR("audit log: writing {} records failed, retrying: {}", batch.size(),
+                committed.ToString());
+      std::unique_lock lock(mutex);
+      if (wake.wait_for(lock, std::chrono::seconds(1), [&] { return stopping; })) break;
+      lock.unlock();
+      committed = Commit(batch);
+    }
+    if (!committed.ok() && !options.sync) {
+      LOG_ERROR("audit log: {} records were not written at shutdown: {}", batch.size(),
+                committed.ToString());
+    }
+  }
+  bool checkpoint_asked = false;
+  for (Pending& pending : batch) {
+    if (pending.flush) {
+      checkpoint_asked = checkpoint_asked || pending.checkpoint;
+      continue;
+    }
+    if (pending.done) pending.done(committed);
+  }
+  Status checkpointed = MaybeCheckpoint(checkpoint_asked || stop);
+  if (!checkpointed.ok()) {
+    LOG_WARN("audit log: writing a checkpoint failed: {}", checkpointed.ToString());
+  }
+  for (Pending& pending : batch) {
+    if (!pending.flush) continue;
+    pending.done(!committed.ok() ? committed : pending.checkpoint ? checkpointed : Status::Ok());
+  }
+}
+
 void AuditLog::Impl::Run() {
   NameThisThread("audit-writer");
-  std::vector<Pending> batch;
+  std::vector<Pending> taken;
   while (true) {
     bool stop = false;
     {
@@ -266,51 +308,28 @@ void AuditLog::Impl::Run() {
           return stopping || queue.size() >= options.max_batch || queue.back().flush;
         });
       }
+      taken.swap(queue);  // everything queued; the queue gets the emptied buffer
+      in_writer = taken.size();
+      stop = stopping;
+    }
+    // Committed in batches of up to max_batch records; a Flush marker ends its batch (it is
+    // answered once the records before it are written).
+    std::span<Pending> rest(taken);
+    do {
+      size_t end = 0;
       size_t records = 0;
-      while (!queue.empty() && records < options.max_batch) {
-        const bool flush = queue.front().flush;
-        batch.push_back(std::move(queue.front()));
-        queue.pop_front();
-        if (flush) break;
+      while (end < rest.size() && records < options.max_batch) {
+        if (rest[end++].flush) break;
         ++records;
       }
-      stop = stopping && queue.empty();
-    }
-    Status committed = Status::Ok();
-    if (!batch.empty()) {
-      committed = Commit(batch);
-      while (!committed.ok() && !options.sync) {
-        // Batched mode answered these records already: keep them and retry, while new ones wait
-        // in the queue (which, once full, makes Append refuse).
-        LOG_ERROR("audit log: writing {} records failed, retrying: {}", batch.size(),
-                  committed.ToString());
-        std::unique_lock lock(mutex);
-        if (wake.wait_for(lock, std::chrono::seconds(1), [&] { return stopping; })) break;
-        lock.unlock();
-        committed = Commit(batch);
-      }
-      if (!committed.ok() && !options.sync) {
-        LOG_ERROR("audit log: {} records were not written at shutdown: {}", batch.size(),
-                  committed.ToString());
-      }
-    }
-    bool checkpoint_asked = false;
-    for (Pending& pending : batch) {
-      if (pending.flush) {
-        checkpoint_asked = checkpoint_asked || pending.checkpoint;
-        continue;
-      }
-      if (pending.done) pending.done(committed);
-    }
-    Status checkpointed = MaybeCheckpoint(checkpoint_asked || stop);
-    if (!checkpointed.ok()) {
-      LOG_WARN("audit log: writing a checkpoint failed: {}", checkpointed.ToString());
-    }
-    for (Pending& pending : batch) {
-      if (!pending.flush) continue;
-      pending.done(!committed.ok() ? committed : pending.checkpoint ? checkpointed : Status::Ok());
-    }
-    batch.clear();
+      CommitAndAnswer(rest.first(end), stop && end == rest.size());
+      rest = rest.subspan(end);
+      std::lock_guard lock(mutex);
+      in_writer = rest.size();
+    } while (!rest.empty());
+    taken.clear();
+    // A burst's buffer is not kept for ever (a Pending is about 1 KiB).
+    if (taken.capacity() > 4 * options.max_batch) taken.shrink_to_fit();
     if (stop) return;
   }
 }
@@ -340,23 +359,27 @@ AuditLog::~AuditLog() {
   impl_->writer.join();
 }
 
-void AuditLog::Append(AuditRecord record, UniqueFunction<void(Status)> done) {
+void AuditLog::Append(AuditRecord&& record, UniqueFunction<void(Status)> done) {
   if (record.time_unix_ns == 0) record.time_unix_ns = NowUnixNs();
   const bool sync = impl_->options.sync;
-  // The record is encoded by the writer (see Pending).
-  Pending pending{.record = std::move(record),
-                  .done = sync ? std::move(done) : UniqueFunction<void(Status)>(),
-                  .queued = Steady::now()};
+  const Steady::time_point queued = Steady::now();
   Status refused = Status::Ok();
   bool wake_writer = false;
   {
     std::lock_guard lock(impl_->mutex);
     if (impl_->stopping) {
       refused = Unavailable("the audit log is shutting down");
-    } else if (impl_->queue.size() >= impl_->options.max_queue) {
+    } else if (impl_->queue.size() + Beyond(impl_->in_writer, impl_->options.max_batch) >=
+               impl_->options.max_queue) {
+      // What the writer took beyond the batch it writes counts too: as when it took one batch at
+      // a time, at most max_queue + max_batch records are held.
       refused = Unavailable("the audit log's queue is full ({} records)", impl_->options.max_queue);
     } else {
-      impl_->queue.push_back(std::move(pending));
+      // Moved once, straight into its place in the queue; the writer encodes it (see Pending).
+      Pending& pending = impl_->queue.emplace_back();
+      pending.record = std::move(record);
+      if (sync) pending.done = std::move(done);
+      pending.queued = queued;
       // The writer waits only for an empty queue to get a record, or (batched) for a batch to
       // fill: waking it for any other append would cost both threads a futex call and the
       // writer a context switch per record, for nothing (see Run's two waits).
@@ -364,11 +387,7 @@ void AuditLog::Append(AuditRecord record, UniqueFunction<void(Status)> done) {
     }
   }
   if (!refused.ok()) {
-    if (sync) {
-      pending.done(refused);  // `done` was moved into the record's entry
-    } else {
-      done(refused);
-    }
+    done(refused);
     return;
   }
   if (wake_writer) impl_->wake.notify_one();

@@ -62,7 +62,7 @@ class AuditLog {
 
   // Queues `record`; `done` runs (on the writer thread in sync mode: it must not block) with
   // OK once the record is durable (sync) or queued (batched), or with the error.
-  void Append(AuditRecord record, UniqueFunction<void(Status)> done);
+  void Append(AuditRecord&& record, UniqueFunction<void(Status)> done);
 
   // Blocks until every record queued before the call is durable and, with `checkpoint`, covered
   // by a signed checkpoint. For shutdown paths, the CLI and tests; never on an I/O thread.

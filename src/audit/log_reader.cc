@@ -1,11 +1,13 @@
 #include "audit/log_reader.h"
 
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "audit/checkpoint.h"
 #include "audit/record_codec.h"
+#include "audit/record_compact.h"
 #include "json/reader.h"
 #include "json/writer.h"
 #include "store/store.h"
@@ -174,9 +176,22 @@ Result<VerifyReport> VerifyLog(store::Store& store, const VerifyOptions& options
 
   int64_t expected = report.pruned_through + 1;
   while (true) {
-    ASSIGN_OR_RETURN(const std::vector<store::AuditRow> rows,
-                     store.ReadAuditRows(expected - 1, kPage));
+    ASSIGN_OR_RETURN(std::vector<store::AuditRow> rows, store.ReadAuditRows(expected - 1, kPage));
     if (rows.empty()) break;
+    // Compact rows (version-2 batches) get their canonical encoding back; one that does not
+    // decode is an edited record, reported at its place below.
+    std::vector<std::string> undecodable(rows.size());
+    std::vector<std::optional<AuditRecord>> decoded(rows.size());  // compact rows' records
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (!rows[i].compact) continue;
+      AuditRecord record;
+      const Status expanded = ExpandAuditRow(rows[i], &record);
+      if (!expanded.ok()) {
+        undecodable[i] = expanded.message();
+      } else {
+        decoded[i] = std::move(record);
+      }
+    }
     for (size_t i = 0; i < rows.size(); ++i) {
       const store::AuditRow& row = rows[i];
       if (row.sequence < expected) {
@@ -191,7 +206,15 @@ Result<VerifyReport> VerifyLog(store::Store& store, const VerifyOptions& options
                 ? fmt::format("record {} was deleted", expected)
                 : fmt::format("records {} to {} were deleted", expected, row.sequence - 1)));
       }
-      auto record = DecodeRecord(row.record);
+      if (!undecodable[i].empty()) {
+        return found(
+            Problem("edited", row.sequence,
+                    fmt::format("record {} was edited: {}", row.sequence, undecodable[i])));
+      }
+      // A compact row's record as decoded (its canonical encoding was made from it), else parsed.
+      Result<AuditRecord> record = decoded[i].has_value()
+                                       ? Result<AuditRecord>(std::move(*decoded[i]))
+                                       : DecodeRecord(row.record);
       if (!record.ok()) {
         return found(Problem("edited", row.sequence,
                              fmt::format("record {} was edited: it is not a valid record ({})",
@@ -200,8 +223,11 @@ Result<VerifyReport> VerifyLog(store::Store& store, const VerifyOptions& options
       if (record->sequence != row.sequence) {
         std::optional<int64_t> next_content;
         if (i + 1 < rows.size()) {
-          auto next = DecodeRecord(rows[i + 1].record);
-          if (next.ok()) next_content = next->sequence;
+          if (decoded[i + 1].has_value()) {
+            next_content = decoded[i + 1]->sequence;
+          } else if (auto next = DecodeRecord(rows[i + 1].record); next.ok()) {
+            next_content = next->sequence;
+          }
         }
         return found(Misplaced(row.sequence, record->sequence, next_content));
       }
@@ -275,7 +301,14 @@ Result<std::string> ProveInclusion(store::Store& store, DigestAlgorithm digest, 
       }
       ASSIGN_OR_RETURN(const Digest leaf, ParseHashHex(row.leaf_hash));
       leaves.leaves.push_back(leaf);
-      if (row.sequence == sequence) record = row.record;
+      if (row.sequence == sequence) {
+        store::AuditRow expanded = row;
+        if (const Status made = ExpandAuditRow(expanded); !made.ok()) {
+          return Internal("audit record {}: {} (run `rampart audit verify`)", sequence,
+                          made.message());
+        }
+        record = std::move(expanded.record);
+      }
       after = row.sequence;
     }
   }
@@ -392,8 +425,14 @@ Result<int64_t> ExportRecords(store::Store& store, int64_t from_unix_ns, int64_t
   int64_t count = 0;
   store::AuditQuery query{.from_unix_ns = from_unix_ns, .to_unix_ns = to_unix_ns, .limit = 10000};
   while (true) {
-    ASSIGN_OR_RETURN(const std::vector<store::AuditRow> rows, store.QueryAuditRows(query));
-    for (const store::AuditRow& row : rows) out << row.record << '\n';
+    ASSIGN_OR_RETURN(std::vector<store::AuditRow> rows, store.QueryAuditRows(query));
+    for (store::AuditRow& row : rows) {
+      if (const Status made = ExpandAuditRow(row); !made.ok()) {
+        return Internal("audit record {}: {} (run `rampart audit verify`)", row.sequence,
+                        made.message());
+      }
+      out << row.record << '\n';
+    }
     count += static_cast<int64_t>(rows.size());
     if (rows.size() < size_t(query.limit)) break;
     query.after_sequence = rows.back().sequence;

@@ -1,10 +1,11 @@
 #include "audit/record_codec.h"
 
 #include <algorithm>
+#include <array>
 #include <bitset>
+#include <cstring>
 #include <functional>
 #include <limits>
-#include <map>
 #include <utility>
 #include <vector>
 
@@ -50,86 +51,6 @@ bool Plain(char c) {
   return byte >= 0x20 && byte < 0x80 && c != '"' && c != '\\';
 }
 
-void AppendString(std::string& out, std::string_view value) {
-  out += '"';
-  for (size_t i = 0; i < value.size();) {
-    // Runs of plain ASCII (nearly every field) are copied at once.
-    size_t run = i;
-    while (run < value.size() && Plain(value[run])) ++run;
-    if (run > i) {
-      out.append(value.substr(i, run - i));
-      i = run;
-      continue;
-    }
-    const char c = value[i];
-    const size_t length = Utf8Length(value, i);
-    if (length == 0) {
-      out += "\xEF\xBF\xBD";  // U+FFFD
-      ++i;
-      continue;
-    }
-    if (length > 1) {
-      out.append(value.substr(i, length));
-      i += length;
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-        } else {
-          out += c;
-        }
-    }
-    ++i;
-  }
-  out += '"';
-}
-
-void AppendNumber(std::string& out, int64_t value) {
-  const fmt::format_int digits(value);
-  out.append(digits.data(), digits.size());
-}
-
-std::string String(std::string_view value) {
-  std::string out;
-  AppendString(out, value);
-  return out;
-}
-
-void AppendStrings(std::string& out, const std::vector<std::string>& values) {
-  out += '[';
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out += ',';
-    AppendString(out, values[i]);
-  }
-  out += ']';
-}
-
-template <typename Map>
-void AppendCounts(std::string& out, const Map& counts) {
-  // std::map orders std::string keys by their bytes; keys made valid UTF-8 keep that order
-  // except where replacement characters tie, which a sort settles.
-  std::vector<std::pair<std::string, int64_t>> sorted;
-  for (const auto& [key, value] : counts) sorted.emplace_back(String(key), int64_t{value});
-  std::sort(sorted.begin(), sorted.end());
-  out += '{';
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    if (i > 0) out += ',';
-    out += sorted[i].first;
-    out += ':';
-    AppendNumber(out, sorted[i].second);
-  }
-  out += '}';
-}
-
 Result<std::vector<std::string>> ReadStrings(const json::Value& value, std::string_view what) {
   if (!value.IsArray()) return InvalidArgument("{} must be an array", what);
   std::vector<std::string> strings;
@@ -141,15 +62,15 @@ Result<std::vector<std::string>> ReadStrings(const json::Value& value, std::stri
 }
 
 template <typename Number>
-Result<std::map<std::string, Number>> ReadCounts(const json::Value& value, std::string_view what) {
+Result<NamedCounts<Number>> ReadCounts(const json::Value& value, std::string_view what) {
   if (!value.IsObject()) return InvalidArgument("{} must be an object", what);
-  std::map<std::string, Number> counts;
+  NamedCounts<Number> counts;
   for (auto [key, element] : value.Object()) {
     ASSIGN_OR_RETURN(const int64_t count, json::Value(element).GetInt64(what));
     if (count < std::numeric_limits<Number>::min() || count > std::numeric_limits<Number>::max()) {
       return InvalidArgument("{} holds an out-of-range count", what);
     }
-    counts.emplace(std::string(key), static_cast<Number>(count));
+    if (!counts.contains(key)) counts[key] = static_cast<Number>(count);  // the first kept
   }
   return counts;
 }
@@ -170,6 +91,25 @@ std::string ValidUtf8(std::string_view text) {
     }
   }
   return out;
+}
+
+bool IsValidUtf8(std::string_view text) {
+  size_t i = 0;
+  // ASCII (nearly all text) eight bytes at a time.
+  for (uint64_t word = 0; i + 8 <= text.size(); i += 8) {
+    std::memcpy(&word, text.data() + i, 8);
+    if ((word & 0x8080808080808080) != 0) break;
+  }
+  while (i < text.size()) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t length = Utf8Length(text, i);
+    if (length == 0) return false;
+    i += length;
+  }
+  return true;
 }
 
 bool IsIndexText(std::string_view text) {
@@ -194,125 +134,266 @@ std::string IndexText(std::string_view text) {
 }
 
 std::string EncodeRecord(const AuditRecord& record) {
-  const EncodedRecord parts = EncodeRecordAroundSequence(record);
-  return parts.Join(record.sequence);
-}
-
-std::string EncodedRecord::Join(int64_t sequence) const {
   std::string out;
-  JoinInto(sequence, out);
+  const size_t size = EncodeRecordInto(record, out).size();
+  out.resize(size);
   return out;
 }
 
-void EncodedRecord::JoinInto(int64_t sequence, std::string& out) const {
-  const fmt::format_int number(sequence);
-  out.clear();
-  out.reserve(before_sequence.size() + number.size() + after_sequence.size());
-  out += before_sequence;
-  out.append(number.data(), number.size());
-  out += after_sequence;
+namespace {
+
+// The encoder proper: the fields in their keys' byte order (RFC 8785), written through a pointer
+// into a buffer sized once for the worst case (every byte of every string escaped as \u00xx),
+// the keys and their punctuation as literals. record_codec_test holds its output against a
+// straightforward encoding of the same rules on varied records.
+
+constexpr size_t kMaxEscaped = 6;  // "\u00xx" for one byte
+constexpr size_t kMaxNumber = 20;  // "-9223372036854775808"
+
+// Bytes JCS writes as they are: printable ASCII except '"' and '\\'.
+constexpr std::array<bool, 256> kPlain = [] {
+  std::array<bool, 256> plain{};
+  for (int c = 0x20; c < 0x80; ++c) plain[c] = c != '"' && c != '\\';
+  return plain;
+}();
+
+// Whether all eight bytes of `word` are plain: none has its high bit set, is below 0x20, or is
+// '"' or '\\' (the classic tests for a byte below n and for a zero byte, exact for "any").
+constexpr bool AllPlain(uint64_t word) {
+  constexpr uint64_t kOnes = 0x0101010101010101;
+  constexpr uint64_t kHighs = 0x8080808080808080;
+  const auto has_zero = [](uint64_t v) { return (v - kOnes) & ~v & kHighs; };
+  return ((word | ((word - kOnes * 0x20) & ~word)) & kHighs) == 0 &&
+         has_zero(word ^ (kOnes * '"')) == 0 && has_zero(word ^ (kOnes * '\\')) == 0;
 }
 
-EncodedRecord EncodeRecordAroundSequence(const AuditRecord& r) {
-  // The fields in the order of their keys' bytes (RFC 8785), written straight into the output:
-  // record_codec_test holds the order against a sorted encoding.
-  EncodedRecord parts;
-  std::string& out = parts.before_sequence;
-  // Keys, punctuation and numbers take under 600 bytes; the strings as long as they are (more
-  // only when escaped), so that the buffer is sized once.
+class Writer {
+ public:
+  explicit Writer(char* at) : at_(at) {}
+  char* at() const { return at_; }
+
+  template <size_t N>
+  void Literal(const char (&text)[N]) {
+    std::memcpy(at_, text, N - 1);
+    at_ += N - 1;
+  }
+  void Number(int64_t value) {
+    const fmt::format_int digits(value);
+    for (const char digit : std::string_view(digits.data(), digits.size())) *at_++ = digit;
+  }
+  void String(std::string_view value) {
+    *at_++ = '"';
+    const auto* bytes = reinterpret_cast<const unsigned char*>(value.data());
+    const size_t size = value.size();
+    for (size_t i = 0; i < size;) {
+      // Eight bytes at a time while all are plain, then byte by byte.
+      while (i + 8 <= size) {
+        uint64_t word = 0;
+        std::memcpy(&word, bytes + i, 8);
+        if (!AllPlain(word)) break;
+        std::memcpy(at_, &word, 8);
+        at_ += 8;
+        i += 8;
+      }
+      // The rest of the run (under eight bytes unless a special byte ended the words) byte by
+      // byte: a call to memcpy per short run cost more than the copy.
+      while (i < size && kPlain[bytes[i]]) *at_++ = static_cast<char>(bytes[i++]);
+      if (i == size) break;
+      i = Special(value, i);
+    }
+    *at_++ = '"';
+  }
+  void Strings(const std::vector<std::string>& values) {
+    *at_++ = '[';
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (i > 0) *at_++ = ',';
+      String(values[i]);
+    }
+    *at_++ = ']';
+  }
+  template <typename Map>
+  void Counts(const Map& counts) {
+    *at_++ = '{';
+    // JCS sorts the escaped keys' bytes, quotes included; for keys of plain bytes above '"'
+    // (nearly all: "queue", "EMAIL") that is the map's own order.
+    const bool in_order = std::all_of(counts.begin(), counts.end(), [](const auto& entry) {
+      return std::all_of(entry.first.begin(), entry.first.end(), [](char c) {
+        return kPlain[static_cast<unsigned char>(c)] && static_cast<unsigned char>(c) > '"';
+      });
+    });
+    if (in_order) {
+      bool first = true;
+      for (const auto& [key, value] : counts) {
+        if (!first) *at_++ = ',';
+        first = false;
+        String(key);
+        *at_++ = ':';
+        Number(value);
+      }
+    } else {
+      std::vector<std::pair<std::string, int64_t>> sorted;
+      for (const auto& [key, value] : counts) {
+        std::string text(key.size() * kMaxEscaped + 2, '\0');
+        Writer into(text.data());
+        into.String(key);
+        text.resize(static_cast<size_t>(into.at() - text.data()));
+        sorted.emplace_back(std::move(text), int64_t{value});
+      }
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t i = 0; i < sorted.size(); ++i) {
+        if (i > 0) *at_++ = ',';
+        std::memcpy(at_, sorted[i].first.data(), sorted[i].first.size());
+        at_ += sorted[i].first.size();
+        *at_++ = ':';
+        Number(sorted[i].second);
+      }
+    }
+    *at_++ = '}';
+  }
+
+ private:
+  // Writes the byte (or UTF-8 sequence) at value[i] that is not plain ASCII; returns the index
+  // after it.
+  size_t Special(std::string_view value, size_t i) {
+    const size_t length = Utf8Length(value, i);
+    if (length == 0) {
+      Literal("\xEF\xBF\xBD");  // U+FFFD
+      return i + 1;
+    }
+    if (length > 1) {
+      std::memcpy(at_, value.data() + i, length);
+      at_ += length;
+      return i + length;
+    }
+    const char c = value[i];
+    switch (c) {
+      case '"': Literal("\\\""); break;
+      case '\\': Literal("\\\\"); break;
+      case '\b': Literal("\\b"); break;
+      case '\f': Literal("\\f"); break;
+      case '\n': Literal("\\n"); break;
+      case '\r': Literal("\\r"); break;
+      case '\t': Literal("\\t"); break;
+      default: {
+        static constexpr char kDigits[] = "0123456789abcdef";
+        const auto byte = static_cast<unsigned char>(c);  // a control character
+        Literal("\\u00");
+        *at_++ = kDigits[byte >> 4];
+        *at_++ = kDigits[byte & 0xf];
+      }
+    }
+    return i + 1;
+  }
+
+  char* at_;
+};
+
+size_t StringsBound(const std::vector<std::string>& values) {
+  size_t bound = 2;
+  for (const std::string& value : values) bound += value.size() * kMaxEscaped + 3;
+  return bound;
+}
+
+template <typename Map>
+size_t CountsBound(const Map& counts) {
+  size_t bound = 2;
+  for (const auto& entry : counts) bound += entry.first.size() * kMaxEscaped + 4 + kMaxNumber;
+  return bound;
+}
+
+}  // namespace
+
+std::string_view EncodeRecordInto(const AuditRecord& r, std::string& out) {
+  // Keys, punctuation and numbers take under 800 bytes; strings at most kMaxEscaped times theirs.
   size_t text = 0;
   for (const std::string* field :
        {&r.action, &r.api, &r.auth_method, &r.key_id, &r.model_version, &r.outcome, &r.principal,
         &r.request_digest, &r.request_id, &r.request_sealed, &r.resource, &r.resource_type,
-        &r.response_digest, &r.response_sealed, &r.route}) {
+        &r.response_digest, &r.response_sealed, &r.route, &r.source_address, &r.target, &r.tenant,
+        &r.trace_id}) {
     text += field->size();
   }
-  for (const std::vector<std::string>* list : {&r.documents, &r.obligations, &r.rules}) {
-    for (const std::string& item : *list) text += item.size() + 3;
+  const size_t bound = 800 + kMaxEscaped * text + StringsBound(r.documents) +
+                       StringsBound(r.obligations) + StringsBound(r.rules) +
+                       CountsBound(r.pii_input) + CountsBound(r.pii_output) +
+                       CountsBound(r.stages_ns);
+  // Sized for the worst case, and never cut (resizing clears only what grows).
+  if (out.size() < bound) out.resize(bound);
+  Writer w(out.data());
+  w.Literal("{\"action\":");
+  w.String(r.action);
+  if (r.allowed) {
+    w.Literal(",\"allowed\":true,\"api\":");
+  } else {
+    w.Literal(",\"allowed\":false,\"api\":");
   }
-  out.reserve(400 + text + 32 * r.pii_input.size() + 32 * r.pii_output.size());
-  const auto key = [](std::string& to, std::string_view name, bool first = false) {
-    if (!first) to += ',';
-    to += '"';
-    to += name;
-    to += "\":";
-  };
-  out += '{';
-  key(out, "action", true);
-  AppendString(out, r.action);
-  key(out, "allowed");
-  out += r.allowed ? "true" : "false";
-  key(out, "api");
-  AppendString(out, r.api);
-  key(out, "auth_method");
-  AppendString(out, r.auth_method);
+  w.String(r.api);
+  w.Literal(",\"auth_method\":");
+  w.String(r.auth_method);
   if (!r.documents.empty()) {  // optional: records before it had none
-    key(out, "documents");
-    AppendStrings(out, r.documents);
+    w.Literal(",\"documents\":");
+    w.Strings(r.documents);
   }
-  key(out, "instance_ns");
-  AppendNumber(out, r.instance_ns);
-  key(out, "key_id");
-  AppendString(out, r.key_id);
-  key(out, "latency_ns");
-  AppendNumber(out, r.latency_ns);
-  key(out, "model_version");
-  AppendString(out, r.model_version);
-  key(out, "obligations");
-  AppendStrings(out, r.obligations);
-  key(out, "outcome");
-  AppendString(out, r.outcome);
-  key(out, "pii_input");
-  AppendCounts(out, r.pii_input);
-  key(out, "pii_output");
-  AppendCounts(out, r.pii_output);
-  key(out, "principal");
-  AppendString(out, r.principal);
-  key(out, "request_digest");
-  AppendString(out, r.request_digest);
-  key(out, "request_id");
-  AppendString(out, r.request_id);
-  key(out, "request_sealed");
-  AppendString(out, r.request_sealed);
-  key(out, "resource");
-  AppendString(out, r.resource);
-  key(out, "resource_type");
-  AppendString(out, r.resource_type);
-  key(out, "response_digest");
-  AppendString(out, r.response_digest);
-  key(out, "response_sealed");
-  AppendString(out, r.response_sealed);
-  key(out, "route");
-  AppendString(out, r.route);
-  key(out, "rules");
-  AppendStrings(out, r.rules);
-  key(out, "sequence");
-  // The sequence's digits go here (EncodedRecord::Join).
-  std::string& rest = parts.after_sequence;
-  rest.reserve(200 + r.source_address.size() + r.trace_id.size() + r.tenant.size() +
-               r.target.size() + 40 * r.stages_ns.size());
-  key(rest, "source_address");
-  AppendString(rest, r.source_address);
-  key(rest, "stages_ns");
-  AppendCounts(rest, r.stages_ns);
-  key(rest, "status");
-  AppendNumber(rest, r.status);
-  key(rest, "target");
-  AppendString(rest, r.target);
-  key(rest, "tenant");
-  AppendString(rest, r.tenant);
-  key(rest, "time_unix_ns");
-  AppendNumber(rest, r.time_unix_ns);
-  key(rest, "tokens_in");
-  AppendNumber(rest, r.tokens_in);
-  key(rest, "tokens_out");
-  AppendNumber(rest, r.tokens_out);
-  key(rest, "trace_id");
-  AppendString(rest, r.trace_id);
-  key(rest, "v");
-  AppendNumber(rest, kRecordEncodingVersion);
-  rest += '}';
-  return parts;
+  w.Literal(",\"instance_ns\":");
+  w.Number(r.instance_ns);
+  w.Literal(",\"key_id\":");
+  w.String(r.key_id);
+  w.Literal(",\"latency_ns\":");
+  w.Number(r.latency_ns);
+  w.Literal(",\"model_version\":");
+  w.String(r.model_version);
+  w.Literal(",\"obligations\":");
+  w.Strings(r.obligations);
+  w.Literal(",\"outcome\":");
+  w.String(r.outcome);
+  w.Literal(",\"pii_input\":");
+  w.Counts(r.pii_input);
+  w.Literal(",\"pii_output\":");
+  w.Counts(r.pii_output);
+  w.Literal(",\"principal\":");
+  w.String(r.principal);
+  w.Literal(",\"request_digest\":");
+  w.String(r.request_digest);
+  w.Literal(",\"request_id\":");
+  w.String(r.request_id);
+  w.Literal(",\"request_sealed\":");
+  w.String(r.request_sealed);
+  w.Literal(",\"resource\":");
+  w.String(r.resource);
+  w.Literal(",\"resource_type\":");
+  w.String(r.resource_type);
+  w.Literal(",\"response_digest\":");
+  w.String(r.response_digest);
+  w.Literal(",\"response_sealed\":");
+  w.String(r.response_sealed);
+  w.Literal(",\"route\":");
+  w.String(r.route);
+  w.Literal(",\"rules\":");
+  w.Strings(r.rules);
+  w.Literal(",\"sequence\":");
+  w.Number(r.sequence);
+  w.Literal(",\"source_address\":");
+  w.String(r.source_address);
+  w.Literal(",\"stages_ns\":");
+  w.Counts(r.stages_ns);
+  w.Literal(",\"status\":");
+  w.Number(r.status);
+  w.Literal(",\"target\":");
+  w.String(r.target);
+  w.Literal(",\"tenant\":");
+  w.String(r.tenant);
+  w.Literal(",\"time_unix_ns\":");
+  w.Number(r.time_unix_ns);
+  w.Literal(",\"tokens_in\":");
+  w.Number(r.tokens_in);
+  w.Literal(",\"tokens_out\":");
+  w.Number(r.tokens_out);
+  w.Literal(",\"trace_id\":");
+  w.String(r.trace_id);
+  w.Literal(",\"v\":");
+  w.Number(kRecordEncodingVersion);
+  w.Literal("}");
+  return std::string_view(out.data(), static_cast<size_t>(w.at() - out.data()));
 }
 
 Result<AuditRecord> DecodeRecord(std::string_view text) {

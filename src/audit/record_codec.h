@@ -25,17 +25,10 @@ inline constexpr int kRecordEncodingVersion = 1;
 
 std::string EncodeRecord(const AuditRecord& record);
 
-// The encoding split around the sequence number's digits, so that a record can be encoded before
-// its sequence is known (on the thread that appends it) and finished by the writer:
-// EncodeRecordAroundSequence(r).Join(r.sequence) == EncodeRecord(r).
-struct EncodedRecord {
-  std::string before_sequence;
-  std::string after_sequence;
-  std::string Join(int64_t sequence) const;
-  // The same into `out` (replacing what it held; its buffer is reused).
-  void JoinInto(int64_t sequence, std::string& out) const;
-};
-EncodedRecord EncodeRecordAroundSequence(const AuditRecord& record);
+// The same into `buffer`, reused from record to record (the log's writer encodes every record
+// into one): the encoding is the returned view of its start, valid until `buffer` changes. The
+// buffer only grows (to the worst case's size), so that no byte of it is cleared twice.
+std::string_view EncodeRecordInto(const AuditRecord& record, std::string& buffer);
 
 // Reads an encoded record back (export, queries, verification). InvalidArgument naming the field
 // for text that is not an encoded record; unknown fields are errors too (a record is exactly
@@ -51,5 +44,7 @@ bool IsIndexText(std::string_view text);
 
 // `text` with every byte that is not part of valid UTF-8 replaced by U+FFFD.
 std::string ValidUtf8(std::string_view text);
+// Whether ValidUtf8(text) == text, without making it.
+bool IsValidUtf8(std::string_view text);
 
 }  // namespace rampart::audit

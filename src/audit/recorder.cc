@@ -58,7 +58,8 @@ std::string Recorder::SealContent(std::string_view plaintext, std::string_view t
   return Base64(*sealed);
 }
 
-void Recorder::Record(AuditRecord record, AuditContent content, UniqueFunction<void(Status)> done) {
+void Recorder::Record(AuditRecord&& record, AuditContent content,
+                      UniqueFunction<void(Status)> done) {
   record.request_digest = ContentDigest(options_.digest, content.request);
   record.response_digest = ContentDigest(options_.digest, content.response);
   if (content.full) {

@@ -39,7 +39,7 @@ std::string ContentDigest(crypto::DigestAlgorithm algorithm, std::string_view co
 class Recorder final : public AuditSink {
  public:
   // Appends one record; the AuditLog's Append in the server.
-  using Append = std::function<void(AuditRecord, UniqueFunction<void(Status)>)>;
+  using Append = std::function<void(AuditRecord&&, UniqueFunction<void(Status)>)>;
   // Told of every record the log refused ("unavailable": queue full or store down) or whose
   // content could not be sealed ("seal"); must be cheap and thread-safe (a counter).
   using OnRefused = std::function<void(std::string_view reason)>;
@@ -59,7 +59,8 @@ class Recorder final : public AuditSink {
   Recorder(Append append, Seal seal, RecorderOptions options, OnRefused on_refused = nullptr);
 
   bool sync() const override { return options_.sync; }
-  void Record(AuditRecord record, AuditContent content, UniqueFunction<void(Status)> done) override;
+  void Record(AuditRecord&& record, AuditContent content,
+              UniqueFunction<void(Status)> done) override;
 
  private:
   // `plaintext` sealed for `tenant`, base64; empty on failure (counted).

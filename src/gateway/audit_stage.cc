@@ -1,6 +1,7 @@
 #include "gateway/audit_stage.h"
 
 #include <chrono>
+#include <map>
 #include <string>
 
 #include "core/clock.h"
@@ -17,9 +18,10 @@ int64_t UnixNanosAt(SteadyTime received) {
   return unix_now - NanosBetween(received, Clock::Real().Now());
 }
 
-std::map<std::string, int> Counts(const std::map<std::string_view, int>& found) {
-  std::map<std::string, int> counts;
-  for (const auto& [type, count] : found) counts.emplace(type, count);
+audit::NamedCounts<int> Counts(const std::map<std::string_view, int>& found) {
+  audit::NamedCounts<int> counts;
+  counts.reserve(found.size());
+  for (const auto& [type, count] : found) counts[type] = count;
   return counts;
 }
 

@@ -12,7 +12,6 @@ namespace rampart::store {
 namespace internal {
 namespace {
 
-constexpr char kBatchVersion = 1;
 // No field of a record comes near this; a length above it is a damaged blob.
 constexpr uint64_t kMaxField = uint64_t{1} << 31;
 
@@ -29,17 +28,37 @@ void PutField(std::string& out, std::string_view field) {
   out.append(field);
 }
 
+// A record's time: 8 bytes little-endian (version 1), or the zigzag LEB128 difference from the
+// previous record's (version 2). The arithmetic is modulo 2^64, so any two times round-trip.
+void PutTime(std::string& out, char version, int64_t time, int64_t& previous) {
+  if (version == kAuditBatchVersion1) {
+    const auto bits = static_cast<uint64_t>(time);
+    char bytes[8];
+    for (int b = 0; b < 8; ++b) bytes[b] = static_cast<char>(bits >> (8 * b));
+    out.append(bytes, 8);
+    return;
+  }
+  const uint64_t delta = static_cast<uint64_t>(time) - static_cast<uint64_t>(previous);
+  previous = time;
+  PutLength(out, (delta << 1) ^ (0 - (delta >> 63)));
+}
+
 // Reads from `in` (advancing it); false when `in` ends first or the field is malformed.
-bool GetLength(std::string_view& in, uint64_t& length) {
-  length = 0;
-  for (int shift = 0; shift < 35; shift += 7) {
+bool GetVarint(std::string_view& in, uint64_t& value) {
+  value = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
     if (in.empty()) return false;
     const auto byte = static_cast<unsigned char>(in.front());
     in.remove_prefix(1);
-    length |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) return length <= kMaxField;
+    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if (shift == 63 && byte > 1) return false;               // no bits beyond the 64th
+    if ((byte & 0x80) == 0) return byte != 0 || shift == 0;  // the shortest form only
   }
   return false;
+}
+
+bool GetLength(std::string_view& in, uint64_t& length) {
+  return GetVarint(in, length) && length <= kMaxField;
 }
 
 bool GetField(std::string_view& in, std::string_view& field) {
@@ -50,13 +69,28 @@ bool GetField(std::string_view& in, std::string_view& field) {
   return true;
 }
 
-bool GetRow(std::string_view& in, AuditRow& row) {
-  if (in.size() < 8) return false;
-  uint64_t time = 0;
-  for (int i = 0; i < 8; ++i)
-    time |= static_cast<uint64_t>(static_cast<unsigned char>(in[i])) << (8 * i);
-  in.remove_prefix(8);
-  row.time_unix_ns = static_cast<int64_t>(time);
+bool GetTime(std::string_view& in, char version, int64_t& previous) {
+  if (version == kAuditBatchVersion1) {
+    if (in.size() < 8) return false;
+    uint64_t time = 0;
+    for (int i = 0; i < 8; ++i) {
+      time |= static_cast<uint64_t>(static_cast<unsigned char>(in[i])) << (8 * i);
+    }
+    in.remove_prefix(8);
+    previous = static_cast<int64_t>(time);
+    return true;
+  }
+  uint64_t zigzag = 0;
+  if (!GetVarint(in, zigzag)) return false;
+  const uint64_t delta = (zigzag >> 1) ^ (0 - (zigzag & 1));
+  previous = static_cast<int64_t>(static_cast<uint64_t>(previous) + delta);
+  return true;
+}
+
+// Reads one record (`time` is the previous record's on entry, this one's on return).
+bool GetRow(std::string_view& in, char version, int64_t& time, AuditRow& row) {
+  if (!GetTime(in, version, time)) return false;
+  row.time_unix_ns = time;
   std::string_view fields[8];
   for (std::string_view& field : fields) {
     if (!GetField(in, field)) return false;
@@ -69,17 +103,22 @@ bool GetRow(std::string_view& in, AuditRow& row) {
   row.record.assign(fields[5]);
   row.leaf_hash = crypto::ToHex(fields[6]);
   row.chain_hash = crypto::ToHex(fields[7]);
+  row.compact = version == kAuditBatchVersion2;
   return true;
 }
 
-bool SkipRow(std::string_view& in) {
-  if (in.size() < 8) return false;
-  in.remove_prefix(8);
+bool SkipRow(std::string_view& in, char version, int64_t& time) {
+  if (!GetTime(in, version, time)) return false;
   std::string_view field;
   for (int i = 0; i < 8; ++i) {
     if (!GetField(in, field)) return false;
   }
   return true;
+}
+
+bool KnownVersion(std::string_view records) {
+  return !records.empty() &&
+         (records.front() == kAuditBatchVersion1 || records.front() == kAuditBatchVersion2);
 }
 
 // Hex digit values, -1 for any other byte.
@@ -116,6 +155,8 @@ bool PutHexField(std::string& out, std::string_view hex) {
 Result<AuditBatch> PackAuditBatch(const AuditRow* rows, size_t count) {
   AuditBatch batch;
   if (count == 0) return InvalidArgument("no audit records to pack");
+  const bool compact = rows[0].compact;
+  const char version = compact ? kAuditBatchVersion2 : kAuditBatchVersion1;
   batch.first_sequence = rows[0].sequence;
   batch.last_sequence = rows[count - 1].sequence;
   batch.min_time_unix_ns = rows[0].time_unix_ns;
@@ -123,19 +164,23 @@ Result<AuditBatch> PackAuditBatch(const AuditRow* rows, size_t count) {
   size_t size = 1;
   for (size_t i = 0; i < count; ++i) {
     const AuditRow& row = rows[i];
+    if (row.compact != compact) {
+      return InvalidArgument("audit records {} and {}: compact and canonical rows in one batch",
+                             rows[0].sequence, row.sequence);
+    }
     size += 8 + 8 * 5 + row.tenant.size() + row.principal.size() + row.trace_id.size() +
             row.request_id.size() + row.action.size() + row.record.size() +
             (row.leaf_hash.size() + row.chain_hash.size()) / 2;
   }
   std::string& out = batch.records;
   out.reserve(size);
-  out.push_back(kBatchVersion);
+  out.push_back(version);
+  int64_t previous_time = 0;
   for (size_t i = 0; i < count; ++i) {
     const AuditRow& row = rows[i];
     batch.min_time_unix_ns = std::min(batch.min_time_unix_ns, row.time_unix_ns);
     batch.max_time_unix_ns = std::max(batch.max_time_unix_ns, row.time_unix_ns);
-    const auto time = static_cast<uint64_t>(row.time_unix_ns);
-    for (int b = 0; b < 8; ++b) out.push_back(static_cast<char>(time >> (8 * b)));
+    PutTime(out, version, row.time_unix_ns, previous_time);
     PutField(out, row.tenant);
     PutField(out, row.principal);
     PutField(out, row.trace_id);
@@ -151,16 +196,18 @@ Result<AuditBatch> PackAuditBatch(const AuditRow* rows, size_t count) {
 
 void UnpackAuditBatch(int64_t first_sequence, std::string_view records, int64_t after_sequence,
                       std::vector<AuditRow>& out, int64_t max_records) {
-  if (records.empty() || records.front() != kBatchVersion) return;
+  if (!KnownVersion(records)) return;
+  const char version = records.front();
   records.remove_prefix(1);
+  int64_t time = 0;
   for (int64_t sequence = first_sequence, added = 0; !records.empty() && added < max_records;
        ++sequence) {
     if (sequence <= after_sequence) {
-      if (!SkipRow(records)) return;
+      if (!SkipRow(records, version, time)) return;
       continue;
     }
     AuditRow row;
-    if (!GetRow(records, row)) return;
+    if (!GetRow(records, version, time, row)) return;
     ++added;
     row.sequence = sequence;
     out.push_back(std::move(row));
@@ -173,14 +220,16 @@ Status ValidateAuditBatch(const AuditBatch& batch) {
                            batch.first_sequence, batch.last_sequence);
   }
   std::string_view records = batch.records;
-  if (records.empty() || records.front() != kBatchVersion) {
-    return InvalidArgument("audit batch {}: not a version {} batch", batch.first_sequence,
-                           int{kBatchVersion});
+  if (!KnownVersion(records)) {
+    return InvalidArgument("audit batch {}: not a version {} or {} batch", batch.first_sequence,
+                           int{kAuditBatchVersion1}, int{kAuditBatchVersion2});
   }
+  const char version = records.front();
   records.remove_prefix(1);
   int64_t count = 0;
+  int64_t time = 0;
   while (!records.empty()) {
-    if (!SkipRow(records)) {
+    if (!SkipRow(records, version, time)) {
       return InvalidArgument("audit batch {}: record {} is malformed", batch.first_sequence,
                              batch.first_sequence + count);
     }
@@ -195,16 +244,18 @@ Status ValidateAuditBatch(const AuditBatch& batch) {
 
 }  // namespace internal
 
-using internal::kBatchVersion;
 using internal::PutField;
+using internal::PutTime;
 
-void AuditBatchBuilder::Start(int64_t first_sequence) {
+void AuditBatchBuilder::Start(int64_t first_sequence, char version) {
   batch_.first_sequence = first_sequence;
   batch_.last_sequence = first_sequence - 1;
   batch_.min_time_unix_ns = 0;
   batch_.max_time_unix_ns = 0;
   batch_.records.clear();
-  batch_.records.push_back(kBatchVersion);
+  batch_.records.push_back(version);
+  version_ = version;
+  previous_time_ = 0;
   count_ = 0;
 }
 
@@ -220,10 +271,7 @@ void AuditBatchBuilder::Add(int64_t time_unix_ns, std::string_view tenant,
   ++count_;
   ++batch_.last_sequence;
   std::string& out = batch_.records;
-  const auto time = static_cast<uint64_t>(time_unix_ns);
-  char bytes[8];
-  for (int b = 0; b < 8; ++b) bytes[b] = static_cast<char>(time >> (8 * b));
-  out.append(bytes, 8);
+  PutTime(out, version_, time_unix_ns, previous_time_);
   for (const std::string_view field :
        {tenant, principal, trace_id, request_id, action, record, leaf_hash, chain_hash}) {
     PutField(out, field);

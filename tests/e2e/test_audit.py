@@ -107,18 +107,23 @@ def test_kill_mid_burst(ctx: Context) -> str:
     verified = ctx.rampart("audit", "verify", "--data-dir", data_dir)
     check(verified.returncode == 0 and "audit log sound" in verified.stdout,
           f"verify after SIGKILL: {verified.returncode} {verified.stdout} {verified.stderr}")
-    # Tamper: one record's content edited in place inside its batch's blob (its JSON's status),
-    # one byte, nothing recomputed.
-    victim = records[len(records) // 2]["sequence"]
+    # Tamper: one record's content edited in place inside its batch's blob (the compact form of
+    # version 2: a byte of its request id, stored as its length and its bytes), nothing
+    # recomputed.
+    victim_record = records[len(records) // 2]
+    victim = victim_record["sequence"]
+    request_id = victim_record["request_id"].encode()
     database = sqlite3.connect(os.path.join(data_dir, "rampart.db"))
     try:
         first, blob = database.execute(
             "SELECT first_sequence, records FROM audit_batches WHERE first_sequence <= ? "
             "ORDER BY first_sequence DESC LIMIT 1", (victim,)).fetchone()
-        at = blob.find(b'"sequence":%d,' % victim)
-        status = blob.find(b'"status":200', at)
-        check(at >= 0 and status > at, f"record {victim} has no status 200 in its batch")
-        edited = blob[:status] + b'"status":201' + blob[status + 12:]
+        check(blob[:1] == b"\x02", f"the batch holding record {victim} is not version 2")
+        at = blob.find(bytes([len(request_id)]) + request_id)
+        check(0 < len(request_id) < 128 and at >= 0,
+              f"record {victim}'s request id is not in its batch")
+        changed = b"x" if request_id[:1] != b"x" else b"y"
+        edited = blob[:at + 1] + changed + blob[at + 2:]
         database.execute("UPDATE audit_batches SET records = ? WHERE first_sequence = ?",
                          (edited, first))
         database.commit()

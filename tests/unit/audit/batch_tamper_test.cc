@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -28,6 +29,9 @@ namespace {
 
 using test_support::StoredBatch;
 using test_support::StoredBatches;
+
+// Record 15's request id as a version-2 blob holds it: its length, then its bytes.
+const std::string kRequestId15("\x03r15");
 
 class BatchTamperTest : public ::testing::Test {
  protected:
@@ -109,9 +113,9 @@ TEST_F(BatchTamperTest, ARecordEditedInsideABatchIsFoundAtItsRecord) {
 TEST_F(BatchTamperTest, OneByteChangedInPlaceInABlobIsFoundAtItsRecord) {
   StoredBatches stored(dir_);
   StoredBatch batch = stored.Holding(15);
-  const size_t record = batch.records.find("\"request_id\":\"r15\"");
+  const size_t record = batch.records.find(kRequestId15);
   ASSERT_NE(record, std::string::npos);
-  batch.records[record + 15] = '7';  // "r15" -> "r75", nothing else changed
+  batch.records[record + 2] = '7';  // "r15" -> "r75", nothing else changed
   stored.Replace(11, batch);
   const Finding finding = Verify();
   EXPECT_EQ(finding.kind, "edited") << finding.message;
@@ -161,7 +165,7 @@ TEST_F(BatchTamperTest, TwoRecordsSwappedInsideABatchAreFound) {
 TEST_F(BatchTamperTest, ABlobCutShortIsFoundAtItsFirstMissingRecord) {
   StoredBatches stored(dir_);
   StoredBatch batch = stored.Holding(15);
-  const size_t record = batch.records.find("\"request_id\":\"r15\"");
+  const size_t record = batch.records.find(kRequestId15);
   ASSERT_NE(record, std::string::npos);
   batch.records.resize(record);  // record 15 cut in the middle, 16..20 gone
   stored.Replace(11, batch);
@@ -173,11 +177,73 @@ TEST_F(BatchTamperTest, ABlobCutShortIsFoundAtItsFirstMissingRecord) {
 TEST_F(BatchTamperTest, ATruncatedLastBatchIsFound) {
   StoredBatches stored(dir_);
   StoredBatch last = stored.Holding(25);
-  last.records.resize(last.records.find("\"request_id\":\"r25\""));
+  last.records.resize(last.records.find(std::string("\x03r25")));
   stored.Replace(21, last);
   const Finding finding = Verify();
   EXPECT_EQ(finding.kind, "truncated") << finding.message;
   EXPECT_EQ(finding.sequence, 25) << finding.message;
+}
+
+TEST_F(BatchTamperTest, TheWriterStoresVersion2AndItsBlobsAreSmallerThanTheRecords) {
+  StoredBatches stored(dir_);
+  const StoredBatch batch = stored.Holding(15);
+  ASSERT_FALSE(batch.records.empty());
+  EXPECT_EQ(batch.records.front(), store::kAuditBatchVersion2);
+  size_t canonical = 0;
+  for (const store::AuditRow& row : StoredBatches::Unpack(batch)) canonical += row.record.size();
+  EXPECT_LT(batch.records.size() * 2, canonical) << batch.records.size() << " vs " << canonical;
+}
+
+TEST_F(BatchTamperTest, ACompactRecordThatDoesNotDecodeIsFoundAtItsRecord) {
+  StoredBatches stored(dir_);
+  StoredBatch batch = stored.Holding(15);
+  const size_t record = batch.records.find(kRequestId15);
+  ASSERT_NE(record, std::string::npos);
+  // The flags byte after the sequence's offset, past the query fields: an unknown flag.
+  const size_t action = batch.records.find("model:infer", record);
+  ASSERT_NE(action, std::string::npos);
+  const size_t flags = action + 11 + 1 + 1;  // the action, the body's length, the offset
+  batch.records[flags] = '\x40';
+  stored.Replace(11, batch);
+  const Finding finding = Verify();
+  EXPECT_EQ(finding.kind, "edited") << finding.message;
+  EXPECT_EQ(finding.sequence, 15) << finding.message;
+  EXPECT_NE(finding.message.find("does not decode"), std::string::npos) << finding.message;
+}
+
+// Batches written in layout version 1 (before version 2) still verify, are read with version-2
+// batches appended after them, and tampering inside them is still located.
+TEST_F(BatchTamperTest, Version1BatchesStillVerifyBesideVersion2Ones) {
+  StoredBatches(dir_).ToVersion1();
+  for (const StoredBatch& batch : StoredBatches(dir_).List()) {
+    EXPECT_EQ(batch.records.front(), store::kAuditBatchVersion1);
+  }
+  ASSERT_TRUE(Verify().kind.empty()) << Verify().message;
+  Append(31, 40);
+  const std::vector<StoredBatch> batches = StoredBatches(dir_).List();
+  ASSERT_EQ(batches.size(), 4u);
+  EXPECT_EQ(batches.back().records.front(), store::kAuditBatchVersion2);
+  ASSERT_TRUE(Verify().kind.empty()) << Verify().message;
+  EXPECT_EQ(last_report_.records, 40);
+  {
+    auto store = store::OpenSqliteStore(dir_);
+    ASSERT_TRUE(store.ok());
+    std::ostringstream exported;
+    auto count = ExportRecords(**store, 0, 0, exported);
+    ASSERT_TRUE(count.ok()) << count.status().ToString();
+    EXPECT_EQ(*count, 40);
+    EXPECT_NE(exported.str().find("\"request_id\":\"r35\""), std::string::npos);
+    EXPECT_NE(exported.str().find("\"request_id\":\"r5\""), std::string::npos);
+  }
+  StoredBatches stored(dir_);
+  std::vector<store::AuditRow> rows = StoredBatches::Unpack(stored.Holding(15));
+  auto& record = rows[4].record;
+  record.replace(record.find("\"status\":200"), 12, "\"status\":404");
+  stored.Repack(11, rows);
+  EXPECT_EQ(stored.Holding(15).records.front(), store::kAuditBatchVersion1);
+  const Finding finding = Verify();
+  EXPECT_EQ(finding.kind, "edited") << finding.message;
+  EXPECT_EQ(finding.sequence, 15) << finding.message;
 }
 
 TEST_F(BatchTamperTest, AWholeBatchDeletedIsFound) {

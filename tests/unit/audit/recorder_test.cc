@@ -17,7 +17,7 @@ struct Appended {
 };
 
 Recorder::Append AppendInto(Appended& appended) {
-  return [&appended](AuditRecord record, UniqueFunction<void(Status)> done) {
+  return [&appended](AuditRecord&& record, UniqueFunction<void(Status)> done) {
     appended.records.push_back(std::move(record));
     done(appended.answer);
   };

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "audit/record_codec.h"
+#include "audit/record_compact.h"
 #include "store/audit_batches.h"
 #include "store/store.h"
 
@@ -59,11 +61,35 @@ class StoredBatches {
     return {};
   }
 
-  // The records of a batch, unpacked.
+  // The records of a batch, unpacked, as canonical rows (a version-2 batch's expanded).
   static std::vector<store::AuditRow> Unpack(const StoredBatch& batch) {
     std::vector<store::AuditRow> rows;
     store::internal::UnpackAuditBatch(batch.first_sequence, batch.records, 0, rows);
+    for (store::AuditRow& row : rows) {
+      const Status expanded = ExpandAuditRow(row);
+      EXPECT_TRUE(expanded.ok()) << expanded.ToString();
+    }
     return rows;
+  }
+
+  // Canonical rows (Unpack's, edited as a test likes) in compact form again, at the places
+  // first_sequence, first_sequence + 1, ... of a version-2 batch: the records' own fields come
+  // from the rows' query fields (which a version-2 batch does not hold twice).
+  static std::vector<store::AuditRow> Compact(int64_t first_sequence,
+                                              const std::vector<store::AuditRow>& rows) {
+    std::vector<store::AuditRow> compact;
+    for (const store::AuditRow& row : rows) {
+      Result<AuditRecord> record = DecodeRecord(row.record);
+      EXPECT_TRUE(record.ok()) << record.status().ToString();
+      if (!record.ok()) return {};
+      store::AuditRow made = row;
+      made.sequence = first_sequence + static_cast<int64_t>(compact.size());
+      made.record.clear();
+      AppendCompactRecord(*record, made.sequence, made.record);
+      made.compact = true;
+      compact.push_back(std::move(made));
+    }
+    return compact;
   }
 
   // Replaces the batch starting at `first_sequence` by `batch` (its blob and range as given).
@@ -86,11 +112,28 @@ class StoredBatches {
 
   // Packs `rows` (their sequences as given) into the blob of the batch starting at
   // `first_sequence`, keeping its range: a batch edited, with records removed, added or moved.
+  // The blob keeps its layout: version 2 (the rows made compact again) or 1.
   void Repack(int64_t first_sequence, const std::vector<store::AuditRow>& rows) {
-    auto packed = store::internal::PackAuditBatch(rows.data(), rows.size());
-    ASSERT_TRUE(packed.ok()) << packed.status().ToString();
     const StoredBatch old = Holding(first_sequence);
+    const std::vector<store::AuditRow> packing =
+        !old.records.empty() && old.records.front() == store::kAuditBatchVersion2
+            ? Compact(first_sequence, rows)
+            : rows;
+    auto packed = store::internal::PackAuditBatch(packing.data(), packing.size());
+    ASSERT_TRUE(packed.ok()) << packed.status().ToString();
     Replace(first_sequence, {old.first_sequence, old.last_sequence, packed->records});
+  }
+
+  // Rewrites every batch in layout version 1 (the record's canonical encoding and the query
+  // fields' copies), as the writer stored them before version 2.
+  void ToVersion1() {
+    for (const StoredBatch& batch : List()) {
+      const std::vector<store::AuditRow> rows = Unpack(batch);
+      auto packed = store::internal::PackAuditBatch(rows.data(), rows.size());
+      ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+      ASSERT_EQ(packed->records.front(), store::kAuditBatchVersion1);
+      Replace(batch.first_sequence, {batch.first_sequence, batch.last_sequence, packed->records});
+    }
   }
 
   // Moves every batch's records into per-record rows of migration 3's audit_records.

@@ -62,8 +62,8 @@ TEST(AuditStageTest, RecordsTheCallFromItsContext) {
   EXPECT_TRUE(record.allowed);
   EXPECT_EQ(record.rules, std::vector<std::string>{"analysts"});
   EXPECT_EQ(record.obligations, std::vector<std::string>{"audit:full"});
-  EXPECT_EQ(record.pii_input, (std::map<std::string, int>{{"EMAIL", 2}}));
-  EXPECT_EQ(record.pii_output, (std::map<std::string, int>{{"PHONE", 1}}));
+  EXPECT_EQ(record.pii_input, (audit::NamedCounts<int>{{"EMAIL", 2}}));
+  EXPECT_EQ(record.pii_output, (audit::NamedCounts<int>{{"PHONE", 1}}));
   EXPECT_EQ(record.route, "support");
   EXPECT_EQ(record.target, "chat-small");
   EXPECT_EQ(record.tokens_in, 12);

@@ -104,7 +104,7 @@ TEST_F(GatewayGuardTest, EveryCallAndGuardRequestIsRecorded) {
   EXPECT_EQ(call.record.target, "chat");
   EXPECT_EQ(call.record.route, "direct");
   EXPECT_EQ(call.record.status, 200);
-  EXPECT_EQ(call.record.pii_input, (std::map<std::string, int>{{"CN_MOBILE", 1}}));
+  EXPECT_EQ(call.record.pii_input, (audit::NamedCounts<int>{{"CN_MOBILE", 1}}));
   EXPECT_GT(call.record.tokens_in, 0);
   EXPECT_GT(call.record.tokens_out, 0);
   EXPECT_EQ(call.record.source_address, "127.0.0.1");

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -181,6 +182,67 @@ TYPED_TEST(StoreAuditTest, PackedBatchesAppendWholeOrNotAtAll) {
     std::string chain_hex;
     for (int byte = 0; byte < 32; ++byte) chain_hex += fmt::format("{:02x}", 3 + i);
     EXPECT_EQ(row.chain_hash, chain_hex);
+  }
+}
+
+// Version-2 batches (store/audit_batch.h): the store keeps the record's compact form opaque,
+// gives its rows back marked compact with their times (stored as differences, in any order) and
+// query fields, filters them, and packs what pruning keeps of one as version 2 again. Compact and
+// canonical rows never share a batch.
+TYPED_TEST(StoreAuditTest, Version2BatchesReadBackCompactRowsAndPruneAsVersion2) {
+  Store& store = *this->store_;
+  const int64_t times[] = {
+      5'000'000'000, 4'000'000'000, 9'000'000'000, std::numeric_limits<int64_t>::max(), -7,
+      6'000'000'000};
+  const std::string leaf(32, '\xaa');
+  AuditBatchBuilder builder;
+  builder.Start(1);
+  for (int64_t sequence = 1; sequence <= 6; ++sequence) {
+    const AuditRow row = this->Row(sequence, "acme", sequence % 2 == 0 ? "alice" : "bob");
+    const std::string chain(32, static_cast<char>(sequence));
+    builder.Add(times[sequence - 1], row.tenant, row.principal, row.trace_id, row.request_id,
+                row.action, fmt::format("compact-{}", sequence), leaf, chain);
+  }
+  EXPECT_EQ(builder.batch().records.front(), kAuditBatchVersion2);
+  EXPECT_EQ(builder.batch().min_time_unix_ns, -7);
+  EXPECT_EQ(builder.batch().max_time_unix_ns, std::numeric_limits<int64_t>::max());
+  STORE_ASSERT_OK(store.AppendAuditBatch(builder.batch()));
+  auto rows = store.ReadAuditRows(0, 100);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 6u);
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const AuditRow& row = (*rows)[i];
+    EXPECT_TRUE(row.compact);
+    EXPECT_EQ(row.sequence, int64_t(i) + 1);
+    EXPECT_EQ(row.time_unix_ns, times[i]);
+    EXPECT_EQ(row.record, fmt::format("compact-{}", i + 1));
+    EXPECT_EQ(row.request_id, fmt::format("request-{}", i + 1));
+    EXPECT_EQ(row.leaf_hash, std::string(64, 'a'));
+  }
+  EXPECT_EQ(this->Sequences(store.QueryAuditRows({.principal = "alice"})),
+            (std::vector<int64_t>{2, 4, 6}));
+  EXPECT_EQ(this->Sequences(store.QueryAuditRows({.trace_id = "trace-3"})),
+            (std::vector<int64_t>{3}));
+
+  // Compact and canonical rows in one batch are refused; compact rows alone pack as version 2.
+  std::vector<AuditRow> mixed = this->Rows(7, 2);
+  mixed[0].compact = true;
+  EXPECT_EQ(store.AppendAuditRows(mixed).code(), StatusCode::kInvalidArgument);
+
+  // Pruning records 1..2 packs what it keeps of the batch (3..6) again, as version 2.
+  STORE_ASSERT_OK(
+      store.PutAuditCheckpoint({.tree_size = 2, .root_hash = "r2"},
+                               AuditEpochRow{.epoch = 1, .first_sequence = 1, .last_sequence = 2}));
+  STORE_ASSERT_OK(store.PruneAuditEpoch(1));
+  auto kept = store.ReadAuditRows(0, 100);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  ASSERT_EQ(kept->size(), 4u);
+  for (size_t i = 0; i < kept->size(); ++i) {
+    const AuditRow& row = (*kept)[i];
+    EXPECT_TRUE(row.compact);
+    EXPECT_EQ(row.sequence, int64_t(i) + 3);
+    EXPECT_EQ(row.time_unix_ns, times[i + 2]);
+    EXPECT_EQ(row.record, fmt::format("compact-{}", i + 3));
   }
 }
 

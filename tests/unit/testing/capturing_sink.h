@@ -28,7 +28,7 @@ class CapturingSink final : public audit::AuditSink {
   explicit CapturingSink(Options options) : options_(std::move(options)) {}
 
   bool sync() const override { return options_.sync; }
-  void Record(audit::AuditRecord record, audit::AuditContent content,
+  void Record(audit::AuditRecord&& record, audit::AuditContent content,
               UniqueFunction<void(Status)> done) override {
     {
       std::lock_guard lock(mutex_);

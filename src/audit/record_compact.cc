@@ -1,0 +1,293 @@
+#include "audit/record_compact.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "audit/record_codec.h"
+
+namespace rampart::audit {
+namespace {
+
+constexpr char kDigestText = 0;
+constexpr char kDigestSha256 = 1;
+constexpr char kDigestSm3 = 2;
+constexpr size_t kDigestBytes = 32;
+constexpr char kAllowed = 1;
+
+void PutVarint(std::string& out, uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+}
+
+void PutSigned(std::string& out, int64_t value) {
+  const auto bits = static_cast<uint64_t>(value);
+  PutVarint(out, (bits << 1) ^ (0 - (bits >> 63)));
+}
+
+// Strings are stored as valid UTF-8 (what the canonical encoding makes of them anyway), so that
+// each canonical record has exactly one compact form: a changed byte always changes the record
+// read back, or makes the form invalid.
+void PutString(std::string& out, std::string_view text) {
+  if (!IsValidUtf8(text)) {
+    const std::string valid = ValidUtf8(text);
+    PutVarint(out, valid.size());
+    out.append(valid);
+    return;
+  }
+  PutVarint(out, text.size());
+  out.append(text);
+}
+
+constexpr std::array<int8_t, 256> kLowerHex = [] {
+  std::array<int8_t, 256> values{};
+  values.fill(-1);
+  for (int c = 0; c < 10; ++c) values['0' + c] = static_cast<int8_t>(c);
+  for (int c = 0; c < 6; ++c) values['a' + c] = static_cast<int8_t>(10 + c);
+  return values;
+}();
+
+void PutDigest(std::string& out, std::string_view digest) {
+  const auto raw = [&](char tag, std::string_view prefix) {
+    if (digest.size() != prefix.size() + 2 * kDigestBytes || !digest.starts_with(prefix)) {
+      return false;
+    }
+    const std::string_view hex = digest.substr(prefix.size());
+    char bytes[kDigestBytes];
+    int bad = 0;
+    for (size_t i = 0; i < kDigestBytes; ++i) {
+      const int high = kLowerHex[static_cast<unsigned char>(hex[2 * i])];
+      const int low = kLowerHex[static_cast<unsigned char>(hex[2 * i + 1])];
+      bad |= high | low;
+      bytes[i] = static_cast<char>(high << 4 | low);
+    }
+    if (bad < 0) return false;
+    out.push_back(tag);
+    out.append(bytes, kDigestBytes);
+    return true;
+  };
+  if (raw(kDigestSha256, "sha256:") || raw(kDigestSm3, "sm3:")) return;
+  out.push_back(kDigestText);
+  PutString(out, digest);
+}
+
+void PutStrings(std::string& out, const std::vector<std::string>& values) {
+  PutVarint(out, values.size());
+  for (const std::string& value : values) PutString(out, value);
+}
+
+template <typename Map>
+void PutCounts(std::string& out, const Map& counts) {
+  PutVarint(out, counts.size());
+  const bool valid = std::all_of(counts.begin(), counts.end(),
+                                 [](const auto& entry) { return IsValidUtf8(entry.first); });
+  if (valid) {
+    for (const auto& [key, value] : counts) {
+      PutString(out, key);
+      PutSigned(out, value);
+    }
+    return;
+  }
+  // Keys made valid UTF-8 may sort differently (and two may become one: such a record's map
+  // cannot be read back whole, in this form or the canonical one; keys are names Rampart gives).
+  std::vector<std::pair<std::string, int64_t>> sorted;
+  for (const auto& [key, value] : counts) sorted.emplace_back(ValidUtf8(key), value);
+  std::sort(sorted.begin(), sorted.end());
+  for (const auto& [key, value] : sorted) {
+    PutString(out, key);
+    PutSigned(out, value);
+  }
+}
+
+// Reads the compact form; every Get fails (false) when the bytes end first or are malformed.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  bool done() const { return in_.empty(); }
+
+  bool Varint(uint64_t& value) {
+    value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (in_.empty()) return false;
+      const auto byte = static_cast<unsigned char>(in_.front());
+      in_.remove_prefix(1);
+      value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      // The shortest form only (a trailing zero byte would be a second form of the value), and
+      // no bits beyond the 64th (they would be dropped).
+      if (shift == 63 && byte > 1) return false;
+      if ((byte & 0x80) == 0) return byte != 0 || shift == 0;
+    }
+    return false;
+  }
+  bool Signed(int64_t& value) {
+    uint64_t zigzag = 0;
+    if (!Varint(zigzag)) return false;
+    value = static_cast<int64_t>((zigzag >> 1) ^ (0 - (zigzag & 1)));
+    return true;
+  }
+  bool Byte(char& value) {
+    if (in_.empty()) return false;
+    value = in_.front();
+    in_.remove_prefix(1);
+    return true;
+  }
+  bool String(std::string& value) {
+    uint64_t length = 0;
+    if (!Varint(length) || length > in_.size()) return false;
+    const std::string_view text = in_.substr(0, length);
+    if (!IsValidUtf8(text)) return false;
+    value.assign(text);
+    in_.remove_prefix(length);
+    return true;
+  }
+  bool Digest(std::string& value) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    char tag = 0;
+    if (!Byte(tag)) return false;
+    if (tag == kDigestText) {
+      // Only text that has no raw form (one form per record).
+      if (!String(value)) return false;
+      std::string raw;
+      PutDigest(raw, value);
+      return raw.front() == kDigestText;
+    }
+    if ((tag != kDigestSha256 && tag != kDigestSm3) || in_.size() < kDigestBytes) return false;
+    value = tag == kDigestSha256 ? "sha256:" : "sm3:";
+    for (size_t i = 0; i < kDigestBytes; ++i) {
+      const auto byte = static_cast<unsigned char>(in_[i]);
+      value += kDigits[byte >> 4];
+      value += kDigits[byte & 0xf];
+    }
+    in_.remove_prefix(kDigestBytes);
+    return true;
+  }
+  // A count of items each taking at least one byte (so a damaged count cannot ask for more).
+  bool Count(uint64_t& count) { return Varint(count) && count <= in_.size(); }
+  bool Strings(std::vector<std::string>& values) {
+    uint64_t count = 0;
+    if (!Count(count)) return false;
+    values.resize(count);
+    for (std::string& value : values) {
+      if (!String(value)) return false;
+    }
+    return true;
+  }
+  template <typename Number, typename Map>
+  bool Counts(Map& counts) {
+    uint64_t count = 0;
+    if (!Count(count)) return false;
+    std::string key;
+    for (uint64_t i = 0; i < count; ++i) {
+      int64_t value = 0;
+      if (!String(key) || !Signed(value)) return false;
+      if (value < std::numeric_limits<Number>::min() || value > std::numeric_limits<Number>::max())
+        return false;
+      // Keys in increasing order, as the map wrote them (one form per record).
+      if (!counts.empty() && !(std::prev(counts.end())->first < key)) return false;
+      counts[key] = static_cast<Number>(value);
+    }
+    return true;
+  }
+
+ private:
+  std::string_view in_;
+};
+
+}  // namespace
+
+void AppendCompactRecord(const AuditRecord& r, int64_t place, std::string& out) {
+  PutSigned(out,
+            static_cast<int64_t>(static_cast<uint64_t>(r.sequence) - static_cast<uint64_t>(place)));
+  out.push_back(r.allowed ? kAllowed : 0);
+  for (const std::string* text :
+       {&r.api, &r.auth_method, &r.key_id, &r.source_address, &r.resource_type, &r.resource,
+        &r.route, &r.target, &r.model_version, &r.outcome, &r.request_sealed, &r.response_sealed}) {
+    PutString(out, *text);
+  }
+  PutDigest(out, r.request_digest);
+  PutDigest(out, r.response_digest);
+  PutStrings(out, r.rules);
+  PutStrings(out, r.obligations);
+  PutStrings(out, r.documents);
+  PutCounts(out, r.pii_input);
+  PutCounts(out, r.pii_output);
+  PutCounts(out, r.stages_ns);
+  for (const int64_t number :
+       {r.tokens_in, r.tokens_out, r.instance_ns, r.latency_ns, static_cast<int64_t>(r.status)}) {
+    PutSigned(out, number);
+  }
+}
+
+Result<AuditRecord> DecodeCompactRow(const store::AuditRow& row) {
+  if (!row.compact) return InvalidArgument("audit record {} is not compact", row.sequence);
+  AuditRecord r;
+  r.time_unix_ns = row.time_unix_ns;
+  r.tenant = row.tenant;
+  r.principal = row.principal;
+  r.trace_id = row.trace_id;
+  r.request_id = row.request_id;
+  r.action = row.action;
+  for (const std::string* field :
+       {&r.tenant, &r.principal, &r.trace_id, &r.request_id, &r.action}) {
+    if (!IsValidUtf8(*field)) {
+      return InvalidArgument("its compact form does not decode (a query field is not UTF-8)");
+    }
+  }
+  Reader in(row.record);
+  const auto bad = [&](std::string_view what) {
+    return InvalidArgument("its compact form does not decode ({})", what);
+  };
+  int64_t offset = 0;
+  char flags = 0;
+  if (!in.Signed(offset) || !in.Byte(flags)) return bad("sequence or flags");
+  if ((flags & ~kAllowed) != 0) return bad("unknown flags");
+  r.sequence =
+      static_cast<int64_t>(static_cast<uint64_t>(row.sequence) + static_cast<uint64_t>(offset));
+  r.allowed = (flags & kAllowed) != 0;
+  for (std::string* text :
+       {&r.api, &r.auth_method, &r.key_id, &r.source_address, &r.resource_type, &r.resource,
+        &r.route, &r.target, &r.model_version, &r.outcome, &r.request_sealed, &r.response_sealed}) {
+    if (!in.String(*text)) return bad("a text field");
+  }
+  if (!in.Digest(r.request_digest) || !in.Digest(r.response_digest)) return bad("a digest");
+  if (!in.Strings(r.rules) || !in.Strings(r.obligations) || !in.Strings(r.documents)) {
+    return bad("a list");
+  }
+  if (!in.Counts<int>(r.pii_input) || !in.Counts<int>(r.pii_output) ||
+      !in.Counts<int64_t>(r.stages_ns)) {
+    return bad("a map");
+  }
+  int64_t status = 0;
+  if (!in.Signed(r.tokens_in) || !in.Signed(r.tokens_out) || !in.Signed(r.instance_ns) ||
+      !in.Signed(r.latency_ns) || !in.Signed(status)) {
+    return bad("a number");
+  }
+  if (status < std::numeric_limits<int>::min() || status > std::numeric_limits<int>::max()) {
+    return bad("status out of range");
+  }
+  r.status = static_cast<int>(status);
+  if (!in.done()) return bad("bytes after its end");
+  return r;
+}
+
+Status ExpandAuditRow(store::AuditRow& row, AuditRecord* decoded) {
+  if (!row.compact) return Status::Ok();
+  ASSIGN_OR_RETURN(AuditRecord record, DecodeCompactRow(row));
+  row.record = EncodeRecord(record);
+  row.tenant = IndexText(record.tenant);
+  row.principal = IndexText(record.principal);
+  row.trace_id = IndexText(record.trace_id);
+  row.request_id = IndexText(record.request_id);
+  row.action = IndexText(record.action);
+  row.compact = false;
+  if (decoded != nullptr) *decoded = std::move(record);
+  return Status::Ok();
+}
+
+}  // namespace rampart::audit
