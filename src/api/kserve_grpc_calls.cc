@@ -10,6 +10,7 @@
 #include "api/kserve_grpc_access.h"
 #include "api/kserve_grpc_audit.h"
 #include "api/kserve_grpc_codec.h"
+#include "api/kserve_grpc_cork.h"
 #include "core/clock.h"
 #include "core/exceptions.h"
 #include "core/thread_name.h"
@@ -20,6 +21,11 @@ namespace {
 using inference::ModelInferRequest;
 using inference::ModelInferResponse;
 using InferResult = Result<std::unique_ptr<serve::InferResponse>>;
+
+// A round of a queue thread's events (those it takes without waiting) that reaches this many
+// holds more than one call's: a unary call brings three (arrived, finished, done), a stream's
+// request two (read, written). The connections are corked from then on until the round ends.
+constexpr int kCorkFromEvent = 4;
 
 // The first block of a unary call's arena: room for a request and response of a few small tensors
 // (their message objects, names, shapes); larger ones take more blocks from the heap.
@@ -264,18 +270,31 @@ void CallShared::WaitNoCalls() {
 }
 
 CallPollers::CallPollers(CallShared& shared,
-                         std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues)
+                         std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues,
+                         int cork_port)
     : shared_(shared), queues_(std::move(queues)) {
   for (size_t i = 0; i < queues_.size(); ++i) {
     grpc::ServerCompletionQueue* queue = queues_[i].get();
     AwaitInfer(shared_, queue);
     AwaitStream(shared_, queue);
     if (shared_.unknown_methods != nullptr) AwaitUnknownMethod(shared_, queue);
-    threads_.emplace_back([queue, i] {
+    threads_.emplace_back([queue, i, cork_port] {
       NameThisThread(fmt::format("grpc-cq-{}", i));
+      SocketCork cork(cork_port);
       void* tag = nullptr;
       bool ok = false;
-      while (queue->Next(&tag, &ok)) {
+      int events_in_round = 0;
+      while (true) {
+        const grpc::CompletionQueue::NextStatus status =
+            queue->AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC));
+        if (status == grpc::CompletionQueue::SHUTDOWN) break;
+        if (status == grpc::CompletionQueue::TIMEOUT) {
+          // The round is over: what it wrote goes out now, before the thread waits.
+          cork.Uncork();
+          events_in_round = 0;
+          if (!queue->Next(&tag, &ok)) break;
+        }
+        if (++events_in_round == kCorkFromEvent) cork.Cork();
         RunLoggingExceptions("a gRPC call", [&] { static_cast<Tag*>(tag)->Proceed(ok); });
       }
     });
