@@ -1,5 +1,6 @@
 #include "api/kserve_grpc_calls.h"
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -22,10 +23,17 @@ using inference::ModelInferRequest;
 using inference::ModelInferResponse;
 using InferResult = Result<std::unique_ptr<serve::InferResponse>>;
 
-// A round of a queue thread's events (those it takes without waiting) that reaches this many
-// holds more than one call's: a unary call brings three (arrived, finished, done), a stream's
-// request two (read, written). The connections are corked from then on until the round ends.
+// Corking (api/kserve_grpc_cork.h) starts once a queue thread has taken this many events in a
+// row without waiting for one: more than one call's (a unary call brings three: arrived,
+// finished, done; a stream's request two: read, written). From then on the thread only polls
+// its queue without waiting, and uncorks the connections once it finds it empty, before it
+// waits. A call alone in its round (one in flight) is answered uncorked, and costs no
+// non-blocking poll either.
 constexpr int kCorkFromEvent = 4;
+// A Next that took longer than this waited for its event (or read from a connection): the
+// events before it were another round. Waiting takes a client's turnaround and two wake-ups,
+// tens of µs; taking a queued event, under one.
+constexpr std::chrono::microseconds kWaited{5};
 
 // The first block of a unary call's arena: room for a request and response of a few small tensors
 // (their message objects, names, shapes); larger ones take more blocks from the heap.
@@ -283,18 +291,25 @@ CallPollers::CallPollers(CallShared& shared,
       SocketCork cork(cork_port);
       void* tag = nullptr;
       bool ok = false;
-      int events_in_round = 0;
+      int quick_events = 0;  // events taken in a row without waiting, as far as the clock tells
       while (true) {
-        const grpc::CompletionQueue::NextStatus status =
-            queue->AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC));
-        if (status == grpc::CompletionQueue::SHUTDOWN) break;
-        if (status == grpc::CompletionQueue::TIMEOUT) {
-          // The round is over: what it wrote goes out now, before the thread waits.
-          cork.Uncork();
-          events_in_round = 0;
+        if (cork.corked()) {
+          const grpc::CompletionQueue::NextStatus status =
+              queue->AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC));
+          if (status == grpc::CompletionQueue::SHUTDOWN) break;
+          if (status == grpc::CompletionQueue::TIMEOUT) {
+            // The round is over: what it wrote goes out now, before the thread waits.
+            cork.Uncork();
+            quick_events = 0;
+            continue;
+          }
+        } else {
+          const auto asked = std::chrono::steady_clock::now();
           if (!queue->Next(&tag, &ok)) break;
+          if (std::chrono::steady_clock::now() - asked > kWaited) quick_events = 0;
+          if (quick_events < kCorkFromEvent) ++quick_events;
+          if (quick_events == kCorkFromEvent) cork.Cork();
         }
-        if (++events_in_round == kCorkFromEvent) cork.Cork();
         RunLoggingExceptions("a gRPC call", [&] { static_cast<Tag*>(tag)->Proceed(ok); });
       }
     });

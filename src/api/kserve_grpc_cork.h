@@ -38,6 +38,8 @@ class SocketCork {
   void Cork();
   // Uncorks what Cork corked: what was written meanwhile goes out now. Idempotent.
   void Uncork();
+  // Between a Cork that did something and the next Uncork.
+  bool corked() const { return corked_; }
 
   // The connection sockets the last look found (for tests).
   const std::vector<int>& sockets() const { return sockets_; }
