@@ -34,6 +34,11 @@ constexpr int kCorkFromEvent = 4;
 // events before it were another round. Waiting takes a client's turnaround and two wake-ups,
 // tens of µs; taking a queued event, under one.
 constexpr std::chrono::microseconds kWaited{5};
+// While corked, the answers written so far go out every this many events (four unary calls'),
+// so that the client gets them in batches it can work on while this thread goes on: holding a
+// whole round's answers back would have the client and the server take turns instead of
+// working at once (half the throughput with 64 calls in flight and a core each).
+constexpr int kFlushEvery = 12;
 
 // The first block of a unary call's arena: room for a request and response of a few small tensors
 // (their message objects, names, shapes); larger ones take more blocks from the heap.
@@ -291,7 +296,8 @@ CallPollers::CallPollers(CallShared& shared,
       SocketCork cork(cork_port);
       void* tag = nullptr;
       bool ok = false;
-      int quick_events = 0;  // events taken in a row without waiting, as far as the clock tells
+      int quick_events = 0;   // events taken in a row without waiting, as far as the clock tells
+      int corked_events = 0;  // events taken since the last flush
       while (true) {
         if (cork.corked()) {
           const grpc::CompletionQueue::NextStatus status =
@@ -303,12 +309,20 @@ CallPollers::CallPollers(CallShared& shared,
             quick_events = 0;
             continue;
           }
+          if (++corked_events == kFlushEvery) {
+            cork.Uncork();  // sends what the last events wrote
+            cork.Cork();
+            corked_events = 0;
+          }
         } else {
           const auto asked = std::chrono::steady_clock::now();
           if (!queue->Next(&tag, &ok)) break;
           if (std::chrono::steady_clock::now() - asked > kWaited) quick_events = 0;
           if (quick_events < kCorkFromEvent) ++quick_events;
-          if (quick_events == kCorkFromEvent) cork.Cork();
+          if (quick_events == kCorkFromEvent) {
+            cork.Cork();
+            corked_events = 0;
+          }
         }
         RunLoggingExceptions("a gRPC call", [&] { static_cast<Tag*>(tag)->Proceed(ok); });
       }
