@@ -9,14 +9,15 @@
 // (docs/benchmarks.md, "Clients on the wire, and wake-ups"). gRPC gives an application no way to
 // gather several calls' answers into one write, so a completion-queue thread corks the sockets
 // of the connections instead (TCP_CORK) while it works through a round of events that holds more
-// than one call's, and uncorks them once its queue is empty: the kernel then sends the round's
-// answers together. A call alone in its round is answered at once, uncorked.
+// than one call's, uncorking them every few calls' answers and once its queue is empty: the
+// kernel then sends those answers together. A call alone in its round is answered at once,
+// uncorked (CallPollers, api/kserve_grpc_calls.h).
 //
 // The sockets are gRPC's: the front end finds them by their local port (every TCP connection
 // accepted on the gRPC server's port), looking again at most once per `rescan_interval`, so a
 // new connection is corked from the next look on. A socket found by an earlier look may have
-// been closed since and its number reused; corking that one only delays its writes to the end
-// of the round, and the kernel sends corked data after 200 ms whatever happens.
+// been closed since and its number reused; corking that one only delays its writes until the
+// next uncork, and the kernel sends corked data after 200 ms whatever happens.
 
 #include <chrono>
 #include <vector>
