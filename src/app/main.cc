@@ -140,6 +140,7 @@ api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings,
   options.max_receive_bytes = static_cast<int>(settings.grpc_max_input_size);  // checked
   options.max_inflight_bytes = static_cast<size_t>(settings.grpc_max_inflight_bytes);
   options.completion_queue_threads = settings.grpc_thread_count;
+  options.cork_writes = settings.grpc_cork_writes;
   if (settings.grpc_use_ssl || settings.grpc_use_ssl_mutual) {
     options.tls = api::GrpcTlsOptions{.server_cert = settings.grpc_server_cert,
                                       .server_key = settings.grpc_server_key,
@@ -718,6 +719,8 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
          "get RESOURCE_EXHAUSTED");
   option("--grpc-thread-count", settings.grpc_thread_count,
          "Threads polling the gRPC connections and running infer calls (grpc-cq-<i>)");
+  switch_flag("--grpc-cork-writes", settings.grpc_cork_writes,
+              "Gather the answers to several gRPC calls in a row into fewer TCP writes (TCP_CORK)");
   option("--grpc-max-inflight-bytes", settings.grpc_max_inflight_bytes,
          "Bytes of infer requests the gRPC front end holds at once (all calls and streams); "
          "past it requests get RESOURCE_EXHAUSTED");

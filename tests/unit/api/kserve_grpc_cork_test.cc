@@ -1,5 +1,6 @@
 // SocketCork: the gRPC front end's write coalescing corks the TCP connections accepted on the
-// gRPC port, and only those, and uncorking sends what was written meanwhile.
+// gRPC port, and only those, and uncorking sends what was written meanwhile; a server that corks
+// (KServeGrpcOptions::cork_writes) answers every call of many in flight.
 
 #include "api/kserve_grpc_cork.h"
 
@@ -13,9 +14,15 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <thread>
+#include <vector>
 
-namespace rampart::api::grpc_calls {
+#include "grpc_test_fixture.h"
+
+namespace rampart::api {
 namespace {
+
+using grpc_calls::SocketCork;
 
 // A file descriptor closed when it goes.
 class Fd {
@@ -148,5 +155,31 @@ TEST(SocketCorkTest, PortZeroCorksNothing) {
   EXPECT_EQ(Corked(grpc.accepted.get()), 0);
 }
 
+class GrpcCorkTest : public GrpcTest {
+ protected:
+  GrpcCorkTest() { cork_writes_ = true; }
+};
+
+TEST_F(GrpcCorkTest, ManyCallsInFlightAreAllAnswered) {
+  constexpr int kClients = 8;
+  constexpr int kCalls = 200;
+  std::vector<std::thread> clients;
+  std::vector<int> right(kClients, 0);
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      for (int call = 0; call < kCalls; ++call) {
+        ModelInferResponse response;
+        const grpc::Status status = Infer(AddRequest({call}, {i}, /*raw=*/true), response);
+        if (status.ok() && response.raw_output_contents_size() == 2 &&
+            FromBytes<int32_t>(response.raw_output_contents(0)) == std::vector<int32_t>{call + i}) {
+          ++right[i];
+        }
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  for (int i = 0; i < kClients; ++i) EXPECT_EQ(right[i], kCalls) << "client " << i;
+}
+
 }  // namespace
-}  // namespace rampart::api::grpc_calls
+}  // namespace rampart::api
