@@ -71,6 +71,11 @@ struct KServeGrpcOptions {
   // queue; 0 = one. gRPC 1.51 has every polling thread poll every connection, so a second thread
   // hands requests back and forth with the first (docs/benchmarks.md, "gRPC vs HTTP infer").
   int completion_queue_threads = 0;
+  // Cork the connections while a queue thread answers several calls in a row, so that their
+  // answers leave in fewer TCP segments (api/kserve_grpc_cork.h): less CPU per call for the
+  // server and the client at high concurrency; off by default until measured on a quiet machine
+  // (docs/benchmarks.md, "Corking the connections").
+  bool cork_writes = false;
   std::optional<GrpcTlsOptions> tls;  // plaintext when empty
   // Authentication, policy and quotas (docs/access.md), as HTTP's: every RPC but ServerLive and
   // ServerReady is decided (model:infer, model:read, model:load, model:unload, repository:read,

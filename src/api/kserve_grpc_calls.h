@@ -124,10 +124,15 @@ struct CallShared {
 
 // Rampart's completion-queue threads (`grpc-cq-<i>`), one queue each; each keeps one ModelInfer
 // and one ModelStreamInfer call waiting on its queue (a call that arrives posts its successor).
+// Each thread works in rounds, the events it can take without waiting; once a round holds more
+// than one call's events, the connections accepted on `cork_port` are corked until the queue is
+// empty, and uncorked every few calls' answers meanwhile, so that those answers leave in one
+// write (api/kserve_grpc_cork.h; 0: never corked).
 class CallPollers {
  public:
   // `queues` come from ServerBuilder::AddCompletionQueue; call after BuildAndStart.
-  CallPollers(CallShared& shared, std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues);
+  CallPollers(CallShared& shared, std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues,
+              int cork_port);
   // REQUIRES: Stop has run.
   ~CallPollers();
   CallPollers(const CallPollers&) = delete;

@@ -154,6 +154,8 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
          "get RESOURCE_EXHAUSTED");
   option("--grpc-thread-count", settings.grpc_thread_count,
          "Threads polling the gRPC connections and running infer calls (grpc-cq-<i>)");
+  switch_flag("--grpc-cork-writes", settings.grpc_cork_writes,
+              "Gather the answers to several gRPC calls in a row into fewer TCP writes (TCP_CORK)");
   option("--grpc-max-inflight-bytes", settings.grpc_max_inflight_bytes,
          "Bytes of infer requests the gRPC front end holds at once (all calls and streams); "
          "past it requests get RESOURCE_EXHAUSTED");

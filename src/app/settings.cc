@@ -99,6 +99,7 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"grpc_max_inflight_bytes",
        Field(settings.grpc_max_inflight_bytes, "server.grpc_max_inflight_bytes")},
       {"grpc_thread_count", Field(settings.grpc_thread_count, "server.grpc_thread_count")},
+      {"grpc_cork_writes", Field(settings.grpc_cork_writes, "server.grpc_cork_writes")},
       {"grpc_use_ssl", Field(settings.grpc_use_ssl, "server.grpc_use_ssl")},
       {"grpc_use_ssl_mutual", Field(settings.grpc_use_ssl_mutual, "server.grpc_use_ssl_mutual")},
       {"grpc_server_cert", Field(settings.grpc_server_cert, "server.grpc_server_cert")},

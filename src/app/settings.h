@@ -52,6 +52,9 @@ struct ServeSettings {
   uint64_t grpc_max_inflight_bytes = uint64_t{4} << 30;
   // Rampart's gRPC completion-queue threads (KServeGrpcOptions::completion_queue_threads).
   int grpc_thread_count = 1;
+  // Cork the gRPC connections while a queue thread answers several calls in a row
+  // (KServeGrpcOptions::cork_writes).
+  bool grpc_cork_writes = false;
   // TLS for gRPC (Triton's flags); --grpc-use-ssl-mutual implies --grpc-use-ssl.
   bool grpc_use_ssl = false;
   bool grpc_use_ssl_mutual = false;

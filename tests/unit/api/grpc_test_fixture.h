@@ -78,6 +78,7 @@ class GrpcTest : public ::testing::Test {
     KServeGrpcOptions grpc_options = Options();
     grpc_options.access = access_;
     if (max_inflight_bytes_ > 0) grpc_options.max_inflight_bytes = max_inflight_bytes_;
+    grpc_options.cork_writes = cork_writes_;
     auto started = KServeGrpc::Start(*server_, grpc_options);
     ASSERT_TRUE(started.ok()) << started.status().ToString();
     grpc_ = std::move(started).value();
@@ -154,6 +155,7 @@ class GrpcTest : public ::testing::Test {
   const policy::AccessControl* access_ = nullptr;
   // The front end's budget of request bytes in flight (0: the default); likewise.
   size_t max_inflight_bytes_ = 0;
+  bool cork_writes_ = false;  // KServeGrpcOptions::cork_writes
   testing::Gate gate_;
   backend::BackendRegistry backends_;
   fs::path repository_;
