@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "audit/record_codec.h"
+#include "core/varint.h"
 
 namespace rampart::audit {
 namespace {
@@ -18,17 +19,8 @@ constexpr char kDigestSm3 = 2;
 constexpr size_t kDigestBytes = 32;
 constexpr char kAllowed = 1;
 
-void PutVarint(std::string& out, uint64_t value) {
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
-}
-
 void PutSigned(std::string& out, int64_t value) {
-  const auto bits = static_cast<uint64_t>(value);
-  PutVarint(out, (bits << 1) ^ (0 - (bits >> 63)));
+  PutVarint(out, ZigZag(static_cast<uint64_t>(value)));
 }
 
 // Strings are stored as valid UTF-8 (what the canonical encoding makes of them anyway), so that
@@ -111,24 +103,11 @@ class Reader {
   explicit Reader(std::string_view in) : in_(in) {}
   bool done() const { return in_.empty(); }
 
-  bool Varint(uint64_t& value) {
-    value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (in_.empty()) return false;
-      const auto byte = static_cast<unsigned char>(in_.front());
-      in_.remove_prefix(1);
-      value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      // The shortest form only (a trailing zero byte would be a second form of the value), and
-      // no bits beyond the 64th (they would be dropped).
-      if (shift == 63 && byte > 1) return false;
-      if ((byte & 0x80) == 0) return byte != 0 || shift == 0;
-    }
-    return false;
-  }
+  bool Varint(uint64_t& value) { return GetVarint(in_, value); }
   bool Signed(int64_t& value) {
     uint64_t zigzag = 0;
     if (!Varint(zigzag)) return false;
-    value = static_cast<int64_t>((zigzag >> 1) ^ (0 - (zigzag & 1)));
+    value = static_cast<int64_t>(UnZigZag(zigzag));
     return true;
   }
   bool Byte(char& value) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <iterator>
 
+#include "core/varint.h"
 #include "crypto/digest.h"
 #include "store/audit_rows.h"
 
@@ -15,16 +16,8 @@ namespace {
 // No field of a record comes near this; a length above it is a damaged blob.
 constexpr uint64_t kMaxField = uint64_t{1} << 31;
 
-void PutLength(std::string& out, uint64_t length) {
-  while (length >= 0x80) {
-    out.push_back(static_cast<char>((length & 0x7f) | 0x80));
-    length >>= 7;
-  }
-  out.push_back(static_cast<char>(length));
-}
-
 void PutField(std::string& out, std::string_view field) {
-  PutLength(out, field.size());
+  PutVarint(out, field.size());
   out.append(field);
 }
 
@@ -40,21 +33,7 @@ void PutTime(std::string& out, char version, int64_t time, int64_t& previous) {
   }
   const uint64_t delta = static_cast<uint64_t>(time) - static_cast<uint64_t>(previous);
   previous = time;
-  PutLength(out, (delta << 1) ^ (0 - (delta >> 63)));
-}
-
-// Reads from `in` (advancing it); false when `in` ends first or the field is malformed.
-bool GetVarint(std::string_view& in, uint64_t& value) {
-  value = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (in.empty()) return false;
-    const auto byte = static_cast<unsigned char>(in.front());
-    in.remove_prefix(1);
-    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if (shift == 63 && byte > 1) return false;               // no bits beyond the 64th
-    if ((byte & 0x80) == 0) return byte != 0 || shift == 0;  // the shortest form only
-  }
-  return false;
+  PutVarint(out, ZigZag(delta));
 }
 
 bool GetLength(std::string_view& in, uint64_t& length) {
@@ -82,8 +61,7 @@ bool GetTime(std::string_view& in, char version, int64_t& previous) {
   }
   uint64_t zigzag = 0;
   if (!GetVarint(in, zigzag)) return false;
-  const uint64_t delta = (zigzag >> 1) ^ (0 - (zigzag & 1));
-  previous = static_cast<int64_t>(static_cast<uint64_t>(previous) + delta);
+  previous = static_cast<int64_t>(static_cast<uint64_t>(previous) + UnZigZag(zigzag));
   return true;
 }
 
@@ -136,7 +114,7 @@ constexpr std::array<int8_t, 256> kHexValues = [] {
 // Appends `hex` as a field of raw bytes; false when it is not hex.
 bool PutHexField(std::string& out, std::string_view hex) {
   if (hex.size() % 2 != 0) return false;
-  PutLength(out, hex.size() / 2);
+  PutVarint(out, hex.size() / 2);
   const size_t start = out.size();
   out.resize(start + hex.size() / 2);
   char* bytes = out.data() + start;
