@@ -152,14 +152,17 @@ int DefaultHttpThreads(const ServeSettings& settings, const serve::InferenceServ
              threads);
     return threads;
   }
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int cores = UsableCpuCount();
   int favoured = 0;
   for (const auto& version : server.AllModels()) favoured += version->FavouredInstances();
-  LOG_INFO("HTTP: {} I/O thread(s), one per core{} (--http-thread-count overrides)", cores,
-           favoured > 0 ? fmt::format("; {} model instance thread(s) at a raised priority take "
-                                      "their core when they have a batch",
-                                      favoured)
-                        : std::string());
+  LOG_INFO(
+      "HTTP: {} I/O thread(s), one per CPU this process may run on{} (--http-thread-count "
+      "overrides)",
+      cores,
+      favoured > 0 ? fmt::format("; {} model instance thread(s) at a raised priority take "
+                                 "their core when they have a batch",
+                                 favoured)
+                   : std::string());
   return cores;
 }
 

@@ -20,6 +20,11 @@ Result<std::vector<int>> ParseCpuList(std::string_view text);
 // The CPUs this process may run on (sched_getaffinity), ascending.
 std::vector<int> AllowedCpus();
 
+// How many CPUs this process may run on (at least 1). Unlike std::thread::hardware_concurrency,
+// which counts the machine's CPUs, it honours a cpuset or `taskset` that allows fewer (a
+// container given two of a host's 64 CPUs gets 2).
+int UsableCpuCount();
+
 // OK when every CPU in `cpus` is one this process may run on. Errors: InvalidArgument naming the
 // first that is not, and the allowed ones.
 Status CheckAllowedCpus(const std::vector<int>& cpus);

@@ -47,9 +47,8 @@ class HttpServer::Impl {
   Status Listen(Listener listener) {
     listener_ = std::move(listener);
     const HttpServerOptions& options = core_.options();
-    const size_t threads = options.threads > 0
-                               ? static_cast<size_t>(options.threads)
-                               : std::max<size_t>(1, std::thread::hardware_concurrency());
+    const size_t threads = options.threads > 0 ? static_cast<size_t>(options.threads)
+                                               : static_cast<size_t>(UsableCpuCount());
     if (options.tls) {
       ASSIGN_OR_RETURN(engine_, MakeTlsEngine(core_, threads, *options.tls));
     } else {

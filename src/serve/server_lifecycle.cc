@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/cpu_affinity.h"
 #include "core/exceptions.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
@@ -58,10 +59,10 @@ InferenceServer::~InferenceServer() {
 int InferenceServer::DefaultThreads(const std::string& name, const model::ModelConfig& config,
                                     size_t versions) const {
   if (options_.threads_per_instance > 0) return options_.threads_per_instance;
-  // The instances' CPUs when they have their own, else the machine's.
+  // The instances' CPUs when they have their own, else the ones the process may run on.
   const int cores = !options_.instance_cpus.empty()
                         ? static_cast<int>(options_.instance_cpus.size())
-                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+                        : UsableCpuCount();
   // Every instance of every model shares the cores: under load they all compute at once, and an
   // instance given more threads than its share only makes them wait for each other (a product
   // split over threads waits for its slowest part).

@@ -52,6 +52,17 @@ TEST(CpuAffinity, PinsTheCallingThreadOnly) {
   EXPECT_EQ(AllowedCpus(), allowed);
 }
 
+TEST(CpuAffinity, CountsTheCpusThisProcessMayRunOnNotTheMachines) {
+  EXPECT_EQ(UsableCpuCount(), static_cast<int>(AllowedCpus().size()));
+  int pinned_count = 0;
+  std::thread pinned([&] {
+    ASSERT_TRUE(PinThisThread({AllowedCpus().front()}).ok());
+    pinned_count = UsableCpuCount();  // what a process started under `taskset -c N` sees
+  });
+  pinned.join();
+  EXPECT_EQ(pinned_count, 1);
+}
+
 bool UsesBatchScheduling() { return sched_getscheduler(0) == SCHED_BATCH; }
 
 TEST(CpuAffinity, BatchSchedulingIsForTheCallingThreadOnly) {
