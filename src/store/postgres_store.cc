@@ -8,6 +8,7 @@
 #include "store/postgres_audit.h"
 #include "store/postgres_connection.h"
 #include "store/records.h"
+#include "store/row_readers.h"
 #include "store/schema.h"
 #include "store/sql_runner.h"
 #include "store/store.h"
@@ -181,78 +182,26 @@ constexpr PgQuery kRecordMigration = {
 
 std::string Number(int64_t value) { return std::to_string(value); }
 
-Result<Tenant> ReadTenant(const PgResult& result, int row) {
-  Tenant tenant;
-  tenant.name = result.Text(row, 0);
-  ASSIGN_OR_RETURN(tenant.attributes, internal::DecodeAttributes(result.Text(row, 1)));
-  tenant.created_unix = result.Int(row, 2);
-  return tenant;
-}
-
-Result<Principal> ReadPrincipal(const PgResult& result, int row) {
-  Principal principal;
-  principal.tenant = result.Text(row, 0);
-  principal.name = result.Text(row, 1);
-  ASSIGN_OR_RETURN(principal.roles, internal::DecodeRoles(result.Text(row, 2)));
-  ASSIGN_OR_RETURN(principal.attributes, internal::DecodeAttributes(result.Text(row, 3)));
-  principal.disabled = result.Int(row, 4) != 0;
-  principal.created_unix = result.Int(row, 5);
-  return principal;
-}
-
-Result<ApiKey> ReadKey(const PgResult& result, int row) {
-  ApiKey key;
-  key.id = result.Text(row, 0);
-  key.tenant = result.Text(row, 1);
-  key.principal = result.Text(row, 2);
-  key.name = result.Text(row, 3);
-  ASSIGN_OR_RETURN(key.roles, internal::DecodeRoles(result.Text(row, 4)));
-  key.salt = result.Text(row, 5);
-  key.hash = result.Text(row, 6);
-  key.created_unix = result.Int(row, 7);
-  key.expires_unix = result.Int(row, 8);
-  key.revoked_unix = result.Int(row, 9);
-  key.last_used_unix = result.Int(row, 10);
-  return key;
-}
-
-Result<KeyVersion> ReadKeyVersion(const PgResult& result, int row) {
-  KeyVersion version;
-  version.name = result.Text(row, 0);
-  version.version = static_cast<int>(result.Int(row, 1));
-  version.purpose = result.Text(row, 2);
-  version.algorithm = result.Text(row, 3);
-  ASSIGN_OR_RETURN(version.wrapped_material, internal::DecodeBytes(result.Text(row, 4)));
-  version.created_unix = result.Int(row, 5);
-  return version;
-}
-
-Result<SealedSecret> ReadSealedSecret(const PgResult& result, int row) {
-  SealedSecret secret;
-  secret.name = result.Text(row, 0);
-  ASSIGN_OR_RETURN(secret.envelope, internal::DecodeBytes(result.Text(row, 1)));
-  secret.updated_unix = result.Int(row, 2);
-  return secret;
-}
-
-Result<StoredFile> ReadStoredFile(const PgResult& result, int row) {
-  StoredFile file;
-  file.id = result.Text(row, 0);
-  file.tenant = result.Text(row, 1);
-  file.filename = result.Text(row, 2);
-  file.purpose = result.Text(row, 3);
-  file.bytes = result.Int(row, 4);
-  file.created_unix = result.Int(row, 5);
-  file.sealing = result.Text(row, 6);
-  return file;
-}
+// One row of a result, as the row readers (store/row_readers.h) read it.
+struct PgRow {
+  const PgResult& result;
+  int row;
+  std::string Text(int column) const { return result.Text(row, column); }
+  int64_t Int(int column) const { return result.Int(row, column); }
+};
+constexpr auto* ReadTenant = &internal::ReadTenant<PgRow>;
+constexpr auto* ReadPrincipal = &internal::ReadPrincipal<PgRow>;
+constexpr auto* ReadKey = &internal::ReadKey<PgRow>;
+constexpr auto* ReadKeyVersion = &internal::ReadKeyVersion<PgRow>;
+constexpr auto* ReadSealedSecret = &internal::ReadSealedSecret<PgRow>;
+constexpr auto* ReadStoredFile = &internal::ReadStoredFile<PgRow>;
 
 template <typename T, typename Read>
 Result<std::vector<T>> ReadAll(const PgResult& result, Read read) {
   std::vector<T> rows;
   rows.reserve(static_cast<size_t>(result.rows()));
   for (int row = 0; row < result.rows(); ++row) {
-    ASSIGN_OR_RETURN(T value, read(result, row));
+    ASSIGN_OR_RETURN(T value, read(PgRow{result, row}));
     rows.push_back(std::move(value));
   }
   return rows;
@@ -261,7 +210,7 @@ Result<std::vector<T>> ReadAll(const PgResult& result, Read read) {
 template <typename T, typename Read>
 Result<std::optional<T>> ReadOne(const PgResult& result, Read read) {
   if (result.rows() == 0) return std::optional<T>();
-  ASSIGN_OR_RETURN(T value, read(result, 0));
+  ASSIGN_OR_RETURN(T value, read(PgRow{result, 0}));
   return std::optional<T>(std::move(value));
 }
 

@@ -83,6 +83,20 @@ Result<std::vector<T>> Collect(Statement& statement, Read read) {
   }
 }
 
+// Writes `batch` as one audit_batches row; the blob outlives the step, so it is bound without
+// SQLite copying it.
+Status InsertAuditBatch(SqliteConnection& connection, const AuditBatch& batch) {
+  ASSIGN_OR_RETURN(auto insert, connection.Prepare(fmt::format(
+                                    "INSERT INTO audit_batches ({}) VALUES (?1, ?2, ?3, ?4, ?5)",
+                                    kAuditBatchColumns)));
+  return insert->Bind(1, batch.first_sequence)
+      .Bind(2, batch.last_sequence)
+      .Bind(3, batch.min_time_unix_ns)
+      .Bind(4, batch.max_time_unix_ns)
+      .BindBlobBorrowed(5, batch.records)
+      .Run();
+}
+
 }  // namespace
 
 Result<int64_t> SqliteLastAuditSequence(SqliteConnection& connection) {
@@ -99,16 +113,7 @@ Status SqliteAppendAuditBatch(SqliteConnection& connection, const AuditBatch& ba
     return AlreadyExists("audit sequence {} is taken or out of order: the log's last is {}",
                          batch.first_sequence, last);
   }
-  // One row for the batch; the blob outlives the step, so it is bound without SQLite copying it.
-  ASSIGN_OR_RETURN(auto insert, connection.Prepare(fmt::format(
-                                    "INSERT INTO audit_batches ({}) VALUES (?1, ?2, ?3, ?4, ?5)",
-                                    kAuditBatchColumns)));
-  return insert->Bind(1, batch.first_sequence)
-      .Bind(2, batch.last_sequence)
-      .Bind(3, batch.min_time_unix_ns)
-      .Bind(4, batch.max_time_unix_ns)
-      .BindBlobBorrowed(5, batch.records)
-      .Run();
+  return InsertAuditBatch(connection, batch);
 }
 
 Status SqliteAppendAuditRows(SqliteConnection& connection, const std::vector<AuditRow>& rows) {
@@ -181,15 +186,7 @@ Status SqlitePruneAuditEpoch(SqliteConnection& connection, int64_t epoch) {
   RETURN_IF_ERROR(erase_batches->Bind(1, last).Run());
   if (!kept.empty()) {
     ASSIGN_OR_RETURN(const AuditBatch batch, PackAuditBatch(kept.data(), kept.size()));
-    ASSIGN_OR_RETURN(auto insert, connection.Prepare(fmt::format(
-                                      "INSERT INTO audit_batches ({}) VALUES (?1, ?2, ?3, ?4, ?5)",
-                                      kAuditBatchColumns)));
-    RETURN_IF_ERROR(insert->Bind(1, batch.first_sequence)
-                        .Bind(2, batch.last_sequence)
-                        .Bind(3, batch.min_time_unix_ns)
-                        .Bind(4, batch.max_time_unix_ns)
-                        .BindBlobBorrowed(5, batch.records)
-                        .Run());
+    RETURN_IF_ERROR(InsertAuditBatch(connection, batch));
   }
   ASSIGN_OR_RETURN(auto mark, connection.Prepare("UPDATE audit_epochs SET pruned = 1 "
                                                  "WHERE epoch = ?1"));

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "store/records.h"
+#include "store/row_readers.h"
 #include "store/schema.h"
 #include "store/sql_runner.h"
 #include "store/sqlite_audit.h"
@@ -36,62 +37,16 @@ constexpr std::string_view kKeyColumns =
     "id, tenant, principal, name, roles, salt, hash, created_unix, expires_unix, revoked_unix, "
     "last_used_unix";
 
-Result<Tenant> ReadTenant(const Statement& row) {
-  Tenant tenant;
-  tenant.name = row.Text(0);
-  ASSIGN_OR_RETURN(tenant.attributes, internal::DecodeAttributes(row.Text(1)));
-  tenant.created_unix = row.Int(2);
-  return tenant;
-}
-
-Result<Principal> ReadPrincipal(const Statement& row) {
-  Principal principal;
-  principal.tenant = row.Text(0);
-  principal.name = row.Text(1);
-  ASSIGN_OR_RETURN(principal.roles, internal::DecodeRoles(row.Text(2)));
-  ASSIGN_OR_RETURN(principal.attributes, internal::DecodeAttributes(row.Text(3)));
-  principal.disabled = row.Int(4) != 0;
-  principal.created_unix = row.Int(5);
-  return principal;
-}
-
-Result<ApiKey> ReadKey(const Statement& row) {
-  ApiKey key;
-  key.id = row.Text(0);
-  key.tenant = row.Text(1);
-  key.principal = row.Text(2);
-  key.name = row.Text(3);
-  ASSIGN_OR_RETURN(key.roles, internal::DecodeRoles(row.Text(4)));
-  key.salt = row.Text(5);
-  key.hash = row.Text(6);
-  key.created_unix = row.Int(7);
-  key.expires_unix = row.Int(8);
-  key.revoked_unix = row.Int(9);
-  key.last_used_unix = row.Int(10);
-  return key;
-}
-
 constexpr std::string_view kKeyVersionColumns =
     "name, version, purpose, algorithm, wrapped_material, created_unix";
 
-Result<KeyVersion> ReadKeyVersion(const Statement& row) {
-  KeyVersion version;
-  version.name = row.Text(0);
-  version.version = static_cast<int>(row.Int(1));
-  version.purpose = row.Text(2);
-  version.algorithm = row.Text(3);
-  ASSIGN_OR_RETURN(version.wrapped_material, internal::DecodeBytes(row.Text(4)));
-  version.created_unix = row.Int(5);
-  return version;
-}
-
-Result<SealedSecret> ReadSealedSecret(const Statement& row) {
-  SealedSecret secret;
-  secret.name = row.Text(0);
-  ASSIGN_OR_RETURN(secret.envelope, internal::DecodeBytes(row.Text(1)));
-  secret.updated_unix = row.Int(2);
-  return secret;
-}
+// The row readers (store/row_readers.h) for SQLite's rows.
+constexpr auto* ReadTenant = &internal::ReadTenant<Statement>;
+constexpr auto* ReadPrincipal = &internal::ReadPrincipal<Statement>;
+constexpr auto* ReadKey = &internal::ReadKey<Statement>;
+constexpr auto* ReadKeyVersion = &internal::ReadKeyVersion<Statement>;
+constexpr auto* ReadSealedSecret = &internal::ReadSealedSecret<Statement>;
+constexpr auto* ReadStoredFile = &internal::ReadStoredFile<Statement>;
 
 // Every row of a query, each read by `read`.
 template <typename T, typename Read>
@@ -160,18 +115,6 @@ Status Migrate(SqliteConnection& connection) {
 
 constexpr std::string_view kFileColumns =
     "id, tenant, filename, purpose, bytes, created_unix, sealing";
-
-Result<StoredFile> ReadStoredFile(const Statement& row) {
-  StoredFile file;
-  file.id = row.Text(0);
-  file.tenant = row.Text(1);
-  file.filename = row.Text(2);
-  file.purpose = row.Text(3);
-  file.bytes = row.Int(4);
-  file.created_unix = row.Int(5);
-  file.sealing = row.Text(6);
-  return file;
-}
 
 class SqliteStore final : public Store {
  public:

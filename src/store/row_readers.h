@@ -1,0 +1,87 @@
+#pragma once
+
+// The store's rows read back into its records, once for both backends: `Row` is any row with
+// `Text(column)` and `Int(column)` (SQLite's Statement, PostgreSQL's result row). The columns
+// are in the order of each backend's column lists for the table.
+
+#include <string>
+
+#include "core/status.h"
+#include "store/records.h"
+#include "store/store.h"
+
+namespace rampart::store::internal {
+
+template <typename Row>
+Result<Tenant> ReadTenant(const Row& row) {
+  Tenant tenant;
+  tenant.name = row.Text(0);
+  ASSIGN_OR_RETURN(tenant.attributes, DecodeAttributes(row.Text(1)));
+  tenant.created_unix = row.Int(2);
+  return tenant;
+}
+
+template <typename Row>
+Result<Principal> ReadPrincipal(const Row& row) {
+  Principal principal;
+  principal.tenant = row.Text(0);
+  principal.name = row.Text(1);
+  ASSIGN_OR_RETURN(principal.roles, DecodeRoles(row.Text(2)));
+  ASSIGN_OR_RETURN(principal.attributes, DecodeAttributes(row.Text(3)));
+  principal.disabled = row.Int(4) != 0;
+  principal.created_unix = row.Int(5);
+  return principal;
+}
+
+template <typename Row>
+Result<ApiKey> ReadKey(const Row& row) {
+  ApiKey key;
+  key.id = row.Text(0);
+  key.tenant = row.Text(1);
+  key.principal = row.Text(2);
+  key.name = row.Text(3);
+  ASSIGN_OR_RETURN(key.roles, DecodeRoles(row.Text(4)));
+  key.salt = row.Text(5);
+  key.hash = row.Text(6);
+  key.created_unix = row.Int(7);
+  key.expires_unix = row.Int(8);
+  key.revoked_unix = row.Int(9);
+  key.last_used_unix = row.Int(10);
+  return key;
+}
+
+template <typename Row>
+Result<KeyVersion> ReadKeyVersion(const Row& row) {
+  KeyVersion version;
+  version.name = row.Text(0);
+  version.version = static_cast<int>(row.Int(1));
+  version.purpose = row.Text(2);
+  version.algorithm = row.Text(3);
+  ASSIGN_OR_RETURN(version.wrapped_material, DecodeBytes(row.Text(4)));
+  version.created_unix = row.Int(5);
+  return version;
+}
+
+template <typename Row>
+Result<SealedSecret> ReadSealedSecret(const Row& row) {
+  SealedSecret secret;
+  secret.name = row.Text(0);
+  ASSIGN_OR_RETURN(secret.envelope, DecodeBytes(row.Text(1)));
+  secret.updated_unix = row.Int(2);
+  return secret;
+}
+
+template <typename Row>
+Result<StoredFile> ReadStoredFile(const Row& row) {
+  StoredFile file;
+  file.id = row.Text(0);
+  file.tenant = row.Text(1);
+  file.filename = row.Text(2);
+  file.purpose = row.Text(3);
+  file.bytes = row.Int(4);
+  file.created_unix = row.Int(5);
+  file.sealing = row.Text(6);
+  return file;
+}
+
+}  // namespace rampart::store::internal
