@@ -247,6 +247,55 @@ class UnknownMethodCall {
   MemberTag<UnknownMethodCall, &UnknownMethodCall::Finished> finished_tag_{this};
 };
 
+void RunTag(void* tag, bool ok) {
+  RunLoggingExceptions("a gRPC call", [&] { static_cast<Tag*>(tag)->Proceed(ok); });
+}
+
+// Runs `queue`'s events until it shuts down.
+void Poll(grpc::ServerCompletionQueue& queue) {
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue.Next(&tag, &ok)) RunTag(tag, ok);
+}
+
+// The same, corking the connections accepted on `cork_port` while a round of events holds more
+// than one call's (api/kserve_grpc_cork.h).
+void PollCorked(grpc::ServerCompletionQueue& queue, int cork_port) {
+  SocketCork cork(cork_port);
+  void* tag = nullptr;
+  bool ok = false;
+  int quick_events = 0;   // events taken in a row without waiting, as far as the clock tells
+  int corked_events = 0;  // events taken since the last flush
+  while (true) {
+    if (cork.corked()) {
+      const grpc::CompletionQueue::NextStatus status =
+          queue.AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC));
+      if (status == grpc::CompletionQueue::SHUTDOWN) break;
+      if (status == grpc::CompletionQueue::TIMEOUT) {
+        // The round is over: what it wrote goes out now, before the thread waits.
+        cork.Uncork();
+        quick_events = 0;
+        continue;
+      }
+      if (++corked_events == kFlushEvery) {
+        cork.Uncork();  // sends what the last events wrote
+        cork.Cork();
+        corked_events = 0;
+      }
+    } else {
+      const auto asked = std::chrono::steady_clock::now();
+      if (!queue.Next(&tag, &ok)) break;
+      if (std::chrono::steady_clock::now() - asked > kWaited) quick_events = 0;
+      if (quick_events < kCorkFromEvent) ++quick_events;
+      if (quick_events == kCorkFromEvent) {
+        cork.Cork();
+        corked_events = 0;
+      }
+    }
+    RunTag(tag, ok);
+  }
+}
+
 }  // namespace
 
 void AwaitUnknownMethod(CallShared& shared, grpc::ServerCompletionQueue* queue) {
@@ -293,38 +342,10 @@ CallPollers::CallPollers(CallShared& shared,
     if (shared_.unknown_methods != nullptr) AwaitUnknownMethod(shared_, queue);
     threads_.emplace_back([queue, i, cork_port] {
       NameThisThread(fmt::format("grpc-cq-{}", i));
-      SocketCork cork(cork_port);
-      void* tag = nullptr;
-      bool ok = false;
-      int quick_events = 0;   // events taken in a row without waiting, as far as the clock tells
-      int corked_events = 0;  // events taken since the last flush
-      while (true) {
-        if (cork.corked()) {
-          const grpc::CompletionQueue::NextStatus status =
-              queue->AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC));
-          if (status == grpc::CompletionQueue::SHUTDOWN) break;
-          if (status == grpc::CompletionQueue::TIMEOUT) {
-            // The round is over: what it wrote goes out now, before the thread waits.
-            cork.Uncork();
-            quick_events = 0;
-            continue;
-          }
-          if (++corked_events == kFlushEvery) {
-            cork.Uncork();  // sends what the last events wrote
-            cork.Cork();
-            corked_events = 0;
-          }
-        } else {
-          const auto asked = std::chrono::steady_clock::now();
-          if (!queue->Next(&tag, &ok)) break;
-          if (std::chrono::steady_clock::now() - asked > kWaited) quick_events = 0;
-          if (quick_events < kCorkFromEvent) ++quick_events;
-          if (quick_events == kCorkFromEvent) {
-            cork.Cork();
-            corked_events = 0;
-          }
-        }
-        RunLoggingExceptions("a gRPC call", [&] { static_cast<Tag*>(tag)->Proceed(ok); });
+      if (cork_port != 0) {
+        PollCorked(*queue, cork_port);
+      } else {
+        Poll(*queue);
       }
     });
   }
