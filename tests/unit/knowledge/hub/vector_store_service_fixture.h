@@ -140,6 +140,23 @@ class VectorStoreServiceTest : public ::testing::Test {
     return services_.back().get();
   }
 
+  // A keyring over `store` (its storage kept in `storage`) whose master key is a file of `fill`
+  // bytes named `name` in the test's folder, holding the wrapping key "chunks".
+  std::unique_ptr<crypto::Keyring> KeyringAt(const std::string& name, char fill,
+                                             store::Store& store,
+                                             std::unique_ptr<store::StoreKeyringStorage>& storage) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << std::string(64, fill);
+    std::filesystem::permissions(path, std::filesystem::perms::owner_read);
+    auto master = crypto::MasterKeyFromFile(path);
+    EXPECT_TRUE(master.ok()) << master.status().ToString();
+    storage = std::make_unique<store::StoreKeyringStorage>(store);
+    auto keyring = crypto::Keyring::Open(*storage, std::move(*master));
+    EXPECT_TRUE(keyring.ok()) << keyring.status().ToString();
+    EXPECT_TRUE((*keyring)->Ensure("chunks", crypto::KeyPurpose::kWrapping, "aes-256-gcm").ok());
+    return std::move(*keyring);
+  }
+
   // Uploads `content` as the Files API would; answers the file id.
   std::string Upload(const std::string& filename, const std::string& content,
                      const std::string& tenant = "acme") {

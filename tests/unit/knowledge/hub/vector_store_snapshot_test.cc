@@ -197,22 +197,8 @@ TYPED_TEST(VectorStoreSnapshotTest, ACorruptOrMismatchedSnapshotFallsBackToARebu
 }
 
 TYPED_TEST(VectorStoreSnapshotTest, SealedSnapshotsOpenOnlyUnderTheirKeyring) {
-  const auto keyring_at = [&](const std::string& name, char fill, store::Store& store,
-                              std::unique_ptr<store::StoreKeyringStorage>& storage)
-      -> std::unique_ptr<crypto::Keyring> {
-    const std::string path = this->dir_ + "/" + name;
-    std::ofstream(path) << std::string(64, fill);
-    std::filesystem::permissions(path, std::filesystem::perms::owner_read);
-    auto master = crypto::MasterKeyFromFile(path);
-    EXPECT_TRUE(master.ok()) << master.status().ToString();
-    storage = std::make_unique<store::StoreKeyringStorage>(store);
-    auto keyring = crypto::Keyring::Open(*storage, std::move(*master));
-    EXPECT_TRUE(keyring.ok()) << keyring.status().ToString();
-    EXPECT_TRUE((*keyring)->Ensure("chunks", crypto::KeyPurpose::kWrapping, "aes-256-gcm").ok());
-    return std::move(*keyring);
-  };
   std::unique_ptr<store::StoreKeyringStorage> storage;
-  auto keyring = keyring_at("master.key", '7', *this->store_, storage);
+  auto keyring = this->KeyringAt("master.key", '7', *this->store_, storage);
   ASSERT_NE(keyring, nullptr);
   crypto::Envelope envelope(*keyring);
   VectorStoreServiceOptions sealed = this->Options();
@@ -243,7 +229,7 @@ TYPED_TEST(VectorStoreSnapshotTest, SealedSnapshotsOpenOnlyUnderTheirKeyring) {
   auto elsewhere = store::OpenSqliteStore(this->dir_ + "/elsewhere");
   ASSERT_TRUE(elsewhere.ok());
   std::unique_ptr<store::StoreKeyringStorage> other_storage;
-  auto other = keyring_at("other.key", '9', **elsewhere, other_storage);
+  auto other = this->KeyringAt("other.key", '9', **elsewhere, other_storage);
   ASSERT_NE(other, nullptr);
   crypto::Envelope wrong(*other);
   sealed.envelope = &wrong;
