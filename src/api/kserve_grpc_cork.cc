@@ -141,8 +141,8 @@ void SocketCork::RunFlusher() {
   while (!stopping_) {
     const Clock::time_point now = Clock::now();
     if (now - last_corked < rescan_interval_) {
-      // Watching: a look at least once a bound, more often only while nothing lets the answers
-      // out, so that the flusher wakes about once a bound however busy the queue threads are.
+      // Watching: the next look is a bound after the last change (or from now, when nothing is
+      // corked), so the flusher wakes about once a bound however busy the queue threads are.
       Clock::time_point next = now + bound_;
       const Clock::time_point changed(Clock::duration(changed_at_.load()));
       if (corked_.load()) {
@@ -170,9 +170,10 @@ void SocketCork::RunFlusher() {
         flusher_wake_.wait(lock, woken);
       }
       flusher_asleep_.store(false);
-      // Woken by a Cork (its round may be over already): watching from now on, the rounds that
-      // follow need no wake-up each.
-      if (corked_.load()) last_corked = Clock::now();
+      // Woken by a Cork (its round may be over already): watching from now on, so that the
+      // rounds that follow need no wake-up each.
+      const Clock::time_point changed(Clock::duration(changed_at_.load()));
+      if (corked_.load() || Clock::now() - changed < bound_) last_corked = Clock::now();
     }
     if (stopping_) break;
     if (Clock::now() - last_scan >= rescan_interval_) {
