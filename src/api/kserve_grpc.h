@@ -75,8 +75,8 @@ struct KServeGrpcOptions {
   // Cork the connections while a queue thread answers several calls in a row, so that their
   // answers leave in fewer TCP segments (api/kserve_grpc_cork.h): less CPU per call for the
   // server and the client at high concurrency. An answer waits at most about a millisecond for
-  // its flush, whatever the scheduling (docs/benchmarks.md, "Corking the connections").
-  bool cork_writes = false;
+  // its flush, whatever the scheduling (docs/benchmarks.md, "Bounded corking under contention").
+  bool cork_writes = true;
   // Tests only: runs on a queue thread right after it corks the connections.
   std::function<void()> after_cork;
   std::optional<GrpcTlsOptions> tls;  // plaintext when empty
