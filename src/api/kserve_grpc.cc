@@ -461,7 +461,8 @@ Result<std::unique_ptr<KServeGrpc>> KServeGrpc::Start(serve::InferenceServer& se
                                            : " (is the address free?)");
     }
     impl->pollers = std::make_unique<grpc_calls::CallPollers>(
-        impl->service.shared(), std::move(queues), impl->options.cork_writes ? impl->port : 0);
+        impl->service.shared(), std::move(queues), impl->options.cork_writes ? impl->port : 0,
+        impl->options.after_cork);
     return std::unique_ptr<KServeGrpc>(new KServeGrpc(std::move(impl)));
   } catch (const std::exception& error) {
     return Internal("starting the gRPC server: {}", error.what());

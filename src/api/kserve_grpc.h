@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -73,9 +74,11 @@ struct KServeGrpcOptions {
   int completion_queue_threads = 0;
   // Cork the connections while a queue thread answers several calls in a row, so that their
   // answers leave in fewer TCP segments (api/kserve_grpc_cork.h): less CPU per call for the
-  // server and the client at high concurrency; off by default until measured on a quiet machine
-  // (docs/benchmarks.md, "Corking the connections").
-  bool cork_writes = false;
+  // server and the client at high concurrency. An answer waits at most about a millisecond for
+  // its flush, whatever the scheduling (docs/benchmarks.md, "Bounded corking under contention").
+  bool cork_writes = true;
+  // Tests only: runs on a queue thread right after it corks the connections.
+  std::function<void()> after_cork;
   std::optional<GrpcTlsOptions> tls;  // plaintext when empty
   // Authentication, policy and quotas (docs/access.md), as HTTP's: every RPC but ServerLive and
   // ServerReady is decided (model:infer, model:read, model:load, model:unload, repository:read,

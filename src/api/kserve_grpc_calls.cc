@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -258,28 +259,30 @@ void Poll(grpc::ServerCompletionQueue& queue) {
   while (queue.Next(&tag, &ok)) RunTag(tag, ok);
 }
 
-// The same, corking the connections accepted on `cork_port` while a round of events holds more
-// than one call's (api/kserve_grpc_cork.h).
-void PollCorked(grpc::ServerCompletionQueue& queue, int cork_port) {
-  SocketCork cork(cork_port);
+// The same, corking the connections (`cork`, shared by the queue threads) while a round of
+// events holds more than one call's (api/kserve_grpc_cork.h). `after_cork` (tests) runs once the
+// thread has corked them.
+void PollCorked(grpc::ServerCompletionQueue& queue, SocketCork& cork,
+                const std::function<void()>& after_cork) {
   void* tag = nullptr;
   bool ok = false;
+  bool corked = false;    // this thread is in a corked round
   int quick_events = 0;   // events taken in a row without waiting, as far as the clock tells
   int corked_events = 0;  // events taken since the last flush
   while (true) {
-    if (cork.corked()) {
+    if (corked) {
       const grpc::CompletionQueue::NextStatus status =
           queue.AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC));
       if (status == grpc::CompletionQueue::SHUTDOWN) break;
       if (status == grpc::CompletionQueue::TIMEOUT) {
         // The round is over: what it wrote goes out now, before the thread waits.
         cork.Uncork();
+        corked = false;
         quick_events = 0;
         continue;
       }
       if (++corked_events == kFlushEvery) {
-        cork.Uncork();  // sends what the last events wrote
-        cork.Cork();
+        cork.Flush();  // sends what the last events wrote
         corked_events = 0;
       }
     } else {
@@ -289,11 +292,14 @@ void PollCorked(grpc::ServerCompletionQueue& queue, int cork_port) {
       if (quick_events < kCorkFromEvent) ++quick_events;
       if (quick_events == kCorkFromEvent) {
         cork.Cork();
+        corked = true;
         corked_events = 0;
+        if (after_cork) after_cork();
       }
     }
     RunTag(tag, ok);
   }
+  if (corked) cork.Uncork();
 }
 
 }  // namespace
@@ -333,17 +339,20 @@ void CallShared::WaitNoCalls() {
 
 CallPollers::CallPollers(CallShared& shared,
                          std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues,
-                         int cork_port)
-    : shared_(shared), queues_(std::move(queues)) {
+                         int cork_port, std::function<void()> after_cork)
+    : shared_(shared),
+      queues_(std::move(queues)),
+      cork_(cork_port != 0 ? std::make_unique<SocketCork>(cork_port) : nullptr),
+      after_cork_(std::move(after_cork)) {
   for (size_t i = 0; i < queues_.size(); ++i) {
     grpc::ServerCompletionQueue* queue = queues_[i].get();
     AwaitInfer(shared_, queue);
     AwaitStream(shared_, queue);
     if (shared_.unknown_methods != nullptr) AwaitUnknownMethod(shared_, queue);
-    threads_.emplace_back([queue, i, cork_port] {
+    threads_.emplace_back([this, queue, i] {
       NameThisThread(fmt::format("grpc-cq-{}", i));
-      if (cork_port != 0) {
-        PollCorked(*queue, cork_port);
+      if (cork_ != nullptr) {
+        PollCorked(*queue, *cork_, after_cork_);
       } else {
         Poll(*queue);
       }

@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -32,6 +33,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "api/grpc_service.grpc.pb.h"
+#include "api/kserve_grpc_cork.h"
 #include "audit/sink.h"
 #include "policy/access.h"
 #include "serve/server.h"
@@ -126,13 +128,15 @@ struct CallShared {
 // and one ModelStreamInfer call waiting on its queue (a call that arrives posts its successor).
 // Each thread works in rounds, the events it can take without waiting; once a round holds more
 // than one call's events, the connections accepted on `cork_port` are corked until the queue is
-// empty, and uncorked every few calls' answers meanwhile, so that those answers leave in one
-// write (api/kserve_grpc_cork.h; 0: never corked).
+// empty, and flushed every few calls' answers meanwhile, so that those answers leave in one
+// write (api/kserve_grpc_cork.h; 0: never corked). No answer stays corked much over a
+// millisecond, even while the thread that corked is not running.
 class CallPollers {
  public:
   // `queues` come from ServerBuilder::AddCompletionQueue; call after BuildAndStart.
+  // `after_cork` (tests): runs on a queue thread right after it corks the connections.
   CallPollers(CallShared& shared, std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues,
-              int cork_port);
+              int cork_port, std::function<void()> after_cork = {});
   // REQUIRES: Stop has run.
   ~CallPollers();
   CallPollers(const CallPollers&) = delete;
@@ -145,6 +149,8 @@ class CallPollers {
  private:
   CallShared& shared_;
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
+  const std::unique_ptr<SocketCork> cork_;  // null: never corked
+  const std::function<void()> after_cork_;
   std::vector<std::thread> threads_;
   bool stopped_ = false;
 };

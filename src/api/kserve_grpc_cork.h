@@ -9,52 +9,120 @@
 // (docs/benchmarks.md, "Clients on the wire, and wake-ups"). gRPC gives an application no way to
 // gather several calls' answers into one write, so a completion-queue thread corks the sockets
 // of the connections instead (TCP_CORK) while it works through a round of events that holds more
-// than one call's, uncorking them every few calls' answers and once its queue is empty: the
-// kernel then sends those answers together. A call alone in its round is answered at once,
-// uncorked (CallPollers, api/kserve_grpc_calls.h).
+// than one call's, flushing them every few calls' answers and uncorking them once its queue is
+// empty: the kernel then sends those answers together. A call alone in its round is answered at
+// once, uncorked (CallPollers, api/kserve_grpc_calls.h).
 //
-// The sockets are gRPC's: the front end finds them by their local port (every TCP connection
-// accepted on the gRPC server's port), looking again at most once per `rescan_interval`, so a
-// new connection is corked from the next look on. A socket found by an earlier look may have
-// been closed since and its number reused; corking that one only delays its writes until the
-// next uncork, and the kernel sends corked data after 200 ms whatever happens.
+// Bounded wait. While the connections are corked, an answer waits for the corking thread's next
+// flush; if that thread is preempted, it would wait for as long as the thread is off its core
+// (the kernel's own limit is 200 ms). So a flusher thread (`grpc-cork`) watches: it uncorks the
+// connections when they have been corked for `bound` without a queue thread flushing them. No
+// answer stays corked much longer than `bound`, whatever the queue threads' scheduling: a thread
+// that sleeps and wakes is run ahead of busy ones. The flusher wakes about once a bound while
+// corking is in use (it goes back to sleep a rescan interval after the last cork) and never waits
+// for a queue thread.
+//
+// Which sockets. The front end finds gRPC's connections by their local port (every TCP
+// connection accepted on the gRPC server's port), looking in /proc/self/fd at most once per
+// `rescan_interval` (on the flusher thread; the first corked round looks itself), so a new
+// connection is corked from the next look on. It keeps a duplicate descriptor of each socket it
+// finds and corks through that one only: a descriptor number gRPC closes and the process reuses for
+// another socket (an outgoing connection, another server's) is never touched. A look drops the
+// duplicates of connections gRPC has closed (gRPC shuts a socket down before it closes it, so a
+// duplicate held until the next look does not keep the connection open).
+//
+// Several queue threads share one SocketCork: the connections are corked while any of them is
+// in a corked round, and a thread that ends its round flushes what was written (uncorking only
+// when it was the last).
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
+
+#include <sys/types.h>
 
 namespace rampart::api::grpc_calls {
 
 class SocketCork {
  public:
-  // `port`: the gRPC server's listening port; 0 turns corking off (Cork does nothing).
+  // `port`: the gRPC server's listening port; 0 turns corking off (nothing is corked, no thread
+  // runs).
   explicit SocketCork(
-      int port, std::chrono::steady_clock::duration rescan_interval = std::chrono::seconds(1));
-  // Uncorks.
+      int port, std::chrono::steady_clock::duration bound = std::chrono::milliseconds(1),
+      std::chrono::steady_clock::duration rescan_interval = std::chrono::seconds(1));
+  // Stops the flusher, uncorks and closes the duplicates.
   ~SocketCork();
   SocketCork(const SocketCork&) = delete;
   SocketCork& operator=(const SocketCork&) = delete;
 
-  // Corks every connection accepted on the port (looking for them first when the last look is
-  // older than the rescan interval). Idempotent until Uncork.
+  // A queue thread starts a corked round: the connections found so far are corked (unless
+  // another thread's round has them corked already). Each Cork is ended by one Uncork.
   void Cork();
-  // Uncorks what Cork corked: what was written meanwhile goes out now. Idempotent.
+  // During a round: what was written so far goes out now; the connections stay corked.
+  void Flush();
+  // Ends the round Cork started: what was written goes out now; the connections are uncorked
+  // once no thread is in a round.
   void Uncork();
-  // Between a Cork that did something and the next Uncork.
-  bool corked() const { return corked_; }
 
-  // The connection sockets the last look found (for tests).
-  const std::vector<int>& sockets() const { return sockets_; }
+  // Looks for the connections now, on the calling thread (the flusher does it otherwise).
+  void Rescan();
+  // Whether the last look found socket `fd` (any descriptor of it), and how many it found.
+  bool Holds(int fd) const;
+  size_t socket_count() const;
+  // How often the flusher uncorked connections that a queue thread left corked past the bound.
+  uint64_t forced_flushes() const { return forced_flushes_.load(std::memory_order_relaxed); }
 
  private:
-  // Lists the process's TCP connections (not listening sockets) whose local port is port_.
-  void Scan();
+  using Clock = std::chrono::steady_clock;
+  static Clock::rep Now();
+
+  // A socket found on the port, through a duplicate descriptor of its own (closed when it goes).
+  struct Socket {
+    Socket(int fd_in, ino_t inode_in) : fd(fd_in), inode(inode_in) {}
+    ~Socket();
+    Socket(const Socket&) = delete;
+    Socket& operator=(const Socket&) = delete;
+    const int fd;
+    const ino_t inode;
+  };
+  using Sockets = std::vector<std::shared_ptr<const Socket>>;
+
+  void Scan();  // REQUIRES: scan_mutex_
+  void SetAll(int value);
+  void RunFlusher();
 
   const int port_;
-  const std::chrono::steady_clock::duration rescan_interval_;
-  std::chrono::steady_clock::time_point last_scan_{};
-  bool scanned_ = false;
-  bool corked_ = false;
-  std::vector<int> sockets_;
+  const Clock::duration bound_;
+  const Clock::duration rescan_interval_;
+
+  // What the last look found. Replaced whole by a look; a queue thread corks the sockets of the
+  // set it loaded, which stay open while it holds them.
+  std::atomic<std::shared_ptr<const Sockets>> sockets_;
+  std::mutex scan_mutex_;  // one look at a time
+  std::atomic<bool> looked_{false};
+
+  std::mutex rounds_mutex_;  // the queue threads' Cork, Flush and Uncork; never the flusher's
+  int rounds_ = 0;           // queue threads in a corked round; guarded by rounds_mutex_
+
+  // Set before any socket is corked and cleared after the last is uncorked: while it is false
+  // nothing is corked.
+  std::atomic<bool> corked_{false};
+  // When a queue thread last corked, flushed or uncorked (Clock's count): corked, and no change
+  // for a bound, means nobody has let the answers out for that long.
+  std::atomic<Clock::rep> changed_at_{0};
+  std::atomic<uint64_t> forced_flushes_{0};
+
+  std::mutex flusher_mutex_;
+  std::condition_variable flusher_wake_;
+  bool stopping_ = false;  // guarded by flusher_mutex_
+  // The flusher sleeps without ticking: a Cork must wake it.
+  std::atomic<bool> flusher_asleep_{false};
+  std::thread flusher_;
 };
 
 }  // namespace rampart::api::grpc_calls

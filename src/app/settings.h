@@ -54,7 +54,7 @@ struct ServeSettings {
   int grpc_thread_count = 1;
   // Cork the gRPC connections while a queue thread answers several calls in a row
   // (KServeGrpcOptions::cork_writes).
-  bool grpc_cork_writes = false;
+  bool grpc_cork_writes = true;
   // TLS for gRPC (Triton's flags); --grpc-use-ssl-mutual implies --grpc-use-ssl.
   bool grpc_use_ssl = false;
   bool grpc_use_ssl_mutual = false;

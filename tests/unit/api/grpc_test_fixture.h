@@ -155,7 +155,7 @@ class GrpcTest : public ::testing::Test {
   const policy::AccessControl* access_ = nullptr;
   // The front end's budget of request bytes in flight (0: the default); likewise.
   size_t max_inflight_bytes_ = 0;
-  bool cork_writes_ = false;  // KServeGrpcOptions::cork_writes
+  bool cork_writes_ = true;  // KServeGrpcOptions::cork_writes
   testing::Gate gate_;
   backend::BackendRegistry backends_;
   fs::path repository_;
