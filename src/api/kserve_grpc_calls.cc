@@ -291,10 +291,13 @@ void PollCorked(grpc::ServerCompletionQueue& queue, SocketCork& cork,
       if (std::chrono::steady_clock::now() - asked > kWaited) quick_events = 0;
       if (quick_events < kCorkFromEvent) ++quick_events;
       if (quick_events == kCorkFromEvent) {
-        cork.Cork();
-        corked = true;
-        corked_events = 0;
-        if (after_cork) after_cork();
+        if (cork.Cork()) {
+          corked = true;
+          corked_events = 0;
+          if (after_cork) after_cork();
+        } else {
+          quick_events = 0;  // too many connections to cork: asked again a few events on
+        }
       }
     }
     RunTag(tag, ok);

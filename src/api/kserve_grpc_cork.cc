@@ -67,8 +67,11 @@ void SetCork(int fd, int value) {
 SocketCork::Socket::~Socket() { close(fd); }
 
 SocketCork::SocketCork(int port, std::chrono::steady_clock::duration bound,
-                       std::chrono::steady_clock::duration rescan_interval)
-    : port_(port), bound_(bound), rescan_interval_(rescan_interval) {
+                       std::chrono::steady_clock::duration rescan_interval, size_t max_connections)
+    : port_(port),
+      bound_(bound),
+      rescan_interval_(rescan_interval),
+      max_connections_(max_connections) {
   sockets_.store(std::make_shared<const Sockets>());
   if (port_ == 0) return;
   flusher_ = std::thread([this] {
@@ -89,13 +92,18 @@ SocketCork::~SocketCork() {
   if (corked_.load()) SetAll(0);
 }
 
-void SocketCork::Cork() {
-  if (port_ == 0) return;
+bool SocketCork::Cork() {
+  if (port_ == 0) return false;
   std::lock_guard lock(rounds_mutex_);
-  if (rounds_++ > 0) return;  // corked by another thread's round
+  if (rounds_ > 0) {
+    ++rounds_;  // corked by another thread's round
+    return true;
+  }
   // The first round looks for the connections itself (once; the flusher looks after that), so
   // that it corks those open by then.
   if (!looked_.load()) Rescan();
+  if (socket_count() > max_connections_) return false;
+  ++rounds_;
   // Marked corked first: the flusher then watches every moment a socket may be corked.
   corked_.store(true);
   changed_at_.store(Now());
@@ -104,6 +112,7 @@ void SocketCork::Cork() {
     std::lock_guard wake(flusher_mutex_);
     flusher_wake_.notify_one();
   }
+  return true;
 }
 
 void SocketCork::Flush() {

@@ -38,6 +38,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -52,17 +53,29 @@ class SocketCork {
  public:
   // `port`: the gRPC server's listening port; 0 turns corking off (nothing is corked, no thread
   // runs).
-  explicit SocketCork(
-      int port, std::chrono::steady_clock::duration bound = std::chrono::milliseconds(1),
-      std::chrono::steady_clock::duration rescan_interval = std::chrono::seconds(1));
+  // `max_connections`: with more connections on the port than this, nothing is corked (see
+  // kMaxConnections).
+  explicit SocketCork(int port,
+                      std::chrono::steady_clock::duration bound = std::chrono::milliseconds(1),
+                      std::chrono::steady_clock::duration rescan_interval = std::chrono::seconds(1),
+                      size_t max_connections = kMaxConnections);
   // Stops the flusher, uncorks and closes the duplicates.
   ~SocketCork();
   SocketCork(const SocketCork&) = delete;
   SocketCork& operator=(const SocketCork&) = delete;
 
+  // Corking and uncorking cost two system calls per connection each time, whether or not the
+  // connection had anything to send: past a few dozen connections (each then carrying few of a
+  // round's answers) that costs more than it saves. At 256 connections with one call in flight
+  // each, corking them all took ~8 % more server CPU per call than not corking; at 64, ~13 %
+  // less (docs/benchmarks.md, "Corking and many connections").
+  static constexpr size_t kMaxConnections = 64;
+
   // A queue thread starts a corked round: the connections found so far are corked (unless
-  // another thread's round has them corked already). Each Cork is ended by one Uncork.
-  void Cork();
+  // another thread's round has them corked already). False, and no round, when the last look
+  // found more than max_connections (or corking is off). Each Cork that returned true is ended
+  // by one Uncork.
+  bool Cork();
   // During a round: what was written so far goes out now; the connections stay corked.
   void Flush();
   // Ends the round Cork started: what was written goes out now; the connections are uncorked
@@ -99,6 +112,7 @@ class SocketCork {
   const int port_;
   const Clock::duration bound_;
   const Clock::duration rescan_interval_;
+  const size_t max_connections_;
 
   // What the last look found. Replaced whole by a look; a queue thread corks the sockets of the
   // set it loaded, which stay open while it holds them.

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -114,6 +115,36 @@ TEST(SocketCorkTest, CorksOnlyTheConnectionsAcceptedOnThePort) {
   EXPECT_EQ(Corked(grpc.client.get()), 0);
   cork.Uncork();
   EXPECT_EQ(Corked(grpc.accepted.get()), 0);
+}
+
+TEST(SocketCorkTest, CorksNothingPastTheConnectionLimit) {
+  Connection grpc;
+  ASSERT_NO_FATAL_FAILURE(Connect(grpc));
+  // A second connection accepted on the same port.
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(grpc.port));
+  Fd client(socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_EQ(connect(client.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  Fd accepted(accept(grpc.listener.get(), nullptr, nullptr));
+  ASSERT_GE(accepted.get(), 0);
+
+  SocketCork limited(grpc.port, kNoBound, std::chrono::seconds(1), /*max_connections=*/1);
+  limited.Rescan();
+  EXPECT_EQ(limited.socket_count(), 2u);
+  EXPECT_FALSE(limited.Cork());
+  EXPECT_EQ(Corked(grpc.accepted.get()), 0);
+  EXPECT_EQ(Corked(accepted.get()), 0);
+
+  SocketCork enough(grpc.port, kNoBound, std::chrono::seconds(1), /*max_connections=*/2);
+  enough.Rescan();
+  ASSERT_TRUE(enough.Cork());
+  EXPECT_EQ(Corked(grpc.accepted.get()), 1);
+  EXPECT_EQ(Corked(accepted.get()), 1);
+  enough.Uncork();
+  EXPECT_EQ(Corked(grpc.accepted.get()), 0);
+  EXPECT_EQ(Corked(accepted.get()), 0);
 }
 
 TEST(SocketCorkTest, UncorkingSendsWhatWasWrittenMeanwhile) {
