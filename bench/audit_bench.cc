@@ -10,6 +10,10 @@
 //   verify          VerifyLog over everything written: records checked per second
 //
 //   audit_bench [--dir DIR] [--records 200000] [--threads 8] [--batch 1024] [--digest sha256]
+//               [--canonical-leaves]
+//
+// --canonical-leaves writes the log as before compact leaves (AuditOptions::canonical_leaves:
+// leaves over each record's canonical JSON, version-2 batches), for comparison.
 //
 // DIR defaults to a new temporary directory (removed afterwards). Prints one line per
 // measurement: `<name> <per second> <detail>`.
@@ -116,7 +120,8 @@ void SqliteBatches(const std::string& dir, int64_t records, int batch) {
 }
 
 int AuditAppends(const std::string& dir, bool sync, int64_t records, int threads, int batch,
-                 crypto::DigestAlgorithm digest, const crypto::SigningKey& key) {
+                 crypto::DigestAlgorithm digest, bool canonical_leaves,
+                 const crypto::SigningKey& key) {
   auto store = store::OpenSqliteStore(dir + (sync ? "/sync" : "/batched"));
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
@@ -127,6 +132,7 @@ int AuditAppends(const std::string& dir, bool sync, int64_t records, int threads
   options.digest = digest;
   options.max_batch = size_t(batch);
   options.max_queue = size_t(records) + 1;
+  options.canonical_leaves = canonical_leaves;
   auto log = audit::AuditLog::Open(**store, options, key, "bench");
   if (!log.ok()) {
     std::fprintf(stderr, "%s\n", log.status().ToString().c_str());
@@ -189,11 +195,14 @@ int main(int argc, char** argv) {
   int threads = 8;
   int batch = 1024;
   std::string digest_name = "sha256";
+  bool canonical_leaves = false;
   app.add_option("--dir", dir, "Directory on the disk to measure (default: a temporary one)");
   app.add_option("--records", records, "Records per measurement");
   app.add_option("--threads", threads, "Producer threads");
   app.add_option("--batch", batch, "Largest batch (AuditOptions::max_batch and the raw baseline)");
   app.add_option("--digest", digest_name, "sha256 or sm3");
+  app.add_flag("--canonical-leaves", canonical_leaves,
+               "Leaves over the canonical JSON (version-2 batches), as before compact leaves");
   CLI11_PARSE(app, argc, argv);
   auto digest = crypto::ParseDigest(digest_name);
   if (!digest.ok() || threads < 1 || batch < 1 || records < threads) return 2;
@@ -209,9 +218,12 @@ int main(int argc, char** argv) {
   if (!key.ok()) return 1;
   FsyncRate(dir);
   SqliteBatches(dir, records, batch);
-  int status = AuditAppends(dir, /*sync=*/true, records, threads, batch, *digest, *key);
-  if (status == 0)
-    status = AuditAppends(dir, /*sync=*/false, records, threads, batch, *digest, *key);
+  int status =
+      AuditAppends(dir, /*sync=*/true, records, threads, batch, *digest, canonical_leaves, *key);
+  if (status == 0) {
+    status =
+        AuditAppends(dir, /*sync=*/false, records, threads, batch, *digest, canonical_leaves, *key);
+  }
   if (temporary) std::filesystem::remove_all(dir);
   return status;
 }
