@@ -90,8 +90,8 @@ struct AuditLog::Impl {
 
   // The writer's buffers, reused from batch to batch.
   store::AuditBatchBuilder builder;
-  std::string canonical;  // the record's canonical encoding, which its leaf hash covers
-  std::string compact;    // what the batch stores of it (audit/record_compact.h)
+  std::string leaf_input;  // the bytes a record's leaf hash covers
+  std::string compact;     // what the batch stores of it (audit/record_compact.h)
   std::string scratch[5];
 
   std::thread writer;
@@ -150,10 +150,12 @@ Status AuditLog::Impl::CatchUp() {
 Status AuditLog::Impl::Commit(std::span<Pending> batch) {
   for (int conflicts = 0;; ++conflicts) {
     // The batch is packed straight into the blob the store keeps (store/audit_batch.h, version
-    // 2): per record its query fields, as the record holds them, and the rest of it in compact
-    // form; the canonical encoding is made only to be hashed (readers rebuild it from the
-    // compact form), into one reused buffer.
-    builder.Start(size + 1);
+    // 3): per record its query fields, as the record holds them, and the rest of it in compact
+    // form. The leaf hash covers the compact leaf input, made in the same pass into one reused
+    // buffer (readers rebuild it from the two). With canonical_leaves, version 2: the leaf hash
+    // covers the canonical encoding, made only to be hashed.
+    builder.Start(size + 1, options.canonical_leaves ? store::kAuditBatchVersion2
+                                                     : store::kAuditBatchVersion3);
     Frontier next_frontier = frontier;
     Digest next_chain = chain;
     int64_t sequence = size;
@@ -161,11 +163,18 @@ Status AuditLog::Impl::Commit(std::span<Pending> batch) {
       if (pending.flush) continue;
       AuditRecord& record = pending.record;
       record.sequence = ++sequence;
-      const Digest leaf = LeafHash(options.digest, EncodeRecordInto(record, canonical));
+      compact.clear();
+      Digest leaf;
+      if (options.canonical_leaves) {
+        leaf = LeafHash(options.digest, EncodeRecordInto(record, leaf_input));
+        AppendCompactRecord(record, sequence, compact);
+      } else {
+        leaf_input.clear();
+        AppendCompactLeaf(record, sequence, leaf_input, compact);
+        leaf = LeafHash(options.digest, leaf_input);
+      }
       next_chain = ChainHash(options.digest, next_chain, leaf);
       next_frontier.Append(leaf);
-      compact.clear();
-      AppendCompactRecord(record, sequence, compact);
       // The query fields as valid UTF-8 (as the compact form's strings: one form per record);
       // they nearly always are, and then are not copied.
       const auto field = [](const std::string& text, std::string& made) -> std::string_view {

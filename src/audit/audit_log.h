@@ -44,6 +44,11 @@ struct AuditOptions {
   // checkpoint ends one). When an epoch ends, the epochs that ended more than `retention` ago are
   // pruned (audit/log_reader.h: PruneExpiredEpochs).
   std::chrono::seconds epoch_length{24 * 3600};
+  // Leaves over each record's canonical (JSON) encoding, in version-2 batches, as the log was
+  // written before compact leaves (docs/audit.md, "The record encoding"): for a verifier that
+  // reads only that form, and for tests that build such a log. Costs the writer the JSON
+  // encoding of every record.
+  bool canonical_leaves = false;
 };
 
 class AuditLog {

@@ -78,10 +78,8 @@ Finding Misplaced(int64_t row, int64_t content, std::optional<int64_t> next_cont
                  fmt::format("record {} holds record {}'s content (records moved)", row, content));
 }
 
-// Checks one stored row against its own content and the chain before it.
-std::optional<Finding> CheckRow(const store::AuditRow& row, const AuditRecord& record,
-                                const Digest& leaf, const Digest& previous_chain,
-                                DigestAlgorithm digest) {
+// Checks a row's copies of the record's query fields and time against the record.
+std::optional<Finding> CheckColumns(const store::AuditRow& row, const AuditRecord& record) {
   const int64_t n = row.sequence;
   const std::pair<const char*, std::pair<const std::string*, const std::string*>> columns[] = {
       {"tenant", {&row.tenant, &record.tenant}},
@@ -101,6 +99,18 @@ std::optional<Finding> CheckRow(const store::AuditRow& row, const AuditRecord& r
     return Problem(
         "edited", n,
         fmt::format("record {} was edited: its time column differs from the record's", n));
+  }
+  return std::nullopt;
+}
+
+// Checks one stored row against its own content and the chain before it.
+std::optional<Finding> CheckRow(const store::AuditRow& row, const AuditRecord& record,
+                                const Digest& leaf, const Digest& previous_chain,
+                                DigestAlgorithm digest) {
+  const int64_t n = row.sequence;
+  // A compact leaf row's query fields and time are the record's own, which its leaf hash covers.
+  if (!row.compact_leaf) {
+    if (auto problem = CheckColumns(row, record)) return problem;
   }
   if (row.leaf_hash != HashHex(leaf)) {
     return Problem(
@@ -175,21 +185,42 @@ Result<VerifyReport> VerifyLog(store::Store& store, const VerifyOptions& options
   }
 
   int64_t expected = report.pruned_through + 1;
+  std::vector<AuditRecord> records;
+  std::vector<std::string> leaf_inputs;  // compact leaf rows' rebuilt leaf inputs
+  std::vector<std::string_view> inputs;  // what each row's leaf hash covers
+  std::vector<std::string> undecodable;
   while (true) {
     ASSIGN_OR_RETURN(std::vector<store::AuditRow> rows, store.ReadAuditRows(expected - 1, kPage));
     if (rows.empty()) break;
-    // Compact rows (version-2 batches) get their canonical encoding back; one that does not
-    // decode is an edited record, reported at its place below.
-    std::vector<std::string> undecodable(rows.size());
-    std::vector<std::optional<AuditRecord>> decoded(rows.size());  // compact rows' records
+    // Each row's leaf input and record, decoded ahead (a misplaced record is told by the next
+    // one's content): a compact leaf row's leaf input is rebuilt from its fields and decoded
+    // without any JSON; a version-2 row's canonical encoding is rebuilt from its compact form;
+    // a canonical row's is parsed. One that does not decode is an edited record, reported at its
+    // place below. The records and buffers are reused from page to page.
+    records.resize(rows.size());
+    inputs.resize(rows.size());
+    leaf_inputs.resize(rows.size());
+    undecodable.assign(rows.size(), std::string());
     for (size_t i = 0; i < rows.size(); ++i) {
-      if (!rows[i].compact) continue;
-      AuditRecord record;
-      const Status expanded = ExpandAuditRow(rows[i], &record);
-      if (!expanded.ok()) {
-        undecodable[i] = expanded.message();
+      store::AuditRow& row = rows[i];
+      if (row.compact_leaf) {
+        const Status rebuilt = RebuildCompactLeaf(row, leaf_inputs[i]);
+        const Status read = rebuilt.ok() ? DecodeCompactLeaf(leaf_inputs[i], records[i]) : rebuilt;
+        if (!read.ok()) undecodable[i] = std::string(read.message());
+        inputs[i] = leaf_inputs[i];
+      } else if (row.compact) {
+        if (const Status expanded = ExpandAuditRow(row, &records[i]); !expanded.ok()) {
+          undecodable[i] = std::string(expanded.message());
+        }
+        inputs[i] = row.record;
       } else {
-        decoded[i] = std::move(record);
+        Result<AuditRecord> record = DecodeRecord(row.record);
+        if (!record.ok()) {
+          undecodable[i] = fmt::format("it is not a valid record ({})", record.status().message());
+        } else {
+          records[i] = std::move(*record);
+        }
+        inputs[i] = row.record;
       }
     }
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -211,28 +242,16 @@ Result<VerifyReport> VerifyLog(store::Store& store, const VerifyOptions& options
             Problem("edited", row.sequence,
                     fmt::format("record {} was edited: {}", row.sequence, undecodable[i])));
       }
-      // A compact row's record as decoded (its canonical encoding was made from it), else parsed.
-      Result<AuditRecord> record = decoded[i].has_value()
-                                       ? Result<AuditRecord>(std::move(*decoded[i]))
-                                       : DecodeRecord(row.record);
-      if (!record.ok()) {
-        return found(Problem("edited", row.sequence,
-                             fmt::format("record {} was edited: it is not a valid record ({})",
-                                         row.sequence, record.status().message())));
-      }
-      if (record->sequence != row.sequence) {
+      const AuditRecord& record = records[i];
+      if (record.sequence != row.sequence) {
         std::optional<int64_t> next_content;
-        if (i + 1 < rows.size()) {
-          if (decoded[i + 1].has_value()) {
-            next_content = decoded[i + 1]->sequence;
-          } else if (auto next = DecodeRecord(rows[i + 1].record); next.ok()) {
-            next_content = next->sequence;
-          }
+        if (i + 1 < rows.size() && undecodable[i + 1].empty()) {
+          next_content = records[i + 1].sequence;
         }
-        return found(Misplaced(row.sequence, record->sequence, next_content));
+        return found(Misplaced(row.sequence, record.sequence, next_content));
       }
-      const Digest leaf = LeafHash(options.digest, row.record);
-      if (auto problem = CheckRow(row, *record, leaf, chain, options.digest)) {
+      const Digest leaf = LeafHash(options.digest, inputs[i]);
+      if (auto problem = CheckRow(row, record, leaf, chain, options.digest)) {
         return found(std::move(*problem));
       }
       chain = ChainHash(options.digest, chain, leaf);
@@ -291,6 +310,7 @@ Result<std::string> ProveInclusion(store::Store& store, DigestAlgorithm digest, 
                      Frontier::Decode(digest, pruned_through, boundary.front().frontier));
   }
   std::string record;
+  std::string leaf_input;
   for (int64_t after = pruned_through; after < checkpoint.tree_size;) {
     ASSIGN_OR_RETURN(const std::vector<store::AuditRow> rows,
                      store.ReadAuditRows(after, std::min(kPage, checkpoint.tree_size - after)));
@@ -302,12 +322,15 @@ Result<std::string> ProveInclusion(store::Store& store, DigestAlgorithm digest, 
       ASSIGN_OR_RETURN(const Digest leaf, ParseHashHex(row.leaf_hash));
       leaves.leaves.push_back(leaf);
       if (row.sequence == sequence) {
-        store::AuditRow expanded = row;
-        if (const Status made = ExpandAuditRow(expanded); !made.ok()) {
+        AuditRecord decoded;
+        const Result<std::string_view> input = RowLeafInput(row, leaf_input, &decoded);
+        if (!input.ok()) {
           return Internal("audit record {}: {} (run `rampart audit verify`)", sequence,
-                          made.message());
+                          input.status().message());
         }
-        record = std::move(expanded.record);
+        // A compact leaf holds the record; other leaf inputs are its canonical encoding.
+        record = row.compact_leaf ? EncodeRecord(decoded) : std::string(*input);
+        leaf_input = std::string(*input);
       }
       after = row.sequence;
     }
@@ -332,6 +355,8 @@ Result<std::string> ProveInclusion(store::Store& store, DigestAlgorithm digest, 
   writer.String(crypto::DigestName(digest));
   writer.Key("record");
   writer.String(record);
+  writer.Key("leaf_input");
+  writer.String(Base64Encode(leaf_input));
   writer.Key("leaf_hash");
   writer.String(HashHex(leaves.leaves[size_t(sequence - 1 - pruned_through)]));
   writer.Key("audit_path");
@@ -393,7 +418,26 @@ Result<CheckedProof> CheckInclusionProof(std::string_view proof,
   if (index != checked.sequence - 1) {
     return InvalidArgument("leaf_index {} is not sequence {} - 1", index, checked.sequence);
   }
-  if (LeafHash(digest, record) != leaf) {
+  // The leaf hash covers the leaf input when the proof has one (a compact leaf, or the canonical
+  // encoding), which must then hold `record`; proofs made before it had none cover `record`.
+  if (std::optional<json::Value> input_value = root.Find("leaf_input"); input_value.has_value()) {
+    ASSIGN_OR_RETURN(const std::string_view input_base64, input_value->GetString("leaf_input"));
+    ASSIGN_OR_RETURN(const std::string input, Base64Decode(input_base64));
+    if (LeafHash(digest, input) != leaf) {
+      return InvalidArgument("the leaf input does not match leaf_hash");
+    }
+    if (!input.empty() && input.front() == kCompactLeafVersion) {
+      AuditRecord held;
+      if (const Status decoded = DecodeCompactLeaf(input, held); !decoded.ok()) {
+        return InvalidArgument("the leaf input is not a record: {}", decoded.message());
+      }
+      if (EncodeRecord(held) != record) {
+        return InvalidArgument("the record is not the one its leaf input holds");
+      }
+    } else if (input != record) {
+      return InvalidArgument("the record is not its leaf input");
+    }
+  } else if (LeafHash(digest, record) != leaf) {
     return InvalidArgument("the record does not match leaf_hash");
   }
   ASSIGN_OR_RETURN(const AuditRecord decoded, DecodeRecord(record));
@@ -424,14 +468,27 @@ Result<int64_t> ExportRecords(store::Store& store, int64_t from_unix_ns, int64_t
                               std::ostream& out) {
   int64_t count = 0;
   store::AuditQuery query{.from_unix_ns = from_unix_ns, .to_unix_ns = to_unix_ns, .limit = 10000};
+  std::string leaf_input;
+  std::string canonical;
+  AuditRecord decoded;
   while (true) {
     ASSIGN_OR_RETURN(std::vector<store::AuditRow> rows, store.QueryAuditRows(query));
-    for (store::AuditRow& row : rows) {
-      if (const Status made = ExpandAuditRow(row); !made.ok()) {
+    for (const store::AuditRow& row : rows) {
+      const Result<std::string_view> input = RowLeafInput(row, leaf_input, &decoded);
+      if (!input.ok()) {
         return Internal("audit record {}: {} (run `rampart audit verify`)", row.sequence,
-                        made.message());
+                        input.status().message());
       }
-      out << row.record << '\n';
+      // The record's canonical encoding, and one more member: its leaf input.
+      std::string_view text = *input;
+      if (row.compact_leaf) {
+        text = EncodeRecordInto(decoded, canonical);
+      } else if (!text.ends_with('}')) {
+        return Internal("audit record {} is not a record (run `rampart audit verify`)",
+                        row.sequence);
+      }
+      text.remove_suffix(1);
+      out << text << ",\"leaf_input\":\"" << Base64Encode(*input) << "\"}\n";
     }
     count += static_cast<int64_t>(rows.size());
     if (rows.size() < size_t(query.limit)) break;

@@ -61,15 +61,18 @@ struct VerifyReport {
 Result<VerifyReport> VerifyLog(store::Store& store, const VerifyOptions& options);
 
 // A self-contained inclusion proof (JSON): {"sequence", "leaf_index", "tree_size", "digest",
-// "record" (the canonical text), "leaf_hash", "audit_path" (hex, RFC 6962 order), "checkpoint"
-// (the signed note)}. The checkpoint is the one of `checkpoint_size`, or the first covering the
-// record. NotFound when the record or such a checkpoint does not exist; InvalidArgument when
-// the record is not in that tree or was pruned.
+// "record" (the canonical text), "leaf_input" (base64 of the bytes the leaf hash covers: the
+// record's compact leaf, or for records written before compact leaves its canonical text),
+// "leaf_hash", "audit_path" (hex, RFC 6962 order), "checkpoint" (the signed note)}. The checkpoint
+// is the one of `checkpoint_size`, or the first covering the record. NotFound when the record or
+// such a checkpoint does not exist; InvalidArgument when the record is not in that tree or was
+// pruned.
 Result<std::string> ProveInclusion(store::Store& store, DigestAlgorithm digest, int64_t sequence,
                                    std::optional<int64_t> checkpoint_size);
 
 // Checks a ProveInclusion document offline: the checkpoint's signature with one of `keys`, the
-// record's leaf hash, and the audit path up to the checkpoint's root. OK, or InvalidArgument /
+// leaf hash of the leaf input (of the record, for a proof without one) and that the leaf input
+// holds the record, and the audit path up to the checkpoint's root. OK, or InvalidArgument /
 // PermissionDenied saying what failed. Returns the record's sequence and tree size checked.
 struct CheckedProof {
   int64_t sequence = 0;
@@ -83,8 +86,9 @@ Result<CheckedProof> CheckInclusionProof(std::string_view proof,
 Result<int> PruneExpiredEpochs(store::Store& store, int64_t now_unix_ns,
                                std::chrono::hours retention);
 
-// Writes the records with time in [from, to) (0: unbounded), one canonical record per line.
-// Returns how many.
+// Writes the records with time in [from, to) (0: unbounded), one per line: its canonical
+// encoding with one member appended, "leaf_input" (as in a proof), so that anyone can recompute
+// its leaf hash from the line. Returns how many.
 Result<int64_t> ExportRecords(store::Store& store, int64_t from_unix_ns, int64_t to_unix_ns,
                               std::ostream& out);
 

@@ -1,7 +1,9 @@
 #pragma once
 
-// The canonical encoding of an AuditRecord: the bytes its leaf hash is computed over, stored as
-// they are, so that anyone can recompute the hash from what the store holds (docs/audit.md).
+// The canonical encoding of an AuditRecord: what exports, proofs and the admin query print, and
+// the bytes the leaf hash covers for records written before compact leaves (per-record rows,
+// version-1 and 2 batches; newer records' leaves cover their compact leaf, record_compact.h), so
+// that anyone can recompute the hash (docs/audit.md).
 //
 // It is JSON in the manner of RFC 8785 (JCS) for the values records hold: one object with every
 // field present, keys sorted by their bytes, no whitespace, integers only (no floats), strings

@@ -102,6 +102,7 @@ class Reader {
  public:
   explicit Reader(std::string_view in) : in_(in) {}
   bool done() const { return in_.empty(); }
+  std::string_view rest() const { return in_; }
 
   bool Varint(uint64_t& value) { return GetVarint(in_, value); }
   bool Signed(int64_t& value) {
@@ -161,6 +162,7 @@ class Reader {
   bool Counts(Map& counts) {
     uint64_t count = 0;
     if (!Count(count)) return false;
+    counts.clear();
     std::string key;
     for (uint64_t i = 0; i < count; ++i) {
       int64_t value = 0;
@@ -178,11 +180,9 @@ class Reader {
   std::string_view in_;
 };
 
-}  // namespace
-
-void AppendCompactRecord(const AuditRecord& r, int64_t place, std::string& out) {
-  PutSigned(out,
-            static_cast<int64_t>(static_cast<uint64_t>(r.sequence) - static_cast<uint64_t>(place)));
+// The compact form from its flags byte on: what follows the sequence's offset in a batch's
+// compact form, and the query fields in a compact leaf.
+void AppendBody(const AuditRecord& r, std::string& out) {
   out.push_back(r.allowed ? kAllowed : 0);
   for (const std::string* text :
        {&r.api, &r.auth_method, &r.key_id, &r.source_address, &r.resource_type, &r.resource,
@@ -203,8 +203,132 @@ void AppendCompactRecord(const AuditRecord& r, int64_t place, std::string& out) 
   }
 }
 
+int64_t Offset(int64_t sequence, int64_t place) {
+  return static_cast<int64_t>(static_cast<uint64_t>(sequence) - static_cast<uint64_t>(place));
+}
+
+Status Bad(std::string_view what) {
+  return InvalidArgument("its compact form does not decode ({})", what);
+}
+
+// Reads what AppendBody wrote into `r`, to the end of `in`.
+Status DecodeBody(Reader& in, AuditRecord& r) {
+  char flags = 0;
+  if (!in.Byte(flags)) return Bad("flags");
+  if ((flags & ~kAllowed) != 0) return Bad("unknown flags");
+  r.allowed = (flags & kAllowed) != 0;
+  for (std::string* text :
+       {&r.api, &r.auth_method, &r.key_id, &r.source_address, &r.resource_type, &r.resource,
+        &r.route, &r.target, &r.model_version, &r.outcome, &r.request_sealed, &r.response_sealed}) {
+    if (!in.String(*text)) return Bad("a text field");
+  }
+  if (!in.Digest(r.request_digest) || !in.Digest(r.response_digest)) return Bad("a digest");
+  if (!in.Strings(r.rules) || !in.Strings(r.obligations) || !in.Strings(r.documents)) {
+    return Bad("a list");
+  }
+  if (!in.Counts<int>(r.pii_input) || !in.Counts<int>(r.pii_output) ||
+      !in.Counts<int64_t>(r.stages_ns)) {
+    return Bad("a map");
+  }
+  int64_t status = 0;
+  if (!in.Signed(r.tokens_in) || !in.Signed(r.tokens_out) || !in.Signed(r.instance_ns) ||
+      !in.Signed(r.latency_ns) || !in.Signed(status)) {
+    return Bad("a number");
+  }
+  if (status < std::numeric_limits<int>::min() || status > std::numeric_limits<int>::max()) {
+    return Bad("status out of range");
+  }
+  r.status = static_cast<int>(status);
+  if (!in.done()) return Bad("bytes after its end");
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AppendCompactRecord(const AuditRecord& r, int64_t place, std::string& out) {
+  PutSigned(out, Offset(r.sequence, place));
+  AppendBody(r, out);
+}
+
+void AppendCompactLeaf(const AuditRecord& r, int64_t place, std::string& leaf, std::string& body) {
+  leaf.push_back(kCompactLeafVersion);
+  PutSigned(leaf, r.sequence);
+  PutSigned(leaf, r.time_unix_ns);
+  for (const std::string* text : {&r.tenant, &r.principal, &r.trace_id, &r.request_id, &r.action}) {
+    PutString(leaf, *text);
+  }
+  const size_t rest = leaf.size();
+  AppendBody(r, leaf);
+  body.push_back(kCompactLeafVersion);
+  PutSigned(body, Offset(r.sequence, place));
+  body.append(leaf, rest);
+}
+
+Status RebuildCompactLeaf(const store::AuditRow& row, std::string& leaf) {
+  if (!row.compact_leaf)
+    return InvalidArgument("audit record {} is not a compact leaf", row.sequence);
+  const std::string_view body = row.record;
+  if (body.empty()) return Bad("it is empty");
+  if (body.front() != kCompactLeafVersion) {
+    return InvalidArgument("its compact form has an unknown version ({})",
+                           static_cast<int>(static_cast<unsigned char>(body.front())));
+  }
+  Reader in(body.substr(1));
+  int64_t offset = 0;
+  if (!in.Signed(offset)) return Bad("sequence");
+  leaf.clear();
+  leaf.push_back(body.front());
+  PutSigned(leaf, static_cast<int64_t>(static_cast<uint64_t>(row.sequence) +
+                                       static_cast<uint64_t>(offset)));
+  PutSigned(leaf, row.time_unix_ns);
+  // The fields as stored (not made valid here: the decoder refuses what is not).
+  for (const std::string* text :
+       {&row.tenant, &row.principal, &row.trace_id, &row.request_id, &row.action}) {
+    PutVarint(leaf, text->size());
+    leaf.append(*text);
+  }
+  leaf.append(in.rest());
+  return Status::Ok();
+}
+
+Status DecodeCompactLeaf(std::string_view leaf, AuditRecord& r) {
+  Reader in(leaf);
+  char version = 0;
+  if (!in.Byte(version)) return Bad("it is empty");
+  if (version != kCompactLeafVersion) {
+    return InvalidArgument("its compact form has an unknown version ({})",
+                           static_cast<int>(static_cast<unsigned char>(version)));
+  }
+  if (!in.Signed(r.sequence) || !in.Signed(r.time_unix_ns)) return Bad("sequence or time");
+  for (std::string* text : {&r.tenant, &r.principal, &r.trace_id, &r.request_id, &r.action}) {
+    if (!in.String(*text)) return Bad("a query field");
+  }
+  return DecodeBody(in, r);
+}
+
+Result<std::string_view> RowLeafInput(const store::AuditRow& row, std::string& buffer,
+                                      AuditRecord* decoded) {
+  if (row.compact_leaf) {
+    RETURN_IF_ERROR(RebuildCompactLeaf(row, buffer));
+    if (decoded != nullptr) RETURN_IF_ERROR(DecodeCompactLeaf(buffer, *decoded));
+    return std::string_view(buffer);
+  }
+  if (!row.compact) return std::string_view(row.record);
+  ASSIGN_OR_RETURN(AuditRecord record, DecodeCompactRow(row));
+  const std::string_view canonical = EncodeRecordInto(record, buffer);
+  if (decoded != nullptr) *decoded = std::move(record);
+  return canonical;
+}
+
 Result<AuditRecord> DecodeCompactRow(const store::AuditRow& row) {
   if (!row.compact) return InvalidArgument("audit record {} is not compact", row.sequence);
+  if (row.compact_leaf) {
+    std::string leaf;
+    RETURN_IF_ERROR(RebuildCompactLeaf(row, leaf));
+    AuditRecord record;
+    RETURN_IF_ERROR(DecodeCompactLeaf(leaf, record));
+    return record;
+  }
   AuditRecord r;
   r.time_unix_ns = row.time_unix_ns;
   r.tenant = row.tenant;
@@ -219,39 +343,11 @@ Result<AuditRecord> DecodeCompactRow(const store::AuditRow& row) {
     }
   }
   Reader in(row.record);
-  const auto bad = [&](std::string_view what) {
-    return InvalidArgument("its compact form does not decode ({})", what);
-  };
   int64_t offset = 0;
-  char flags = 0;
-  if (!in.Signed(offset) || !in.Byte(flags)) return bad("sequence or flags");
-  if ((flags & ~kAllowed) != 0) return bad("unknown flags");
+  if (!in.Signed(offset)) return Bad("sequence or flags");
   r.sequence =
       static_cast<int64_t>(static_cast<uint64_t>(row.sequence) + static_cast<uint64_t>(offset));
-  r.allowed = (flags & kAllowed) != 0;
-  for (std::string* text :
-       {&r.api, &r.auth_method, &r.key_id, &r.source_address, &r.resource_type, &r.resource,
-        &r.route, &r.target, &r.model_version, &r.outcome, &r.request_sealed, &r.response_sealed}) {
-    if (!in.String(*text)) return bad("a text field");
-  }
-  if (!in.Digest(r.request_digest) || !in.Digest(r.response_digest)) return bad("a digest");
-  if (!in.Strings(r.rules) || !in.Strings(r.obligations) || !in.Strings(r.documents)) {
-    return bad("a list");
-  }
-  if (!in.Counts<int>(r.pii_input) || !in.Counts<int>(r.pii_output) ||
-      !in.Counts<int64_t>(r.stages_ns)) {
-    return bad("a map");
-  }
-  int64_t status = 0;
-  if (!in.Signed(r.tokens_in) || !in.Signed(r.tokens_out) || !in.Signed(r.instance_ns) ||
-      !in.Signed(r.latency_ns) || !in.Signed(status)) {
-    return bad("a number");
-  }
-  if (status < std::numeric_limits<int>::min() || status > std::numeric_limits<int>::max()) {
-    return bad("status out of range");
-  }
-  r.status = static_cast<int>(status);
-  if (!in.done()) return bad("bytes after its end");
+  RETURN_IF_ERROR(DecodeBody(in, r));
   return r;
 }
 
@@ -265,6 +361,7 @@ Status ExpandAuditRow(store::AuditRow& row, AuditRecord* decoded) {
   row.request_id = IndexText(record.request_id);
   row.action = IndexText(record.action);
   row.compact = false;
+  row.compact_leaf = false;
   if (decoded != nullptr) *decoded = std::move(record);
   return Status::Ok();
 }

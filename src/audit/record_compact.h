@@ -1,11 +1,12 @@
 #pragma once
 
-// The compact form of an AuditRecord, as version-2 audit batches store it (store/audit_batch.h,
-// docs/audit.md "Storage"): values only, keys implied by their place, small integers as
-// varints, content digests as raw bytes. What a batch row holds besides it (time, tenant,
-// principal, trace id, request id, action) is not repeated here, so a record is the batch's
-// fields plus this form; the canonical encoding (record_codec.h), which the leaf hash covers, is
-// rebuilt from the two when reading and is byte for byte what the writer hashed.
+// The compact form of an AuditRecord, as version-2 and 3 audit batches store it
+// (store/audit_batch.h, docs/audit.md "Storage"): values only, keys implied by their place, small
+// integers as varints, content digests as raw bytes. What a batch row holds besides it (time,
+// tenant, principal, trace id, request id, action) is not repeated here, so a record is the
+// batch's fields plus this form. A version-2 batch's leaf hash covers the canonical encoding
+// (record_codec.h), rebuilt from the two when reading, byte for byte what the writer hashed; a
+// version-3 batch's covers the compact leaf input (below), rebuilt likewise.
 //
 // Layout, in order (varint: LEB128; signed numbers zigzag-encoded first; string: varint length
 // and its bytes, as the record held them):
@@ -36,19 +37,55 @@
 
 namespace rampart::audit {
 
-// Appends `record`'s compact form to `out`, for the batch place of sequence `place` (the log's
-// writer: record.sequence, so the offset stored is 0).
+// Appends `record`'s compact form to `out`, for the batch place of sequence `place` (a
+// version-2 batch's: record.sequence, so the offset stored is 0).
 void AppendCompactRecord(const AuditRecord& record, int64_t place, std::string& out);
 
-// The record a compact row (AuditRow::compact) holds. InvalidArgument, saying what is wrong, when
-// its compact form does not decode (a damaged or edited blob).
+// The compact leaf: the bytes a new record's leaf hash covers (H(0x00 || leaf input)), as
+// Certificate Transparency's leaf input is a binary structure rather than text. The whole record,
+// self-describing (docs/audit.md, "The record encoding"):
+//   the version byte (kCompactLeafVersion; a canonical encoding starts with '{', so the two kinds
+//   of leaf input never coincide),
+//   sequence, time_unix_ns (signed varints),
+//   tenant, principal, trace_id, request_id, action (strings),
+//   then the compact form above from its flags byte on (flags ... status).
+// A version-3 batch stores per record its time and those five strings in fields of their own,
+// and as its compact form the "body": the version byte, the sequence's offset from the record's
+// place in the batch (signed varint; the writer writes 0), then the flags byte onwards; readers
+// rebuild the leaf input from the two (RebuildCompactLeaf), byte for byte what the writer hashed.
+inline constexpr char kCompactLeafVersion = 2;
+
+// Appends `record`'s compact leaf input to `leaf` and its version-3 body for batch place
+// `place` to `body` (the log's writer: one encoding for both).
+void AppendCompactLeaf(const AuditRecord& record, int64_t place, std::string& leaf,
+                       std::string& body);
+
+// The leaf input of a version-3 batch's row (`compact_leaf`), into `leaf` (replaced).
+// InvalidArgument when its body does not start with a known version byte and an offset.
+Status RebuildCompactLeaf(const store::AuditRow& row, std::string& leaf);
+
+// The record a compact leaf input holds, into `record` (its strings' buffers reused: the
+// verifier decodes every record into one). InvalidArgument, saying what is wrong, when `leaf`
+// is not one (an unknown version, a damaged or edited form).
+Status DecodeCompactLeaf(std::string_view leaf, AuditRecord& record);
+
+// The bytes `row`'s leaf hash covers: a compact leaf row's rebuilt leaf input, a version-2
+// compact row's canonical encoding rebuilt, or a canonical row's record as it is; into `buffer`
+// unless the row holds them. When `decoded` is given, a compact row's record is left there too.
+// InvalidArgument when a compact row does not decode.
+Result<std::string_view> RowLeafInput(const store::AuditRow& row, std::string& buffer,
+                                      AuditRecord* decoded = nullptr);
+
+// The record a compact row (AuditRow::compact, of a version-2 or 3 batch) holds. InvalidArgument,
+// saying what is wrong, when its compact form does not decode (a damaged or edited blob).
 Result<AuditRecord> DecodeCompactRow(const store::AuditRow& row);
 
 // Makes a compact row canonical: `record` the record's canonical encoding, the query fields
 // their column form (IndexText), as a version-1 batch or a per-record row holds them. Does
-// nothing to a canonical row. On error (DecodeCompactRow's) the row is left as it was. When
-// `decoded` is given, a compact row's record is left there too (so that a reader need not parse
-// the canonical encoding back).
+// nothing to a canonical row. (A compact leaf row's leaf hash does not cover the canonical
+// encoding: take its leaf input first, RowLeafInput.) On error (DecodeCompactRow's) the row is left
+// as it was. When `decoded` is given, a compact row's record is left there too (so that a reader
+// need not parse the canonical encoding back).
 Status ExpandAuditRow(store::AuditRow& row, AuditRecord* decoded = nullptr);
 
 }  // namespace rampart::audit

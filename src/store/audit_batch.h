@@ -12,6 +12,10 @@
 //     follows), the rest of the record in its compact form (audit/record_compact.h), the leaf
 //     hash and the chain hash, each as a length and its bytes. The canonical encoding is not
 //     stored: readers rebuild it from the compact form (audit::ExpandAuditRow).
+//   version 3 (what the log's writer writes): version 2's layout, but each record's compact form
+//     is that of a compact leaf (audit/record_compact.h), starting with its own version byte, and
+//     the leaf hash covers the compact leaf input rebuilt from the record's fields, not the
+//     canonical encoding.
 //
 // Record i is sequence first_sequence + i.
 //
@@ -26,13 +30,14 @@ namespace rampart::store {
 
 inline constexpr char kAuditBatchVersion1 = 1;
 inline constexpr char kAuditBatchVersion2 = 2;
+inline constexpr char kAuditBatchVersion3 = 3;
 
 class AuditBatchBuilder {
  public:
   // Starts a batch whose first record is `first_sequence`, in layout `version`.
-  void Start(int64_t first_sequence, char version = kAuditBatchVersion2);
+  void Start(int64_t first_sequence, char version = kAuditBatchVersion3);
   // Appends the next record. `record` is its canonical encoding (version 1) or the rest of it in
-  // compact form (version 2); `leaf_hash` and `chain_hash` are raw digests.
+  // compact form (versions 2 and 3); `leaf_hash` and `chain_hash` are raw digests.
   void Add(int64_t time_unix_ns, std::string_view tenant, std::string_view principal,
            std::string_view trace_id, std::string_view request_id, std::string_view action,
            std::string_view record, std::string_view leaf_hash, std::string_view chain_hash);
@@ -42,7 +47,7 @@ class AuditBatchBuilder {
 
  private:
   AuditBatch batch_;
-  char version_ = kAuditBatchVersion2;
+  char version_ = kAuditBatchVersion3;
   int64_t previous_time_ = 0;
   int64_t count_ = 0;
 };

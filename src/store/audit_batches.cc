@@ -81,7 +81,8 @@ bool GetRow(std::string_view& in, char version, int64_t& time, AuditRow& row) {
   row.record.assign(fields[5]);
   row.leaf_hash = crypto::ToHex(fields[6]);
   row.chain_hash = crypto::ToHex(fields[7]);
-  row.compact = version == kAuditBatchVersion2;
+  row.compact = version != kAuditBatchVersion1;
+  row.compact_leaf = version == kAuditBatchVersion3;
   return true;
 }
 
@@ -96,7 +97,8 @@ bool SkipRow(std::string_view& in, char version, int64_t& time) {
 
 bool KnownVersion(std::string_view records) {
   return !records.empty() &&
-         (records.front() == kAuditBatchVersion1 || records.front() == kAuditBatchVersion2);
+         (records.front() == kAuditBatchVersion1 || records.front() == kAuditBatchVersion2 ||
+          records.front() == kAuditBatchVersion3);
 }
 
 // Hex digit values, -1 for any other byte.
@@ -134,7 +136,10 @@ Result<AuditBatch> PackAuditBatch(const AuditRow* rows, size_t count) {
   AuditBatch batch;
   if (count == 0) return InvalidArgument("no audit records to pack");
   const bool compact = rows[0].compact;
-  const char version = compact ? kAuditBatchVersion2 : kAuditBatchVersion1;
+  const bool compact_leaf = compact && rows[0].compact_leaf;
+  const char version = compact_leaf ? kAuditBatchVersion3
+                       : compact    ? kAuditBatchVersion2
+                                    : kAuditBatchVersion1;
   batch.first_sequence = rows[0].sequence;
   batch.last_sequence = rows[count - 1].sequence;
   batch.min_time_unix_ns = rows[0].time_unix_ns;
@@ -145,6 +150,11 @@ Result<AuditBatch> PackAuditBatch(const AuditRow* rows, size_t count) {
     if (row.compact != compact) {
       return InvalidArgument("audit records {} and {}: compact and canonical rows in one batch",
                              rows[0].sequence, row.sequence);
+    }
+    if (compact && row.compact_leaf != compact_leaf) {
+      return InvalidArgument(
+          "audit records {} and {}: compact leaves and canonical leaves in one batch",
+          rows[0].sequence, row.sequence);
     }
     size += 8 + 8 * 5 + row.tenant.size() + row.principal.size() + row.trace_id.size() +
             row.request_id.size() + row.action.size() + row.record.size() +
@@ -199,8 +209,9 @@ Status ValidateAuditBatch(const AuditBatch& batch) {
   }
   std::string_view records = batch.records;
   if (!KnownVersion(records)) {
-    return InvalidArgument("audit batch {}: not a version {} or {} batch", batch.first_sequence,
-                           int{kAuditBatchVersion1}, int{kAuditBatchVersion2});
+    return InvalidArgument("audit batch {}: not a version {}, {} or {} batch", batch.first_sequence,
+                           int{kAuditBatchVersion1}, int{kAuditBatchVersion2},
+                           int{kAuditBatchVersion3});
   }
   const char version = records.front();
   records.remove_prefix(1);

@@ -114,15 +114,19 @@ struct AuditRow {
   std::string request_id;
   std::string action;
   std::string record;      // the canonical encoding (audit/record_codec.h), unless `compact`
-  std::string leaf_hash;   // H(0x00 || canonical encoding)
+  std::string leaf_hash;   // H(0x00 || leaf input): see `compact_leaf`
   std::string chain_hash;  // H(chain of sequence - 1 || leaf hash)
-  // Rows of version-2 batches (store/audit_batch.h): `record` holds the rest of the record in
-  // its compact form (audit/record_compact.h), and the five fields above are the record's own
-  // values, not copies. audit::ExpandAuditRow makes the row a canonical one again; the audit
-  // log's readers (verification, proofs, export, the admin query) do so before using `record`.
-  // AppendAuditRows packs such rows into a version-2 batch again (all rows of one call must be
-  // compact, or none).
+  // Rows of version-2 and 3 batches (store/audit_batch.h): `record` holds the rest of the record
+  // in its compact form (audit/record_compact.h), and the five fields above are the record's own
+  // values, not copies. The audit log's readers (verification, proofs, export, the admin query)
+  // read the record through audit/record_compact.h (audit::ExpandAuditRow makes the row a
+  // canonical one again). AppendAuditRows packs such rows into a batch of their version again
+  // (all rows of one call must be compact, or none).
   bool compact = false;
+  // Rows of version-3 batches (compact too): the leaf hash covers the record's compact leaf input
+  // (audit/record_compact.h), rebuilt from `record` and the five fields above, not its canonical
+  // encoding. All rows of one AppendAuditRows call must agree on this as well.
+  bool compact_leaf = false;
 };
 
 // Consecutive audit records packed as one blob, as schema migration 7 stores them (one row per

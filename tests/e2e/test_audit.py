@@ -108,7 +108,7 @@ def test_kill_mid_burst(ctx: Context) -> str:
     check(verified.returncode == 0 and "audit log sound" in verified.stdout,
           f"verify after SIGKILL: {verified.returncode} {verified.stdout} {verified.stderr}")
     # Tamper: one record's content edited in place inside its batch's blob (the compact form of
-    # version 2: a byte of its request id, stored as its length and its bytes), nothing
+    # version 3: a byte of its request id, stored as its length and its bytes), nothing
     # recomputed.
     victim_record = records[len(records) // 2]
     victim = victim_record["sequence"]
@@ -118,7 +118,7 @@ def test_kill_mid_burst(ctx: Context) -> str:
         first, blob = database.execute(
             "SELECT first_sequence, records FROM audit_batches WHERE first_sequence <= ? "
             "ORDER BY first_sequence DESC LIMIT 1", (victim,)).fetchone()
-        check(blob[:1] == b"\x02", f"the batch holding record {victim} is not version 2")
+        check(blob[:1] == b"\x03", f"the batch holding record {victim} is not version 3")
         at = blob.find(bytes([len(request_id)]) + request_id)
         check(0 < len(request_id) < 128 and at >= 0,
               f"record {victim}'s request id is not in its batch")

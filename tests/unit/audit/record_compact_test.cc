@@ -275,6 +275,18 @@ store::AuditRow CompactRow(const AuditRecord& record, int64_t place) {
   return row;
 }
 
+// A compact leaf row of `record` as a version-3 batch holds it at place `place`, and its leaf
+// input as the writer hashed it.
+store::AuditRow CompactLeafRow(const AuditRecord& record, int64_t place, std::string* leaf) {
+  store::AuditRow row = CompactRow(record, place);
+  row.record.clear();
+  std::string made;
+  AppendCompactLeaf(record, place, made, row.record);
+  row.compact_leaf = true;
+  if (leaf != nullptr) *leaf = std::move(made);
+  return row;
+}
+
 TEST(RecordEncoderTest, MatchesTheReferenceEncodingOnVariedRecords) {
   Records records(7);
   std::string reused;
@@ -389,6 +401,81 @@ TEST(RecordCompactTest, EveryChangedByteIsRefusedOrChangesTheCanonicalEncoding) 
   }
 }
 
+TEST(CompactLeafTest, RebuildsTheWritersLeafInputAndDecodesToTheRecord) {
+  Records records(17);
+  std::string rebuilt;
+  AuditRecord decoded;  // reused, as the verifier does
+  for (int i = 0; i < 3000; ++i) {
+    const AuditRecord record = records.Next();
+    std::string leaf;
+    const store::AuditRow row = CompactLeafRow(record, record.sequence, &leaf);
+    ASSERT_EQ(leaf.front(), kCompactLeafVersion);
+    ASSERT_NE(leaf.front(), '{');  // never a canonical encoding
+    ASSERT_TRUE(RebuildCompactLeaf(row, rebuilt).ok());
+    ASSERT_EQ(rebuilt, leaf) << "record " << i;
+    ASSERT_TRUE(DecodeCompactLeaf(leaf, decoded).ok()) << "record " << i;
+    ASSERT_EQ(EncodeRecord(decoded), EncodeRecord(record)) << "record " << i;
+    auto from_row = DecodeCompactRow(row);
+    ASSERT_TRUE(from_row.ok()) << from_row.status().ToString();
+    EXPECT_EQ(EncodeRecord(*from_row), EncodeRecord(record));
+    std::string buffer;
+    auto input = RowLeafInput(row, buffer);
+    ASSERT_TRUE(input.ok());
+    EXPECT_EQ(*input, leaf);
+    // A record moved within a batch keeps its own sequence (its offset from the place).
+    const store::AuditRow moved = CompactLeafRow(record, record.sequence + 2, nullptr);
+    ASSERT_TRUE(RebuildCompactLeaf(moved, rebuilt).ok());
+    EXPECT_EQ(rebuilt, leaf);
+    // Expanded, the row is canonical (for display); its leaf input was taken before.
+    store::AuditRow expanded = row;
+    ASSERT_TRUE(ExpandAuditRow(expanded).ok());
+    EXPECT_FALSE(expanded.compact || expanded.compact_leaf);
+    EXPECT_EQ(expanded.record, EncodeRecord(record));
+  }
+}
+
+TEST(CompactLeafTest, EveryChangedByteChangesTheLeafInputOrIsRefused) {
+  Records records(5);
+  for (int i = 0; i < 40; ++i) {
+    const AuditRecord record = records.Next();
+    std::string leaf;
+    const store::AuditRow row = CompactLeafRow(record, record.sequence, &leaf);
+    std::string rebuilt;
+    AuditRecord decoded;
+    for (size_t at = 0; at < row.record.size(); ++at) {
+      for (const int flip : {0x01, 0x02, 0x10, 0x40, 0x80, 0xff}) {
+        store::AuditRow changed = row;
+        changed.record[at] = static_cast<char>(changed.record[at] ^ flip);
+        if (RebuildCompactLeaf(changed, rebuilt).ok()) {
+          ASSERT_NE(rebuilt, leaf) << "record " << i << ", byte " << at << " ^ " << flip;
+        }
+      }
+    }
+    // The version byte: refused, whatever it becomes (a canonical '{' included).
+    for (const char version : {'\0', '\1', '\3', '{', '\xff'}) {
+      store::AuditRow changed = row;
+      changed.record[0] = version;
+      const Status rebuilt_status = RebuildCompactLeaf(changed, rebuilt);
+      EXPECT_FALSE(rebuilt_status.ok()) << int(version);
+      EXPECT_NE(rebuilt_status.message().find("unknown version"), std::string::npos)
+          << rebuilt_status.ToString();
+      std::string other = leaf;
+      other[0] = version;
+      EXPECT_FALSE(DecodeCompactLeaf(other, decoded).ok()) << int(version);
+    }
+    // Cut short or with a byte more: refused by the decoder.
+    for (size_t size = 0; size < leaf.size(); ++size) {
+      EXPECT_FALSE(DecodeCompactLeaf(leaf.substr(0, size), decoded).ok()) << size;
+    }
+    EXPECT_FALSE(DecodeCompactLeaf(leaf + '\0', decoded).ok());
+    // Query fields that are not UTF-8: refused.
+    store::AuditRow invalid = row;
+    invalid.tenant += "\xff";
+    ASSERT_TRUE(RebuildCompactLeaf(invalid, rebuilt).ok());
+    EXPECT_FALSE(DecodeCompactLeaf(rebuilt, decoded).ok());
+  }
+}
+
 TEST(RecordCompactTest, GarbageIsAnErrorNotACrash) {
   store::AuditRow row{.sequence = 5, .compact = true};
   for (const std::string& garbage :
@@ -401,6 +488,19 @@ TEST(RecordCompactTest, GarbageIsAnErrorNotACrash) {
     EXPECT_TRUE(expanded.compact);  // left as it was
   }
   EXPECT_FALSE(DecodeCompactRow(store::AuditRow{.record = "x"}).ok());  // not a compact row
+  AuditRecord decoded;
+  std::string leaf;
+  store::AuditRow leaf_row{.sequence = 5, .compact = true, .compact_leaf = true};
+  for (const std::string& garbage :
+       {std::string(), std::string("\x02", 1), std::string("\x02\xff", 2), std::string(64, '\x02'),
+        std::string(300, '\x7f'), std::string("\x02\x00\x01\x0a", 4) + std::string(40, 'x')}) {
+    leaf_row.record = garbage;
+    EXPECT_FALSE(DecodeCompactRow(leaf_row).ok());
+    EXPECT_FALSE(DecodeCompactLeaf(garbage, decoded).ok());
+    if (RebuildCompactLeaf(leaf_row, leaf).ok()) {
+      EXPECT_FALSE(DecodeCompactLeaf(leaf, decoded).ok());
+    }
+  }
 }
 
 }  // namespace

@@ -61,7 +61,8 @@ class StoredBatches {
     return {};
   }
 
-  // The records of a batch, unpacked, as canonical rows (a version-2 batch's expanded).
+  // The records of a batch, unpacked, as canonical rows (a version-2 or 3 batch's expanded; a
+  // version-3 row's leaf hash does not cover the canonical encoding it then holds).
   static std::vector<store::AuditRow> Unpack(const StoredBatch& batch) {
     std::vector<store::AuditRow> rows;
     store::internal::UnpackAuditBatch(batch.first_sequence, batch.records, 0, rows);
@@ -73,10 +74,12 @@ class StoredBatches {
   }
 
   // Canonical rows (Unpack's, edited as a test likes) in compact form again, at the places
-  // first_sequence, first_sequence + 1, ... of a version-2 batch: the records' own fields come
-  // from the rows' query fields (which a version-2 batch does not hold twice).
+  // first_sequence, first_sequence + 1, ... of a version-2 batch (of a version-3 batch when
+  // `compact_leaf`): the records' own fields come from the rows' query fields (which such a
+  // batch does not hold twice).
   static std::vector<store::AuditRow> Compact(int64_t first_sequence,
-                                              const std::vector<store::AuditRow>& rows) {
+                                              const std::vector<store::AuditRow>& rows,
+                                              bool compact_leaf = false) {
     std::vector<store::AuditRow> compact;
     for (const store::AuditRow& row : rows) {
       Result<AuditRecord> record = DecodeRecord(row.record);
@@ -85,8 +88,14 @@ class StoredBatches {
       store::AuditRow made = row;
       made.sequence = first_sequence + static_cast<int64_t>(compact.size());
       made.record.clear();
-      AppendCompactRecord(*record, made.sequence, made.record);
+      if (compact_leaf) {
+        std::string leaf;
+        AppendCompactLeaf(*record, made.sequence, leaf, made.record);
+      } else {
+        AppendCompactRecord(*record, made.sequence, made.record);
+      }
       made.compact = true;
+      made.compact_leaf = compact_leaf;
       compact.push_back(std::move(made));
     }
     return compact;
@@ -112,20 +121,22 @@ class StoredBatches {
 
   // Packs `rows` (their sequences as given) into the blob of the batch starting at
   // `first_sequence`, keeping its range: a batch edited, with records removed, added or moved.
-  // The blob keeps its layout: version 2 (the rows made compact again) or 1.
+  // The blob keeps its layout: version 3 or 2 (the rows made compact again) or 1.
   void Repack(int64_t first_sequence, const std::vector<store::AuditRow>& rows) {
     const StoredBatch old = Holding(first_sequence);
+    const char version = old.records.empty() ? store::kAuditBatchVersion1 : old.records.front();
     const std::vector<store::AuditRow> packing =
-        !old.records.empty() && old.records.front() == store::kAuditBatchVersion2
-            ? Compact(first_sequence, rows)
-            : rows;
+        version == store::kAuditBatchVersion1
+            ? rows
+            : Compact(first_sequence, rows, version == store::kAuditBatchVersion3);
     auto packed = store::internal::PackAuditBatch(packing.data(), packing.size());
     ASSERT_TRUE(packed.ok()) << packed.status().ToString();
     Replace(first_sequence, {old.first_sequence, old.last_sequence, packed->records});
   }
 
   // Rewrites every batch in layout version 1 (the record's canonical encoding and the query
-  // fields' copies), as the writer stored them before version 2.
+  // fields' copies), as the writer stored them before version 2. For a log written with
+  // canonical leaves (version-2 batches) only.
   void ToVersion1() {
     for (const StoredBatch& batch : List()) {
       const std::vector<store::AuditRow> rows = Unpack(batch);
@@ -136,7 +147,8 @@ class StoredBatches {
     }
   }
 
-  // Moves every batch's records into per-record rows of migration 3's audit_records.
+  // Moves every batch's records into per-record rows of migration 3's audit_records. For a log
+  // written with canonical leaves only.
   void MoveToRecordRows() {
     Execute("BEGIN");
     sqlite3_stmt* insert = nullptr;

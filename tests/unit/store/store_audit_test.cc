@@ -196,7 +196,7 @@ TYPED_TEST(StoreAuditTest, Version2BatchesReadBackCompactRowsAndPruneAsVersion2)
       6'000'000'000};
   const std::string leaf(32, '\xaa');
   AuditBatchBuilder builder;
-  builder.Start(1);
+  builder.Start(1, kAuditBatchVersion2);
   for (int64_t sequence = 1; sequence <= 6; ++sequence) {
     const AuditRow row = this->Row(sequence, "acme", sequence % 2 == 0 ? "alice" : "bob");
     const std::string chain(32, static_cast<char>(sequence));
@@ -213,6 +213,7 @@ TYPED_TEST(StoreAuditTest, Version2BatchesReadBackCompactRowsAndPruneAsVersion2)
   for (size_t i = 0; i < rows->size(); ++i) {
     const AuditRow& row = (*rows)[i];
     EXPECT_TRUE(row.compact);
+    EXPECT_FALSE(row.compact_leaf);
     EXPECT_EQ(row.sequence, int64_t(i) + 1);
     EXPECT_EQ(row.time_unix_ns, times[i]);
     EXPECT_EQ(row.record, fmt::format("compact-{}", i + 1));
@@ -243,6 +244,48 @@ TYPED_TEST(StoreAuditTest, Version2BatchesReadBackCompactRowsAndPruneAsVersion2)
     EXPECT_EQ(row.sequence, int64_t(i) + 3);
     EXPECT_EQ(row.time_unix_ns, times[i + 2]);
     EXPECT_EQ(row.record, fmt::format("compact-{}", i + 3));
+    EXPECT_FALSE(row.compact_leaf);
+  }
+}
+
+// Version-3 batches (what the log's writer writes): version 2's layout, their rows marked compact
+// leaves too; pruning packs what it keeps as version 3 again, and rows of compact leaves never
+// share a batch with other compact rows.
+TYPED_TEST(StoreAuditTest, Version3BatchesReadBackCompactLeafRowsAndPruneAsVersion3) {
+  Store& store = *this->store_;
+  const std::string leaf(32, '\xaa');
+  AuditBatchBuilder builder;
+  builder.Start(1);
+  for (int64_t sequence = 1; sequence <= 4; ++sequence) {
+    const AuditRow row = this->Row(sequence, "acme", sequence % 2 == 0 ? "alice" : "bob");
+    builder.Add(1000 + sequence, row.tenant, row.principal, row.trace_id, row.request_id,
+                row.action, fmt::format("leaf-{}", sequence), leaf,
+                std::string(32, static_cast<char>(sequence)));
+  }
+  EXPECT_EQ(builder.batch().records.front(), kAuditBatchVersion3);
+  STORE_ASSERT_OK(store.AppendAuditBatch(builder.batch()));
+  auto rows = store.ReadAuditRows(0, 100);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 4u);
+  for (const AuditRow& row : *rows) {
+    EXPECT_TRUE(row.compact && row.compact_leaf);
+    EXPECT_EQ(row.record, fmt::format("leaf-{}", row.sequence));
+  }
+  std::vector<AuditRow> mixed = this->Rows(5, 2);
+  for (AuditRow& row : mixed) row.compact = true;
+  mixed[0].compact_leaf = true;
+  EXPECT_EQ(store.AppendAuditRows(mixed).code(), StatusCode::kInvalidArgument);
+
+  STORE_ASSERT_OK(
+      store.PutAuditCheckpoint({.tree_size = 1, .root_hash = "r1"},
+                               AuditEpochRow{.epoch = 1, .first_sequence = 1, .last_sequence = 1}));
+  STORE_ASSERT_OK(store.PruneAuditEpoch(1));
+  auto kept = store.ReadAuditRows(0, 100);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  ASSERT_EQ(kept->size(), 3u);
+  for (const AuditRow& row : *kept) {
+    EXPECT_TRUE(row.compact && row.compact_leaf);
+    EXPECT_EQ(row.record, fmt::format("leaf-{}", row.sequence));
   }
 }
 
