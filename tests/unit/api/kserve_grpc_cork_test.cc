@@ -56,6 +56,18 @@ struct Connection {
   int port = 0;
 };
 
+// A connection to `connection`'s listener: its client end and the end accepted.
+void ConnectAgain(const Connection& connection, Fd& client, Fd& accepted) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(connection.port));
+  client.reset(socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_EQ(connect(client.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  accepted.reset(accept(connection.listener.get(), nullptr, nullptr));
+  ASSERT_GE(accepted.get(), 0);
+}
+
 void Connect(Connection& connection) {
   connection.listener.reset(socket(AF_INET, SOCK_STREAM, 0));
   ASSERT_GE(connection.listener.get(), 0);
@@ -68,10 +80,7 @@ void Connect(Connection& connection) {
   ASSERT_EQ(getsockname(connection.listener.get(), reinterpret_cast<sockaddr*>(&address), &length),
             0);
   connection.port = ntohs(address.sin_port);
-  connection.client.reset(socket(AF_INET, SOCK_STREAM, 0));
-  ASSERT_EQ(connect(connection.client.get(), reinterpret_cast<sockaddr*>(&address), length), 0);
-  connection.accepted.reset(accept(connection.listener.get(), nullptr, nullptr));
-  ASSERT_GE(connection.accepted.get(), 0);
+  ASSERT_NO_FATAL_FAILURE(ConnectAgain(connection, connection.client, connection.accepted));
 }
 
 int Corked(int fd) {
@@ -120,15 +129,9 @@ TEST(SocketCorkTest, CorksOnlyTheConnectionsAcceptedOnThePort) {
 TEST(SocketCorkTest, CorksNothingPastTheConnectionLimit) {
   Connection grpc;
   ASSERT_NO_FATAL_FAILURE(Connect(grpc));
-  // A second connection accepted on the same port.
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<uint16_t>(grpc.port));
-  Fd client(socket(AF_INET, SOCK_STREAM, 0));
-  ASSERT_EQ(connect(client.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  Fd accepted(accept(grpc.listener.get(), nullptr, nullptr));
-  ASSERT_GE(accepted.get(), 0);
+  Fd client;
+  Fd accepted;
+  ASSERT_NO_FATAL_FAILURE(ConnectAgain(grpc, client, accepted));  // a second connection
 
   SocketCork limited(grpc.port, kNoBound, std::chrono::seconds(1), /*max_connections=*/1);
   limited.Rescan();
@@ -223,14 +226,9 @@ TEST(SocketCorkTest, FindsConnectionsAcceptedAfterItsLastLook) {
   SocketCork cork(first.port, kNoBound);
   cork.Rescan();
   EXPECT_EQ(cork.socket_count(), 1u);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<uint16_t>(first.port));
-  Fd client(socket(AF_INET, SOCK_STREAM, 0));
-  ASSERT_EQ(connect(client.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  Fd accepted(accept(first.listener.get(), nullptr, nullptr));
-  ASSERT_GE(accepted.get(), 0);
+  Fd client;
+  Fd accepted;
+  ASSERT_NO_FATAL_FAILURE(ConnectAgain(first, client, accepted));
   cork.Rescan();
   EXPECT_EQ(cork.socket_count(), 2u);
   cork.Cork();
