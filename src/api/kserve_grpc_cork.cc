@@ -159,8 +159,9 @@ void SocketCork::RunFlusher() {
         if (now - changed >= bound_) {
           // Corked a bound ago or more and not flushed since: the answers written meanwhile go
           // out now. A queue thread that corks again meanwhile only has them sent early.
-          SetAll(0);
+          // Counted first: whoever sees the answers arrive sees the count too.
           forced_flushes_.fetch_add(1, std::memory_order_relaxed);
+          SetAll(0);
         } else {
           next = changed + bound_;
         }
