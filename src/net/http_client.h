@@ -234,8 +234,10 @@ class HttpClient {
     uint64_t connections_opened = 0;  // connected (and handshaken, for TLS)
     uint64_t connections_reused = 0;  // calls that went out on a pooled connection
     uint64_t connections_failed = 0;  // connect or TLS handshake failures and timeouts
-    uint64_t retries = 0;             // reused connections that failed before the request went
-    uint64_t calls = 0;               // calls completed, however they ended
+    // Reused connections replaced by a new one: the server closed them before the request went
+    // out or before a byte of its answer.
+    uint64_t retries = 0;
+    uint64_t calls = 0;  // calls completed, however they ended
   };
   Stats stats() const;
 

@@ -211,18 +211,21 @@ void HttpCall::State::Write() {
   });
 }
 
+bool HttpCall::State::RetryOnNewConnection() {
+  if (fresh_ || retried_) return false;
+  retried_ = true;
+  ++pool_.stats().retries;
+  phase_ = Phase::kConnecting;
+  SetPhaseDeadline(Now() + timeouts_.connect);
+  pool_.Reconnect(shared_from_this(), std::move(connection_));
+  return true;
+}
+
 void HttpCall::State::OnWritten(const boost::system::error_code& error) {
   if (error) {
     // Not all of the request reached the socket, so the server cannot have acted on it: a
     // pooled connection the server had dropped is replaced once.
-    if (!fresh_ && !retried_) {
-      retried_ = true;
-      ++pool_.stats().retries;
-      phase_ = Phase::kConnecting;
-      SetPhaseDeadline(Now() + timeouts_.connect);
-      pool_.Reconnect(shared_from_this(), std::move(connection_));
-      return;
-    }
+    if (RetryOnNewConnection()) return;
     Fail(Unavailable("cannot send the request to {}: {}", pool_.key(), error.message()),
          HttpClientError::kSendFailed);
     return;
@@ -257,6 +260,14 @@ void HttpCall::State::OnRead(const boost::system::error_code& error, size_t byte
         Finish();
         return;
       }
+    }
+    // A pooled connection that ends before the first byte of an answer was closed by the server
+    // while it sat idle (its keep-alive timeout racing this request, whose bytes the kernel took
+    // all the same): the server did not act on the request, so it goes once more, on a new
+    // connection (as Go's and Chromium's clients do).
+    if (!got_bytes_ && (IsEndOfStream(error) || error == client::asio::error::connection_reset) &&
+        RetryOnNewConnection()) {
+      return;
     }
     Fail(Unavailable("{} closed the connection {}: {}", pool_.key(),
                      got_bytes_ ? "before the response was complete" : "without responding",

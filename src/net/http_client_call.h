@@ -214,6 +214,9 @@ class HttpCall::State : public std::enable_shared_from_this<HttpCall::State> {
   void OnConnected();
   void Write();
   void OnWritten(const boost::system::error_code& error);
+  // Replaces a reused connection that failed before the server can have acted on the request
+  // with a new one, once per call; false when the connection was new or already replaced.
+  bool RetryOnNewConnection();
   void Read();
   void OnRead(const boost::system::error_code& error, size_t bytes);
   void Parse();

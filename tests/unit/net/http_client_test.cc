@@ -154,6 +154,27 @@ TEST_F(HttpClientTest, ADeadPooledConnectionIsReplaced) {
   EXPECT_EQ(client_->stats().connections_opened, 2u);
 }
 
+TEST_F(HttpClientTest, APooledConnectionClosedAsTheRequestArrivesIsReplacedOnce) {
+  ASSERT_TRUE(Fetch(Get("/health")).status.ok());  // leaves its connection in the pool
+  // The server reads the next request on that connection and closes it unanswered: the request
+  // goes again on a new connection.
+  fake_.PushOnce({.fault = UpstreamFault::kCloseUnanswered});
+  HttpFetchResult result = Fetch(Get("/health"));
+  ASSERT_TRUE(result.status.ok()) << result.status.ToString();
+  EXPECT_EQ(fake_.requests("/health"), 3);
+  EXPECT_EQ(client_->stats().connections_reused, 1u);
+  EXPECT_EQ(client_->stats().connections_opened, 2u);
+  EXPECT_EQ(client_->stats().retries, 1u);
+
+  // Once only: when the new connection is closed unanswered too, the call fails.
+  fake_.PushOnce({.fault = UpstreamFault::kCloseUnanswered});
+  fake_.PushOnce({.fault = UpstreamFault::kCloseUnanswered});
+  result = Fetch(Get("/health"));
+  EXPECT_EQ(result.error, HttpClientError::kConnectionClosed) << result.status.ToString();
+  EXPECT_NE(result.status.message().find("without responding"), std::string::npos);
+  EXPECT_EQ(client_->stats().retries, 2u);
+}
+
 TEST_F(HttpClientTest, IdleConnectionsAreClosedAfterTheirTimeout) {
   MakeClient({.idle_connection_timeout = 50ms});
   ASSERT_TRUE(Fetch(Get("/health")).status.ok());

@@ -183,6 +183,7 @@ class FakeUpstream::Connection {
         return false;
       }
       case UpstreamFault::kRaw: Send(behaviour.raw); return false;
+      case UpstreamFault::kCloseUnanswered: return false;
       default: break;
     }
     bool sent = true;

@@ -50,6 +50,8 @@ enum class UpstreamFault {
   kReadSlowly,        // read the request 4 KiB per `delay`, then answer normally
   kCloseMidResponse,  // send the head and half the body of a JSON answer, then close
   kCloseAfterAnswer,  // answer normally (keep-alive), then close the connection
+  kCloseUnanswered,   // read the request, then close the connection without a byte of answer
+                      // (a server closing an idle keep-alive connection as a request arrives)
   kRaw,               // send `raw` as the whole answer, then close the connection
 };
 
