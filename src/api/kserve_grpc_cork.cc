@@ -1,9 +1,7 @@
 #include "api/kserve_grpc_cork.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -17,6 +15,7 @@
 #include <unordered_set>
 
 #include "core/thread_name.h"
+#include "net/local_port.h"
 
 namespace rampart::api::grpc_calls {
 namespace {
@@ -29,24 +28,10 @@ int SocketOption(int fd, int level, int option) {
   return value;
 }
 
-// The local port of socket `fd`, or 0.
-int LocalPort(int fd) {
-  sockaddr_storage address{};
-  socklen_t length = sizeof(address);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return 0;
-  if (address.ss_family == AF_INET) {
-    return ntohs(reinterpret_cast<const sockaddr_in*>(&address)->sin_port);
-  }
-  if (address.ss_family == AF_INET6) {
-    return ntohs(reinterpret_cast<const sockaddr_in6*>(&address)->sin6_port);
-  }
-  return 0;
-}
-
 // Whether `fd` is a TCP connection (not a listening socket) whose local port is `port`.
 bool AcceptedOn(int fd, int port) {
   return SocketOption(fd, SOL_SOCKET, SO_ACCEPTCONN) == 0 &&
-         SocketOption(fd, SOL_SOCKET, SO_PROTOCOL) == IPPROTO_TCP && LocalPort(fd) == port;
+         SocketOption(fd, SOL_SOCKET, SO_PROTOCOL) == IPPROTO_TCP && net::LocalPort(fd) == port;
 }
 
 // The inode of `fd`'s file (a socket's own), or 0.

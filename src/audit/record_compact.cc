@@ -203,12 +203,22 @@ void AppendBody(const AuditRecord& r, std::string& out) {
   }
 }
 
+// A record's sequence as its offset from its place in a batch, and back (wrapping, never
+// overflowing, on edited values).
 int64_t Offset(int64_t sequence, int64_t place) {
   return static_cast<int64_t>(static_cast<uint64_t>(sequence) - static_cast<uint64_t>(place));
+}
+int64_t SequenceAt(int64_t place, int64_t offset) {
+  return static_cast<int64_t>(static_cast<uint64_t>(place) + static_cast<uint64_t>(offset));
 }
 
 Status Bad(std::string_view what) {
   return InvalidArgument("its compact form does not decode ({})", what);
+}
+
+Status UnknownVersion(char version) {
+  return InvalidArgument("its compact form has an unknown version ({})",
+                         static_cast<int>(static_cast<unsigned char>(version)));
 }
 
 // Reads what AppendBody wrote into `r`, to the end of `in`.
@@ -269,17 +279,13 @@ Status RebuildCompactLeaf(const store::AuditRow& row, std::string& leaf) {
     return InvalidArgument("audit record {} is not a compact leaf", row.sequence);
   const std::string_view body = row.record;
   if (body.empty()) return Bad("it is empty");
-  if (body.front() != kCompactLeafVersion) {
-    return InvalidArgument("its compact form has an unknown version ({})",
-                           static_cast<int>(static_cast<unsigned char>(body.front())));
-  }
+  if (body.front() != kCompactLeafVersion) return UnknownVersion(body.front());
   Reader in(body.substr(1));
   int64_t offset = 0;
   if (!in.Signed(offset)) return Bad("sequence");
   leaf.clear();
   leaf.push_back(body.front());
-  PutSigned(leaf, static_cast<int64_t>(static_cast<uint64_t>(row.sequence) +
-                                       static_cast<uint64_t>(offset)));
+  PutSigned(leaf, SequenceAt(row.sequence, offset));
   PutSigned(leaf, row.time_unix_ns);
   // The fields as stored (not made valid here: the decoder refuses what is not).
   for (const std::string* text :
@@ -295,10 +301,7 @@ Status DecodeCompactLeaf(std::string_view leaf, AuditRecord& r) {
   Reader in(leaf);
   char version = 0;
   if (!in.Byte(version)) return Bad("it is empty");
-  if (version != kCompactLeafVersion) {
-    return InvalidArgument("its compact form has an unknown version ({})",
-                           static_cast<int>(static_cast<unsigned char>(version)));
-  }
+  if (version != kCompactLeafVersion) return UnknownVersion(version);
   if (!in.Signed(r.sequence) || !in.Signed(r.time_unix_ns)) return Bad("sequence or time");
   for (std::string* text : {&r.tenant, &r.principal, &r.trace_id, &r.request_id, &r.action}) {
     if (!in.String(*text)) return Bad("a query field");
@@ -345,8 +348,7 @@ Result<AuditRecord> DecodeCompactRow(const store::AuditRow& row) {
   Reader in(row.record);
   int64_t offset = 0;
   if (!in.Signed(offset)) return Bad("sequence or flags");
-  r.sequence =
-      static_cast<int64_t>(static_cast<uint64_t>(row.sequence) + static_cast<uint64_t>(offset));
+  r.sequence = SequenceAt(row.sequence, offset);
   RETURN_IF_ERROR(DecodeBody(in, r));
   return r;
 }

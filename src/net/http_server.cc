@@ -16,6 +16,7 @@
 #include "core/logging.h"
 #include "core/thread_name.h"
 #include "net/http_connection.h"
+#include "net/local_port.h"
 
 namespace rampart::net {
 
@@ -23,16 +24,6 @@ namespace {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-
-uint16_t LocalPort(int fd) {
-  sockaddr_storage address{};
-  socklen_t length = sizeof(address);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return 0;
-  if (address.ss_family == AF_INET6) {
-    return ntohs(reinterpret_cast<const sockaddr_in6*>(&address)->sin6_port);
-  }
-  return ntohs(reinterpret_cast<const sockaddr_in*>(&address)->sin_port);
-}
 
 }  // namespace
 

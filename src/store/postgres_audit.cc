@@ -9,6 +9,7 @@
 #include "crypto/digest.h"
 #include "store/audit_batches.h"
 #include "store/audit_rows.h"
+#include "store/row_readers.h"
 
 namespace rampart::store::internal {
 namespace {
@@ -109,36 +110,14 @@ const PgQuery& QueryFor(int mask) {
 std::vector<AuditRow> Rows(const PgResult& result) {
   std::vector<AuditRow> rows;
   rows.reserve(static_cast<size_t>(result.rows()));
-  for (int i = 0; i < result.rows(); ++i) {
-    AuditRow row;
-    row.sequence = result.Int(i, 0);
-    row.time_unix_ns = result.Int(i, 1);
-    row.tenant = result.Text(i, 2);
-    row.principal = result.Text(i, 3);
-    row.trace_id = result.Text(i, 4);
-    row.request_id = result.Text(i, 5);
-    row.action = result.Text(i, 6);
-    row.record = result.Text(i, 7);
-    row.leaf_hash = result.Text(i, 8);
-    row.chain_hash = result.Text(i, 9);
-    rows.push_back(std::move(row));
-  }
+  for (int i = 0; i < result.rows(); ++i) rows.push_back(internal::ReadAuditRow(PgRow{result, i}));
   return rows;
 }
 
 std::vector<AuditCheckpointRow> Checkpoints(const PgResult& result) {
   std::vector<AuditCheckpointRow> rows;
   for (int i = 0; i < result.rows(); ++i) {
-    AuditCheckpointRow row;
-    row.tree_size = result.Int(i, 0);
-    row.root_hash = result.Text(i, 1);
-    row.time_unix_ns = result.Int(i, 2);
-    row.key_id = result.Text(i, 3);
-    row.algorithm = result.Text(i, 4);
-    row.signature = result.Text(i, 5);
-    row.frontier = result.Text(i, 6);
-    row.chain_hash = result.Text(i, 7);
-    rows.push_back(std::move(row));
+    rows.push_back(internal::ReadAuditCheckpoint(PgRow{result, i}));
   }
   return rows;
 }

@@ -41,6 +41,14 @@ class PgResult {
   std::unique_ptr<PGresult, decltype(&PQclear)> result_;
 };
 
+// One row of a result, as the row readers (store/row_readers.h) read it.
+struct PgRow {
+  const PgResult& result;
+  int row;
+  std::string Text(int column) const { return result.Text(row, column); }
+  int64_t Int(int column) const { return result.Int(row, column); }
+};
+
 // The SQLSTATE of a failed statement, kept so callers can tell a unique violation (23505) or a
 // foreign-key violation (23503) from other failures.
 struct PgError {

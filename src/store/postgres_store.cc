@@ -19,6 +19,7 @@ namespace {
 using internal::PgConnection;
 using internal::PgQuery;
 using internal::PgResult;
+using internal::PgRow;
 
 constexpr size_t kPoolSize = 4;
 // pg_advisory_xact_lock's key for migrations: "RAMP" in ASCII.
@@ -182,13 +183,6 @@ constexpr PgQuery kRecordMigration = {
 
 std::string Number(int64_t value) { return std::to_string(value); }
 
-// One row of a result, as the row readers (store/row_readers.h) read it.
-struct PgRow {
-  const PgResult& result;
-  int row;
-  std::string Text(int column) const { return result.Text(row, column); }
-  int64_t Int(int column) const { return result.Int(row, column); }
-};
 constexpr auto* ReadTenant = &internal::ReadTenant<PgRow>;
 constexpr auto* ReadPrincipal = &internal::ReadPrincipal<PgRow>;
 constexpr auto* ReadKey = &internal::ReadKey<PgRow>;

@@ -84,4 +84,36 @@ Result<StoredFile> ReadStoredFile(const Row& row) {
   return file;
 }
 
+// The audit log's per-record rows (`audit_records`; records since schema migration 7 are in batch
+// rows, store/audit_batches.h) and its checkpoints.
+template <typename Row>
+AuditRow ReadAuditRow(const Row& row) {
+  AuditRow audit;
+  audit.sequence = row.Int(0);
+  audit.time_unix_ns = row.Int(1);
+  audit.tenant = row.Text(2);
+  audit.principal = row.Text(3);
+  audit.trace_id = row.Text(4);
+  audit.request_id = row.Text(5);
+  audit.action = row.Text(6);
+  audit.record = row.Text(7);
+  audit.leaf_hash = row.Text(8);
+  audit.chain_hash = row.Text(9);
+  return audit;
+}
+
+template <typename Row>
+AuditCheckpointRow ReadAuditCheckpoint(const Row& row) {
+  AuditCheckpointRow checkpoint;
+  checkpoint.tree_size = row.Int(0);
+  checkpoint.root_hash = row.Text(1);
+  checkpoint.time_unix_ns = row.Int(2);
+  checkpoint.key_id = row.Text(3);
+  checkpoint.algorithm = row.Text(4);
+  checkpoint.signature = row.Text(5);
+  checkpoint.frontier = row.Text(6);
+  checkpoint.chain_hash = row.Text(7);
+  return checkpoint;
+}
+
 }  // namespace rampart::store::internal

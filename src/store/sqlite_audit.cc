@@ -6,6 +6,7 @@
 
 #include "store/audit_batches.h"
 #include "store/audit_rows.h"
+#include "store/row_readers.h"
 
 namespace rampart::store::internal {
 namespace {
@@ -45,33 +46,9 @@ Result<std::vector<AuditRow>> ReadBatches(Statement& batches, int64_t after_sequ
   return rows;
 }
 
-AuditRow ReadRow(const Statement& row) {
-  AuditRow audit;
-  audit.sequence = row.Int(0);
-  audit.time_unix_ns = row.Int(1);
-  audit.tenant = row.Text(2);
-  audit.principal = row.Text(3);
-  audit.trace_id = row.Text(4);
-  audit.request_id = row.Text(5);
-  audit.action = row.Text(6);
-  audit.record = row.Text(7);
-  audit.leaf_hash = row.Text(8);
-  audit.chain_hash = row.Text(9);
-  return audit;
-}
-
-AuditCheckpointRow ReadCheckpoint(const Statement& row) {
-  AuditCheckpointRow checkpoint;
-  checkpoint.tree_size = row.Int(0);
-  checkpoint.root_hash = row.Text(1);
-  checkpoint.time_unix_ns = row.Int(2);
-  checkpoint.key_id = row.Text(3);
-  checkpoint.algorithm = row.Text(4);
-  checkpoint.signature = row.Text(5);
-  checkpoint.frontier = row.Text(6);
-  checkpoint.chain_hash = row.Text(7);
-  return checkpoint;
-}
+// The shared row readers (store/row_readers.h) for SQLite's rows.
+constexpr auto* ReadRow = &internal::ReadAuditRow<Statement>;
+constexpr auto* ReadCheckpoint = &internal::ReadAuditCheckpoint<Statement>;
 
 template <typename T, typename Read>
 Result<std::vector<T>> Collect(Statement& statement, Read read) {
