@@ -118,6 +118,8 @@ class VectorStoreServiceTest : public ::testing::Test {
   }
   void TearDown() override {
     services_.clear();
+    other_storage_.reset();
+    other_store_.reset();
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
@@ -155,6 +157,16 @@ class VectorStoreServiceTest : public ::testing::Test {
     EXPECT_TRUE(keyring.ok()) << keyring.status().ToString();
     EXPECT_TRUE((*keyring)->Ensure("chunks", crypto::KeyPurpose::kWrapping, "aes-256-gcm").ok());
     return std::move(*keyring);
+  }
+
+  // The keyring of another deployment: its own store and master key, with its own "chunks" key
+  // (the store and the keyring's storage are the fixture's).
+  std::unique_ptr<crypto::Keyring> OtherKeyring() {
+    auto elsewhere = store::OpenSqliteStore(dir_ + "/elsewhere");
+    EXPECT_TRUE(elsewhere.ok()) << elsewhere.status().ToString();
+    if (!elsewhere.ok()) return nullptr;
+    other_store_ = std::move(*elsewhere);
+    return KeyringAt("other.key", '9', *other_store_, other_storage_);
   }
 
   // Uploads `content` as the Files API would; answers the file id.
@@ -202,6 +214,9 @@ class VectorStoreServiceTest : public ::testing::Test {
   FakeEmbedder embedder_;
   std::vector<std::unique_ptr<VectorStoreService>> services_;
   int uploads_ = 0;
+  // OtherKeyring's.
+  std::unique_ptr<store::Store> other_store_;
+  std::unique_ptr<store::StoreKeyringStorage> other_storage_;
 };
 
 struct BackendNames {

@@ -296,10 +296,7 @@ TYPED_TEST(VectorStoreServiceTest, SealedChunksOpenOnlyWithTheirKey) {
   this->services_.clear();
 
   // Another keyring (another master key, its own "chunks" key) opens none of them.
-  auto elsewhere = store::OpenSqliteStore(this->dir_ + "/elsewhere");
-  ASSERT_TRUE(elsewhere.ok());
-  std::unique_ptr<store::StoreKeyringStorage> other_storage;
-  auto other = this->KeyringAt("other.key", '9', **elsewhere, other_storage);
+  auto other = this->OtherKeyring();
   ASSERT_NE(other, nullptr);
   crypto::Envelope wrong(*other);
   VectorStoreService* stranger = this->StartService(this->store_.get(), &this->embedder_,

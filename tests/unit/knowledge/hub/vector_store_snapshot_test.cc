@@ -226,10 +226,7 @@ TYPED_TEST(VectorStoreSnapshotTest, SealedSnapshotsOpenOnlyUnderTheirKeyring) {
   this->services_.clear();
 
   // Another keyring opens neither the snapshot nor the chunks.
-  auto elsewhere = store::OpenSqliteStore(this->dir_ + "/elsewhere");
-  ASSERT_TRUE(elsewhere.ok());
-  std::unique_ptr<store::StoreKeyringStorage> other_storage;
-  auto other = this->KeyringAt("other.key", '9', **elsewhere, other_storage);
+  auto other = this->OtherKeyring();
   ASSERT_NE(other, nullptr);
   crypto::Envelope wrong(*other);
   sealed.envelope = &wrong;
