@@ -19,7 +19,7 @@
 #                            [--grpc-bench build/bench/grpc_bench] [--duration 10] [--warmup 2]
 #                            [--out FILE] [--start-timeout 120] [--no-stream] [--keep-workdir]
 #                            [--models "simple mlp_classifier"] [--grpc-thread-count N]
-#                            [--no-h2load] [--grpc-cork-writes=false]
+#                            [--no-h2load] [--grpc-cork-writes=false] [--grpc-engine core|native]
 # See docs/benchmarks.md.
 set -euo pipefail
 
@@ -66,6 +66,9 @@ while [ $# -gt 0 ]; do
       rampart_extra_args+=(--grpc-thread-count "${2:?--grpc-thread-count needs a value}")
       shift 2 ;;
     --grpc-cork-writes | --grpc-cork-writes=*) rampart_extra_args+=("$1"); shift ;;
+    --grpc-engine)
+      rampart_extra_args+=(--grpc-engine "${2:?--grpc-engine needs a value}")
+      shift 2 ;;
     --keep-workdir) keep_workdir=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;

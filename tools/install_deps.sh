@@ -25,6 +25,8 @@ packages=(
   libhnswlib-dev
   # the knowledge hub's text: poppler's C++ interface for PDF text, the Snowball stemmers
   libpoppler-cpp-dev libstemmer-dev
+  # nghttp2: HTTP/2 for the native gRPC transport (src/net/grpc_server.h)
+  libnghttp2-dev
   # tcmalloc for the server (see CMakeLists.txt)
   libgoogle-perftools-dev
   # tests and benchmarks

@@ -34,6 +34,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "audit/sink.h"
 #include "core/status.h"
@@ -51,7 +52,21 @@ struct GrpcTlsOptions {
   bool mutual = false;
 };
 
+// Which implementation of gRPC's transport serves the front end (docs/grpc-transport.md).
+enum class GrpcEngine {
+  // gRPC's own C++ library: TLS, server reflection, compression.
+  kCore,
+  // Rampart's own HTTP/2 (net/grpc_server.h, nghttp2) on its own I/O threads: several times less
+  // CPU per call; cleartext only, no reflection, no compression.
+  kNative,
+};
+// "core", "native".
+std::string_view GrpcEngineName(GrpcEngine engine);
+// Errors: InvalidArgument naming the accepted values.
+Result<GrpcEngine> ParseGrpcEngine(std::string_view name);
+
 struct KServeGrpcOptions {
+  GrpcEngine engine = GrpcEngine::kCore;
   std::string address = "0.0.0.0";
   int port = 8001;  // 0 picks a free port; see KServeGrpc::port()
   std::string server_name = "rampart";
@@ -72,6 +87,8 @@ struct KServeGrpcOptions {
   // queue; 0 = one. gRPC 1.51 has every polling thread poll every connection, so a second thread
   // hands requests back and forth with the first (docs/benchmarks.md, "gRPC vs HTTP infer").
   int completion_queue_threads = 0;
+  // The native engine's I/O threads (`grpc-io-<i>`); 0 = one per core.
+  int native_io_threads = 0;
   // Cork the connections while a queue thread answers several calls in a row, so that their
   // answers leave in fewer TCP segments (api/kserve_grpc_cork.h): less CPU per call for the
   // server and the client at high concurrency. An answer waits at most about a millisecond for

@@ -8,16 +8,14 @@
 #include "net/peer_certificate.h"
 
 namespace rampart::api::grpc_access {
-namespace {
-
-std::string_view Metadata(const grpc::ServerContextBase& context, std::string_view key) {
-  const auto& metadata = context.client_metadata();
+std::string_view ServerContextView::Metadata(std::string_view key) const {
+  const auto& metadata = context_.client_metadata();
   auto found = metadata.find(grpc::string_ref(key.data(), key.size()));
   if (found == metadata.end()) return {};
   return std::string_view(found->second.data(), found->second.size());
 }
 
-}  // namespace
+std::string ServerContextView::PeerAddress() const { return AddressOfPeer(context_.peer()); }
 
 const std::vector<RpcAction>& RpcActions() {
   static const std::vector<RpcAction> actions = {
@@ -63,10 +61,10 @@ std::string AddressOfPeer(std::string_view grpc_peer) {
   return {};
 }
 
-Peer PeerOf(const grpc::ServerContextBase& context) {
+Peer ServerContextView::PeerOf() const {
   Peer peer;
-  peer.address = AddressOfPeer(context.peer());
-  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  peer.address = AddressOfPeer(context_.peer());
+  const std::shared_ptr<const grpc::AuthContext> auth = context_.auth_context();
   if (auth != nullptr && auth->IsPeerAuthenticated()) {
     const std::vector<grpc::string_ref> pem = auth->FindPropertyValues("x509_pem_cert");
     if (!pem.empty()) {
@@ -81,18 +79,18 @@ Peer PeerOf(const grpc::ServerContextBase& context) {
   return peer;
 }
 
-identity::Credentials CredentialsOf(const grpc::ServerContextBase& context, const Peer& peer) {
+identity::Credentials CredentialsOf(const CallView& call, const Peer& peer) {
   identity::Credentials credentials;
-  credentials.authorization = Metadata(context, "authorization");
-  credentials.api_key = Metadata(context, "x-api-key");
-  if (credentials.api_key.empty()) credentials.api_key = Metadata(context, "api-key");
+  credentials.authorization = call.Metadata("authorization");
+  credentials.api_key = call.Metadata("x-api-key");
+  if (credentials.api_key.empty()) credentials.api_key = call.Metadata("api-key");
   credentials.peer = &peer;
   return credentials;
 }
 
-std::string RequestIdOf(const grpc::ServerContextBase& context, std::string_view given) {
+std::string RequestIdOf(const CallView& call, std::string_view given) {
   if (!given.empty()) return std::string(given);
-  const std::string_view sent = Metadata(context, "x-request-id");
+  const std::string_view sent = call.Metadata("x-request-id");
   const bool sane =
       !sent.empty() && sent.size() <= 128 &&
       std::all_of(sent.begin(), sent.end(), [](char c) { return c > 0x20 && c < 0x7f; });

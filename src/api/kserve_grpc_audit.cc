@@ -29,13 +29,13 @@ int HttpStatusOf(grpc::StatusCode code) {
   }
 }
 
-GrpcRecord::GrpcRecord(audit::AuditSink* sink, const grpc::ServerContextBase& context,
+GrpcRecord::GrpcRecord(audit::AuditSink* sink, const grpc_access::CallView& call,
                        std::string_view method, std::string_view resource,
                        std::string_view request_id) {
   if (sink == nullptr) return;
   Start(sink, method, resource);
-  recording_->record.request_id = grpc_access::RequestIdOf(context, request_id);
-  recording_->record.source_address = grpc_access::AddressOfPeer(context.peer());
+  recording_->record.request_id = grpc_access::RequestIdOf(call, request_id);
+  recording_->record.source_address = call.PeerAddress();
 }
 
 GrpcRecord::GrpcRecord(audit::AuditSink* sink, std::string_view source_address,

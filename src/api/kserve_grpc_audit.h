@@ -15,6 +15,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "api/kserve_grpc_access.h"
 #include "audit/record.h"
 #include "audit/sink.h"
 #include "core/clock.h"
@@ -34,8 +35,8 @@ class GrpcRecord {
   // Not recording (`sink` null): every method is a no-op and Finish finishes at once.
   // `method` is the RPC ("ModelInfer"; its action from grpc_access::RpcActionOf), `resource` the
   // model (or "*"), `request_id` the id the request carries (may be empty).
-  GrpcRecord(audit::AuditSink* sink, const grpc::ServerContextBase& context,
-             std::string_view method, std::string_view resource, std::string_view request_id);
+  GrpcRecord(audit::AuditSink* sink, const grpc_access::CallView& call, std::string_view method,
+             std::string_view resource, std::string_view request_id);
   // One request of a stream: its caller's address and the id it carries (else a generated one).
   GrpcRecord(audit::AuditSink* sink, std::string_view source_address, std::string_view method,
              std::string_view resource, std::string_view request_id);

@@ -13,6 +13,7 @@
 #include "api/kserve_grpc_audit.h"
 #include "api/kserve_grpc_codec.h"
 #include "api/kserve_grpc_cork.h"
+#include "api/kserve_grpc_infer.h"
 #include "core/clock.h"
 #include "core/exceptions.h"
 #include "core/thread_name.h"
@@ -22,7 +23,6 @@ namespace {
 
 using inference::ModelInferRequest;
 using inference::ModelInferResponse;
-using InferResult = Result<std::unique_ptr<serve::InferResponse>>;
 
 // Corking (api/kserve_grpc_cork.h) starts once a queue thread has taken this many events in a
 // row without waiting for one: more than one call's (a unary call brings three: arrived,
@@ -58,10 +58,7 @@ class InferCall {
     shared_.service->RequestModelInfer(&context_, &request_, &responder_, queue_, queue_,
                                        &arrived_tag_);
   }
-  ~InferCall() {
-    if (charged_ > 0) shared_.budget.Give(charged_);
-    shared_.CallDeleted();
-  }
+  ~InferCall() { shared_.CallDeleted(); }
   InferCall(const InferCall&) = delete;
   InferCall& operator=(const InferCall&) = delete;
 
@@ -76,10 +73,7 @@ class InferCall {
     try {
       Start();
     } catch (...) {
-      if (!answered_) {
-        Answer(
-            ToGrpcStatus(StatusFromException("starting an infer call", std::current_exception())));
-      }
+      Answer(ToGrpcStatus(StatusFromException("starting an infer call", std::current_exception())));
     }
   }
 
@@ -99,84 +93,15 @@ class InferCall {
 
   // Decides, decodes and hands the request to the server; or answers at once.
   void Start() {
-    const SteadyTime arrival = Clock::Real().Now();
-    grpc_audit::GrpcRecord audit(shared_.audit, context_, "ModelInfer", request_.model_name(),
-                                 request_.id());
-    if (audit.recording()) audit.SetRequestContent(request_.SerializeAsString());
-    const size_t bytes = request_.ByteSizeLong();
-    if (!shared_.budget.TryTake(bytes)) {
-      Refuse(audit, ToGrpcStatus(ResourceExhausted(
-                        "the server holds too many request bytes in flight (limit {} bytes; this "
-                        "request: {}); retry later",
-                        shared_.budget.limit(), bytes)));
-      return;
-    }
-    charged_ = bytes;
-    std::string tenant;
-    policy::Reservation reservation;
-    if (shared_.access != nullptr && shared_.access->enforcing()) {
-      const Peer peer = grpc_access::PeerOf(context_);
-      const grpc_access::RpcAction& decided = grpc_access::RpcActionOf("ModelInfer");
-      policy::AccessOutcome outcome = grpc_audit::Check(
-          *shared_.access, grpc_access::CredentialsOf(context_, peer), decided.action,
-          policy::Resource{.type = decided.resource_type, .name = request_.model_name()},
-          audit.record());
-      if (const auto* refusal = std::get_if<policy::AccessRefusal>(&outcome)) {
-        if (refusal->retry_after_seconds > 0) {
-          context_.AddTrailingMetadata("retry-after", std::to_string(refusal->retry_after_seconds));
-        }
-        Refuse(audit,
-               grpc_access::StatusOf(*refusal, grpc_access::RequestIdOf(context_, request_.id())));
-        return;
-      }
-      auto& grant = std::get<policy::AccessGrant>(outcome);
-      audit.SetFull(grant.HasObligation(policy::kObligationAuditFull));
-      tenant = std::move(grant.identity.tenant);
-      reservation = std::move(grant.reservation);
-    }
-    // Raw tensor bytes move out of the request (ours: the asynchronous API hands it over).
-    Result<std::unique_ptr<serve::InferRequest>> decoded =
-        CatchAsStatus("decoding the infer request", [&] { return DecodeInferRequest(request_); });
-    if (!decoded.ok()) {
-      Refuse(audit, ToGrpcStatus(decoded.status()));
-      return;
-    }
-    (*decoded)->arrival = arrival;
-    (*decoded)->cancelled = cancelled_;
-    (*decoded)->tenant = std::move(tenant);
-    answered_ = true;  // from here the server's callback answers, whatever happens
-    // Runs once: inline (direct execution, an immediate error) or on an instance thread.
-    shared_.server.Infer(
-        std::move(decoded).value(), [this, reservation = std::move(reservation),
-                                     audit = std::move(audit)](InferResult result) mutable {
-          // KServe inference counts requests, not tokens: the concurrency slot goes back now.
-          if (!reservation.empty()) reservation.Settle(0);
-          grpc::Status status =
-              ToGrpcStatus(result.ok() ? CatchAsStatus("encoding the infer response",
-                                                       [&] {
-                                                         EncodeInferResponse(**result, response_);
-                                                         return Status::Ok();
-                                                       })
-                                       : result.status());
-          const std::string answered = audit.recording() ? response_.SerializeAsString() : "";
-          audit.Finish(std::move(status), answered,
-                       [this](grpc::Status answer) { Answer(std::move(answer)); });
-        });
+    grpc_access::ServerContextView view(context_);
+    StartInfer(shared_, view, request_, response_, cancelled_,
+               [this](grpc::Status status) { Answer(std::move(status)); });
   }
 
-  // Answers a call that never reached the server: recorded, then finished.
-  void Refuse(grpc_audit::GrpcRecord& audit, grpc::Status status) {
-    answered_ = true;
-    audit.Finish(std::move(status), "", [this](grpc::Status answer) { Answer(std::move(answer)); });
-  }
-
-  // Starts Finish: the last thing done to the call outside its own tags. The request's bytes go
-  // back to the budget first, so a client that has its answer finds them there.
+  // Starts Finish: the last thing done to the call outside its own tags. Once: an answer that
+  // comes after a failure was answered is dropped.
   void Answer(grpc::Status status) {
-    if (charged_ > 0) {
-      shared_.budget.Give(charged_);
-      charged_ = 0;
-    }
+    if (answered_.exchange(true)) return;
     if (status.ok()) {
       responder_.Finish(response_, status, &finished_tag_);
     } else {
@@ -208,8 +133,7 @@ class InferCall {
   MemberTag<InferCall, &InferCall::Finished> finished_tag_{this};
   MemberTag<InferCall, &InferCall::Done> done_tag_{this};
   const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
-  size_t charged_ = 0;     // bytes taken from the budget
-  bool answered_ = false;  // Answer was or will be called (queue thread, before the handoff)
+  std::atomic<bool> answered_{false};  // Answer has run
   bool finished_ = false;  // queue thread only
   bool done_ = false;      // queue thread only
 };

@@ -17,6 +17,7 @@ void HealthService::SetServingAll(bool serving) {
   for (auto& [service, state] : serving_) state = serving;
   ++generation_;
   changed_.notify_all();
+  for (const auto& [id, listener] : listeners_) listener();
 }
 
 void HealthService::Shutdown() {
@@ -25,6 +26,28 @@ void HealthService::Shutdown() {
   for (auto& [service, state] : serving_) state = false;
   ++generation_;
   changed_.notify_all();
+  for (const auto& [id, listener] : listeners_) listener();
+}
+
+HealthService::Status HealthService::StatusOf(const std::string& service) {
+  std::lock_guard lock(mutex_);
+  return StatusOfLocked(service);
+}
+
+bool HealthService::shut_down() {
+  std::lock_guard lock(mutex_);
+  return shut_down_;
+}
+
+uint64_t HealthService::Listen(std::function<void()> changed) {
+  std::lock_guard lock(mutex_);
+  listeners_.emplace(++next_listener_, std::move(changed));
+  return next_listener_;
+}
+
+void HealthService::Unlisten(uint64_t id) {
+  std::lock_guard lock(mutex_);
+  listeners_.erase(id);
 }
 
 HealthService::Status HealthService::StatusOfLocked(const std::string& service) const {

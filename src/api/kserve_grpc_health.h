@@ -14,6 +14,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -33,6 +34,15 @@ class HealthService final : public grpc::health::v1::Health::Service {
   // for them.
   void Shutdown();
 
+  // For a Watch served elsewhere (Rampart's own HTTP/2 transport): the status of `service` now
+  // (SERVICE_UNKNOWN when unknown), whether the service has shut down, and a callback told of
+  // every change (from the thread that made it; it must not block or call back in). Listen
+  // answers an id for Unlisten.
+  grpc::health::v1::HealthCheckResponse::ServingStatus StatusOf(const std::string& service);
+  bool shut_down();
+  uint64_t Listen(std::function<void()> changed);
+  void Unlisten(uint64_t id);
+
   grpc::Status Check(grpc::ServerContext* context,
                      const grpc::health::v1::HealthCheckRequest* request,
                      grpc::health::v1::HealthCheckResponse* response) override;
@@ -49,6 +59,8 @@ class HealthService final : public grpc::health::v1::Health::Service {
   std::condition_variable changed_;
   std::map<std::string, bool> serving_;  // guarded by mutex_
   uint64_t generation_ = 0;              // guarded; counts changes
+  std::map<uint64_t, std::function<void()>> listeners_;  // guarded
+  uint64_t next_listener_ = 0;                           // guarded
   bool shut_down_ = false;               // guarded
 };
 

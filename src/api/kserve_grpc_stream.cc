@@ -10,33 +10,15 @@
 #include "api/kserve_grpc_audit.h"
 #include "api/kserve_grpc_calls.h"
 #include "api/kserve_grpc_codec.h"
+#include "api/kserve_grpc_infer.h"
 #include "core/clock.h"
 #include "core/exceptions.h"
 #include "core/trace.h"
 
 namespace rampart::api::grpc_calls {
-namespace {
 
 using inference::ModelInferRequest;
-using inference::ModelInferResponse;
 using inference::ModelStreamInferResponse;
-using InferResult = Result<std::unique_ptr<serve::InferResponse>>;
-
-// Decodes; an exception (running out of memory) becomes a Status (core/exceptions.h).
-Result<std::unique_ptr<serve::InferRequest>> SafeDecode(ModelInferRequest& request) {
-  return CatchAsStatus("decoding the infer request", [&] { return DecodeInferRequest(request); });
-}
-
-// Fills `out` from a completed request; the status the stream entry ends with.
-Status SafeEncode(InferResult& result, ModelInferResponse& out) {
-  if (!result.ok()) return result.status();
-  return CatchAsStatus("encoding the infer response", [&] {
-    EncodeInferResponse(**result, out);
-    return Status::Ok();
-  });
-}
-
-}  // namespace
 
 // One ModelStreamInfer call. Reads requests one after another and hands each to the server
 // without waiting for the previous one; responses are written one at a time in request order,
@@ -63,7 +45,6 @@ class StreamCall {
   }
   ~StreamCall() {
     if (registered_) shared_.streams.Unregister(this);
-    for (const auto& [slot, bytes] : charged_) shared_.budget.Give(bytes);
     shared_.CallDeleted();
   }
   StreamCall(const StreamCall&) = delete;
@@ -85,8 +66,9 @@ class StreamCall {
     }
     AwaitStream(shared_, queue_);
     if (shared_.access != nullptr && shared_.access->enforcing()) {
-      peer_ = grpc_access::PeerOf(context_);
-      const identity::Credentials credentials = grpc_access::CredentialsOf(context_, peer_);
+      const grpc_access::ServerContextView view(context_);
+      caller_.peer = view.PeerOf();
+      const identity::Credentials credentials = grpc_access::CredentialsOf(view, caller_.peer);
       Result<identity::Identity> identity = shared_.access->Authenticate(credentials);
       if (!identity.ok()) {
         std::lock_guard lock(mutex_);
@@ -96,8 +78,8 @@ class StreamCall {
             &finished_tag_);
         return;
       }
-      authorization_ = std::string(credentials.authorization);
-      api_key_ = std::string(credentials.api_key);
+      caller_.authorization = std::string(credentials.authorization);
+      caller_.api_key = std::string(credentials.api_key);
     }
     registered_ = true;
     const bool accepted = shared_.streams.Register(this);
@@ -128,8 +110,9 @@ class StreamCall {
       // before the request reached the server, the slot is answered here, so the stream ends.
       if (!RunLoggingExceptions("a gRPC stream", [&] { Handle(slot); })) {
         RunLoggingExceptions("a gRPC stream", [&] {
-          Respond(slot, Error(Internal("the request failed (see the server's log)"),
-                              request_.model_name(), request_.model_version(), request_.id()));
+          Respond(slot, StreamError(Internal("the request failed (see the server's log)"),
+                                    request_.model_name(), request_.model_version(),
+                                    request_.id()));
         });
       }
       Progress([&] { reading_ = false; });
@@ -173,137 +156,19 @@ class StreamCall {
     delete this;
   }
 
-  // Decodes request_ and hands it to the server, or answers the error in the stream, into
+  // Decides, decodes and hands request_ to the server, or answers the error in the stream, into
   // answers_'s `slot`. The request is already counted in in_flight_; Respond uncounts it.
   void Handle(uint64_t slot) {
-    const SteadyTime arrival = Clock::Real().Now();
-    grpc_audit::GrpcRecord audit(shared_.audit, peer_.address, "ModelStreamInfer",
-                                 request_.model_name(), request_.id());
-    if (audit.recording()) audit.SetRequestContent(request_.SerializeAsString());
-    const size_t bytes = request_.ByteSizeLong();
-    if (!shared_.budget.TryTake(bytes)) {
-      const Status refused = ResourceExhausted(
-          "the server holds too many request bytes in flight (limit {} bytes; this request: {}); "
-          "retry later",
-          shared_.budget.limit(), bytes);
-      RespondRecorded(
-          slot, std::move(audit), ToGrpcStatus(refused).error_code(),
-          Error(refused, request_.model_name(), request_.model_version(), request_.id()));
-      return;
-    }
-    charged_[slot] = bytes;  // given back when the slot is answered (Respond)
-    policy::Reservation reservation;
-    std::string tenant;
-    if (shared_.access != nullptr && shared_.access->enforcing()) {
-      const grpc_access::RpcAction& decided = grpc_access::RpcActionOf("ModelStreamInfer");
-      std::optional<policy::AccessRefusal> refusal;
-      Result<identity::Identity> identity = shared_.access->Authenticate(identity::Credentials{
-          .authorization = authorization_, .api_key = api_key_, .peer = &peer_});
-      if (!identity.ok()) refusal = policy::AccessRefusal::Unauthenticated(identity.status());
-      if (!refusal) {
-        const policy::Decision decision = shared_.access->Authorise(
-            *identity, decided.action,
-            policy::Resource{.type = decided.resource_type, .name = request_.model_name()},
-            peer_.address);
-        audit.Note(*identity, decision);
-        if (!decision.allowed) refusal = policy::AccessRefusal::Forbidden(decision);
-      }
-      if (!refusal) {
-        tenant = identity->tenant;
-        policy::QuotaLedger::Admission admission = shared_.access->Admit(*identity, 0);
-        if (!admission.admitted()) refusal = policy::AccessRefusal::Quota(*admission.refusal);
-        reservation = std::move(admission.reservation);
-      }
-      if (refusal) {
-        const std::string request_id =
-            request_.id().empty() ? "req_" + TraceContext::Start().TraceId() : request_.id();
-        const Status refused(refusal->ToStatus().code(), refusal->AnswerMessage(request_id));
-        RespondRecorded(
-            slot, std::move(audit), ToGrpcStatus(refused).error_code(),
-            Error(refused, request_.model_name(), request_.model_version(), request_.id()));
-        return;
-      }
-    }
-    Result<std::unique_ptr<serve::InferRequest>> decoded = SafeDecode(request_);
-    if (!decoded.ok()) {
-      RespondRecorded(
-          slot, std::move(audit), ToGrpcStatus(decoded.status()).error_code(),
-          Error(decoded.status(), request_.model_name(), request_.model_version(), request_.id()));
-      return;
-    }
-    (*decoded)->arrival = arrival;
-    (*decoded)->cancelled = cancelled_;
-    (*decoded)->tenant = std::move(tenant);
-    shared_.server.Infer(
-        std::move(decoded).value(),
-        [this, slot, model = request_.model_name(), version = request_.model_version(),
-         id = request_.id(), reservation = std::move(reservation),
-         audit = std::move(audit)](InferResult result) mutable {
-          if (!reservation.empty()) reservation.Settle(0);
-          ModelStreamInferResponse response;
-          grpc::StatusCode code = grpc::StatusCode::OK;
-          // The slot is answered whatever building its answer throws: the stream counts on it.
-          RunLoggingExceptions("a gRPC stream's answer", [&] {
-            if (Status encoded = SafeEncode(result, *response.mutable_infer_response());
-                !encoded.ok()) {
-              code = ToGrpcStatus(encoded).error_code();
-              response = Error(encoded, model, version, id);
-            }
-            // As Triton's stream writer marks each request's last response (for a model that is
-            // not decoupled, its only one); a request refused before it reached the server has
-            // none.
-            (*response.mutable_infer_response()->mutable_parameters())["triton_final_response"]
-                .set_bool_param(true);
-          });
-          RespondRecorded(slot, std::move(audit), code, std::move(response));
-        });
-  }
-
-  // Respond, once `audit` recorded the request as answered `code` (sync: once the record is
-  // durable; a refused record answers UNAVAILABLE in the stream instead). The slot stays counted
-  // in in_flight_ meanwhile, so the stream lives until it is answered.
-  void RespondRecorded(uint64_t slot, grpc_audit::GrpcRecord audit, grpc::StatusCode code,
-                       ModelStreamInferResponse response) {
-    if (!audit.recording()) {
-      Respond(slot, std::move(response));
-      return;
-    }
-    const std::string answered = response.SerializeAsString();
-    grpc::Status status = code == grpc::StatusCode::OK
-                              ? grpc::Status::OK
-                              : grpc::Status(code, response.error_message());
-    audit.Finish(std::move(status), answered,
-                 [this, slot, response = std::move(response)](grpc::Status recorded) mutable {
-                   if (recorded.error_code() == grpc::StatusCode::UNAVAILABLE &&
-                       response.error_message().empty()) {
-                     response = Error(Unavailable("{}", recorded.error_message()),
-                                      response.infer_response().model_name(),
-                                      response.infer_response().model_version(),
-                                      response.infer_response().id());
-                   }
-                   Respond(slot, std::move(response));
-                 });
-  }
-
-  // A failed request's answer; it names the request, so clients can match it.
-  static ModelStreamInferResponse Error(const Status& status, const std::string& model,
-                                        const std::string& version, const std::string& id) {
-    ModelStreamInferResponse response;
-    response.set_error_message(status.message());
-    response.mutable_infer_response()->set_model_name(model);
-    response.mutable_infer_response()->set_model_version(version);
-    response.mutable_infer_response()->set_id(id);
-    return response;
+    StartStreamRequest(shared_, caller_, request_, cancelled_,
+                       [this, slot](ModelStreamInferResponse response) {
+                         Respond(slot, std::move(response));
+                       });
   }
 
   // On an instance thread (or in Handle): the answer for answers_'s `slot`.
   void Respond(uint64_t slot, ModelStreamInferResponse response) {
     Progress([&] {
       --in_flight_;
-      if (auto charged = charged_.find(slot); charged != charged_.end()) {
-        shared_.budget.Give(charged->second);
-        charged_.erase(charged);
-      }
       // Once cancelled or broken, answers_ is cut back and nothing more is written.
       if (!write_failed_ && !cancelled_->load(std::memory_order_relaxed)) {
         answers_[slot - first_slot_] = std::move(response);
@@ -359,9 +224,7 @@ class StreamCall {
   MemberTag<StreamCall, &StreamCall::Finished> finished_tag_{this};
   MemberTag<StreamCall, &StreamCall::Done> done_tag_{this};
   // The caller's credentials, as the stream opened (set in Arrived; unused when access is open).
-  std::string authorization_;
-  std::string api_key_;
-  Peer peer_;
+  StreamCaller caller_;
   bool registered_ = false;  // queue thread; in shared_.streams
   const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
   ModelInferRequest request_;  // target of the read in progress; used by the read path only
@@ -370,7 +233,6 @@ class StreamCall {
   // Guarded. One slot per request read and not yet written, in request order, filled by its
   // answer; front() is on the wire if writing_. first_slot_ numbers the front slot.
   std::deque<std::optional<ModelStreamInferResponse>> answers_;
-  std::map<uint64_t, size_t> charged_;  // guarded; budget bytes of each slot in the server's hands
   uint64_t first_slot_ = 0;             // guarded by mutex_
   bool writing_ = false;                // guarded by mutex_
   bool reading_ = false;       // guarded; a read is outstanding or its request being handled

@@ -152,8 +152,12 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
   option("--grpc-max-input-size", settings.grpc_max_input_size,
          "Largest gRPC request message in bytes; larger ones "
          "get RESOURCE_EXHAUSTED");
+  option("--grpc-engine", settings.grpc_engine,
+         "gRPC transport: core (gRPC's library: TLS, reflection, compression) or native "
+         "(Rampart's own HTTP/2: less CPU per call; cleartext only)");
   option("--grpc-thread-count", settings.grpc_thread_count,
-         "Threads polling the gRPC connections and running infer calls (grpc-cq-<i>)");
+         "Threads serving gRPC (core: grpc-cq-<i>, default 1; native: grpc-io-<i>, default one "
+         "per core)");
   switch_flag("--grpc-cork-writes", settings.grpc_cork_writes,
               "Gather the answers to several gRPC calls in a row into fewer TCP writes (TCP_CORK)");
   option("--grpc-max-inflight-bytes", settings.grpc_max_inflight_bytes,

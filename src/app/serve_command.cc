@@ -129,7 +129,9 @@ api::KServeGrpcOptions GrpcOptions(const ServeSettings& settings,
   options.server_version = RAMPART_VERSION;
   options.max_receive_bytes = static_cast<int>(settings.grpc_max_input_size);  // checked
   options.max_inflight_bytes = static_cast<size_t>(settings.grpc_max_inflight_bytes);
+  options.engine = api::ParseGrpcEngine(settings.grpc_engine).value();  // checked
   options.completion_queue_threads = settings.grpc_thread_count;
+  options.native_io_threads = settings.grpc_thread_count;
   options.cork_writes = settings.grpc_cork_writes;
   if (settings.grpc_use_ssl || settings.grpc_use_ssl_mutual) {
     options.tls = api::GrpcTlsOptions{.server_cert = settings.grpc_server_cert,

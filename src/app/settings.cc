@@ -98,6 +98,7 @@ Status ApplyYamlFile(const std::string& path, ServeSettings& settings) {
       {"grpc_max_input_size", Field(settings.grpc_max_input_size, "server.grpc_max_input_size")},
       {"grpc_max_inflight_bytes",
        Field(settings.grpc_max_inflight_bytes, "server.grpc_max_inflight_bytes")},
+      {"grpc_engine", Field(settings.grpc_engine, "server.grpc_engine")},
       {"grpc_thread_count", Field(settings.grpc_thread_count, "server.grpc_thread_count")},
       {"grpc_cork_writes", Field(settings.grpc_cork_writes, "server.grpc_cork_writes")},
       {"grpc_use_ssl", Field(settings.grpc_use_ssl, "server.grpc_use_ssl")},
@@ -177,9 +178,18 @@ Status Validate(const ServeSettings& settings) {
     return InvalidArgument("--grpc-max-input-size must be in [1, 2147483647], got {}",
                            settings.grpc_max_input_size);
   }
-  if (settings.grpc_thread_count < 1 || settings.grpc_thread_count > 64) {
-    return InvalidArgument("--grpc-thread-count must be in [1, 64], got {}",
+  if (settings.grpc_thread_count < 0 || settings.grpc_thread_count > 64) {
+    return InvalidArgument("--grpc-thread-count must be in [0, 64] (0: the engine's default), got {}",
                            settings.grpc_thread_count);
+  }
+  if (settings.grpc_engine != "core" && settings.grpc_engine != "native") {
+    return InvalidArgument("--grpc-engine must be 'core' or 'native', got '{}'",
+                           settings.grpc_engine);
+  }
+  if (settings.grpc_engine == "native" && (settings.grpc_use_ssl || settings.grpc_use_ssl_mutual)) {
+    return InvalidArgument(
+        "--grpc-engine native serves cleartext gRPC only; use --grpc-engine core for "
+        "--grpc-use-ssl");
   }
   if (settings.grpc_max_inflight_bytes < settings.grpc_max_input_size) {
     return InvalidArgument(

@@ -63,7 +63,8 @@ inline ModelInferRequest GateRequest(const std::string& model, int32_t key) {
   return request;
 }
 
-class GrpcTest : public ::testing::Test {
+// Every test runs on both engines (KServeGrpcOptions::engine): gRPC core and the native one.
+class GrpcTest : public ::testing::TestWithParam<GrpcEngine> {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -93,8 +94,9 @@ class GrpcTest : public ::testing::Test {
     fs::remove_all(repository_);
   }
 
-  static KServeGrpcOptions Options() {
+  KServeGrpcOptions Options() const {
     KServeGrpcOptions options;
+    options.engine = GetParam();
     options.address = "127.0.0.1";
     options.port = 0;
     options.server_version = "1.2.3";
@@ -164,5 +166,10 @@ class GrpcTest : public ::testing::Test {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<GRPCInferenceService::Stub> stub_;
 };
+
+// "core", "native": the parameter's part of a test's name.
+inline std::string EngineName(const ::testing::TestParamInfo<GrpcEngine>& info) {
+  return std::string(GrpcEngineName(info.param));
+}
 
 }  // namespace rampart::api

@@ -40,7 +40,7 @@ bool EndsWith(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-TEST_F(GrpcAccessTest, PermissionDeniedNamesTheRequestsId) {
+TEST_P(GrpcAccessTest, PermissionDeniedNamesTheRequestsId) {
   ModelInferRequest request = AddRequest({1}, {2}, true);  // id "add-1"
   ModelInferResponse response;
   grpc::Status status = stub_->ModelInfer(AsAnalyst().get(), request, &response);
@@ -61,7 +61,7 @@ TEST_F(GrpcAccessTest, PermissionDeniedNamesTheRequestsId) {
       << status.error_message();
 }
 
-TEST_F(GrpcAccessTest, PermissionDeniedOnOtherRpcsNamesARequestIdToo) {
+TEST_P(GrpcAccessTest, PermissionDeniedOnOtherRpcsNamesARequestIdToo) {
   inference::ModelMetadataRequest request;
   request.set_name("add");
   inference::ModelMetadataResponse response;
@@ -83,7 +83,7 @@ TEST_F(GrpcAccessTest, PermissionDeniedOnOtherRpcsNamesARequestIdToo) {
   EXPECT_EQ(status.error_message(), "invalid API key");
 }
 
-TEST_F(GrpcAccessTest, AStreamsDeniedRequestNamesItsId) {
+TEST_P(GrpcAccessTest, AStreamsDeniedRequestNamesItsId) {
   std::unique_ptr<grpc::ClientContext> context = AsAnalyst();
   auto stream = stub_->ModelStreamInfer(context.get());
   ModelInferRequest request = AddRequest({1}, {2}, true);
@@ -120,7 +120,7 @@ class GrpcStreamAccessTest : public GrpcAccessTest {
 
 // Each request in a stream is authenticated again: a key revoked while the stream is open is
 // refused at its next request, in the stream, as UNAUTHENTICATED's reason.
-TEST_F(GrpcStreamAccessTest, AKeyRevokedMidStreamIsRefusedAtItsNextRequest) {
+TEST_P(GrpcStreamAccessTest, AKeyRevokedMidStreamIsRefusedAtItsNextRequest) {
   std::unique_ptr<grpc::ClientContext> context = AsAnalyst();
   auto stream = stub_->ModelStreamInfer(context.get());
   ModelInferRequest request = AddRequest({1}, {2}, true);
@@ -143,6 +143,11 @@ TEST_F(GrpcStreamAccessTest, AKeyRevokedMidStreamIsRefusedAtItsNextRequest) {
   stream->WritesDone();
   EXPECT_TRUE(stream->Finish().ok());
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, GrpcAccessTest,
+                         ::testing::Values(GrpcEngine::kCore, GrpcEngine::kNative), EngineName);
+INSTANTIATE_TEST_SUITE_P(Engines, GrpcStreamAccessTest,
+                         ::testing::Values(GrpcEngine::kCore, GrpcEngine::kNative), EngineName);
 
 }  // namespace
 }  // namespace rampart::api

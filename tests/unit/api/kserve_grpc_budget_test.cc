@@ -27,7 +27,7 @@ class GrpcBudgetTest : public GrpcTest {
   GrpcBudgetTest() { max_inflight_bytes_ = kBudget; }
 };
 
-TEST_F(GrpcBudgetTest, ManyLargeConcurrentCallsAreRefusedPastTheBudget) {
+TEST_P(GrpcBudgetTest, ManyLargeConcurrentCallsAreRefusedPastTheBudget) {
   constexpr int kCalls = 16;
   std::vector<std::future<grpc::Status>> calls;
   for (int key = 1; key <= kCalls; ++key) {
@@ -67,7 +67,7 @@ TEST_F(GrpcBudgetTest, ManyLargeConcurrentCallsAreRefusedPastTheBudget) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
 }
 
-TEST_F(GrpcBudgetTest, AStreamsRequestPastTheBudgetIsAnsweredInTheStream) {
+TEST_P(GrpcBudgetTest, AStreamsRequestPastTheBudgetIsAnsweredInTheStream) {
   // Three unary calls hold most of the budget, waiting in the gate.
   std::vector<std::future<grpc::Status>> held;
   for (int32_t key : {1, 2, 3}) {
@@ -99,6 +99,9 @@ TEST_F(GrpcBudgetTest, AStreamsRequestPastTheBudgetIsAnsweredInTheStream) {
   stream->WritesDone();
   EXPECT_TRUE(stream->Finish().ok());
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, GrpcBudgetTest,
+                         ::testing::Values(GrpcEngine::kCore, GrpcEngine::kNative), EngineName);
 
 }  // namespace
 }  // namespace rampart::api

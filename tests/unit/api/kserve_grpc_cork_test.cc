@@ -281,7 +281,7 @@ class GrpcCorkTest : public GrpcTest {
   GrpcCorkTest() { cork_writes_ = true; }
 };
 
-TEST_F(GrpcCorkTest, ManyCallsInFlightAreAllAnswered) {
+TEST_P(GrpcCorkTest, ManyCallsInFlightAreAllAnswered) {
   constexpr int kClients = 8;
   constexpr int kCalls = 200;
   std::vector<std::thread> clients;
@@ -305,7 +305,7 @@ TEST_F(GrpcCorkTest, ManyCallsInFlightAreAllAnswered) {
 // The queue thread corks, then stalls (the hook stands for a thread preempted there); an answer
 // that an instance thread writes meanwhile must still reach the client within about the bound,
 // not after the kernel's 200 ms.
-TEST_F(GrpcCorkTest, AnAnswerLeavesWhileTheCorkingThreadIsStalled) {
+TEST_P(GrpcCorkTest, AnAnswerLeavesWhileTheCorkingThreadIsStalled) {
   // A second server (the fixture's has no hook), on the same InferenceServer.
   std::mutex mutex;
   std::condition_variable changed;
@@ -391,6 +391,9 @@ TEST_F(GrpcCorkTest, AnAnswerLeavesWhileTheCorkingThreadIsStalled) {
   for (const auto& call : calls) EXPECT_TRUE(call->status.ok()) << call->status.error_message();
   grpc->StopServing();
 }
+
+// Corking is gRPC core's engine's.
+INSTANTIATE_TEST_SUITE_P(Engines, GrpcCorkTest, ::testing::Values(GrpcEngine::kCore), EngineName);
 
 }  // namespace
 }  // namespace rampart::api

@@ -10,7 +10,7 @@
 namespace rampart::api {
 namespace {
 
-TEST_F(GrpcTest, ServerHealthAndMetadata) {
+TEST_P(GrpcTest, ServerHealthAndMetadata) {
   inference::ServerLiveResponse live;
   ASSERT_TRUE(Call([&](auto* c) { return stub_->ServerLive(c, {}, &live); }).ok());
   EXPECT_TRUE(live.live());
@@ -25,7 +25,7 @@ TEST_F(GrpcTest, ServerHealthAndMetadata) {
             (std::vector<std::string>{"model_configuration", "statistics", "model_repository"}));
 }
 
-TEST_F(GrpcTest, ModelReadyFollowsLoadedVersions) {
+TEST_P(GrpcTest, ModelReadyFollowsLoadedVersions) {
   const auto ready = [&](const std::string& name, const std::string& version) {
     inference::ModelReadyRequest request;
     request.set_name(name);
@@ -45,7 +45,7 @@ TEST_F(GrpcTest, ModelReadyFollowsLoadedVersions) {
 
 // Triton implements RPCs Rampart does not (shared memory, trace and log settings); their
 // UNIMPLEMENTED, and any unknown method's, names the method (gRPC's own has no message).
-TEST_F(GrpcTest, AnUnimplementedMethodSaysWhichOne) {
+TEST_P(GrpcTest, AnUnimplementedMethodSaysWhichOne) {
   std::string response;
   const grpc::Status status = GenericUnary(
       channel_, "/inference.GRPCInferenceService/SystemSharedMemoryStatus", "", response);
@@ -55,7 +55,7 @@ TEST_F(GrpcTest, AnUnimplementedMethodSaysWhichOne) {
             "implemented by this server");
 }
 
-TEST_F(GrpcTest, TheServerNameIsConfigurable) {
+TEST_P(GrpcTest, TheServerNameIsConfigurable) {
   KServeGrpcOptions options = Options();
   options.server_name = "triton";
   auto named = KServeGrpc::Start(*server_, options);
@@ -67,7 +67,7 @@ TEST_F(GrpcTest, TheServerNameIsConfigurable) {
   EXPECT_EQ(metadata.name(), "triton");
 }
 
-TEST_F(GrpcTest, ModelMetadataMirrorsHttp) {
+TEST_P(GrpcTest, ModelMetadataMirrorsHttp) {
   inference::ModelMetadataRequest request;
   request.set_name("add");
   inference::ModelMetadataResponse response;
@@ -90,7 +90,7 @@ TEST_F(GrpcTest, ModelMetadataMirrorsHttp) {
   EXPECT_EQ(missing.error_message(), "Request for unknown model: 'nope' is not found");
 }
 
-TEST_F(GrpcTest, ModelConfigIsTheProtobufConfig) {
+TEST_P(GrpcTest, ModelConfigIsTheProtobufConfig) {
   inference::ModelConfigRequest request;
   request.set_name("add");
   inference::ModelConfigResponse response;
@@ -105,7 +105,7 @@ TEST_F(GrpcTest, ModelConfigIsTheProtobufConfig) {
             grpc::StatusCode::NOT_FOUND);
 }
 
-TEST_F(GrpcTest, InferWithTypedAndRawContents) {
+TEST_P(GrpcTest, InferWithTypedAndRawContents) {
   for (bool raw : {false, true}) {
     SCOPED_TRACE(raw ? "raw" : "typed");
     ModelInferResponse response;
@@ -129,7 +129,7 @@ TEST_F(GrpcTest, InferWithTypedAndRawContents) {
   }
 }
 
-TEST_F(GrpcTest, InferReturnsOnlyRequestedOutputsAndTakesParameters) {
+TEST_P(GrpcTest, InferReturnsOnlyRequestedOutputsAndTakesParameters) {
   ModelInferRequest request = AddRequest({5}, {1}, /*raw=*/true);
   request.add_outputs()->set_name("OUTPUT1");
   (*request.mutable_parameters())["priority"].set_uint64_param(0);
@@ -144,7 +144,7 @@ TEST_F(GrpcTest, InferReturnsOnlyRequestedOutputsAndTakesParameters) {
 
 // Triton ignores the sequence parameters on a model without a sequence batcher, and custom
 // parameters of its types; the reserved ones need theirs.
-TEST_F(GrpcTest, ParametersTritonIgnoresAreIgnored) {
+TEST_P(GrpcTest, ParametersTritonIgnoresAreIgnored) {
   ModelInferRequest request = AddRequest({5}, {1}, /*raw=*/true);
   auto& parameters = *request.mutable_parameters();
   parameters["sequence_id"].set_int64_param(42);
@@ -187,7 +187,7 @@ TEST_F(GrpcTest, ParametersTritonIgnoresAreIgnored) {
             "triton_enable_empty_final_response");
 }
 
-TEST_F(GrpcTest, InferBytesTypedAndRawAndFp16Raw) {
+TEST_P(GrpcTest, InferBytesTypedAndRawAndFp16Raw) {
   ModelInferRequest request;
   request.set_model_name("echo_bytes");
   auto* input = request.add_inputs();
@@ -228,7 +228,7 @@ struct BadInfer {
   std::string message;
 };
 
-TEST_F(GrpcTest, BadInferRequestsGetAPreciseStatus) {
+TEST_P(GrpcTest, BadInferRequestsGetAPreciseStatus) {
   const std::vector<BadInfer> cases = {
       {"unknown model", [](auto& r) { r.set_model_name("nope"); }, grpc::StatusCode::NOT_FOUND,
        "Request for unknown model: 'nope' is not found"},
@@ -298,7 +298,7 @@ TEST_F(GrpcTest, BadInferRequestsGetAPreciseStatus) {
   }
 }
 
-TEST_F(GrpcTest, StatisticsComeFromTheSameSnapshotAsHttp) {
+TEST_P(GrpcTest, StatisticsComeFromTheSameSnapshotAsHttp) {
   ModelInferResponse response;
   ASSERT_TRUE(Infer(AddRequest({1}, {2}, true), response).ok());
   ASSERT_TRUE(Infer(AddRequest({1}, {2}, false), response).ok());
@@ -341,7 +341,7 @@ TEST_F(GrpcTest, StatisticsComeFromTheSameSnapshotAsHttp) {
             grpc::StatusCode::NOT_FOUND);
 }
 
-TEST_F(GrpcTest, RepositoryIndexAndControl) {
+TEST_P(GrpcTest, RepositoryIndexAndControl) {
   inference::RepositoryIndexRequest request;
   request.set_ready(true);
   inference::RepositoryIndexResponse index;
@@ -378,7 +378,7 @@ TEST_F(GrpcTest, RepositoryIndexAndControl) {
       grpc::StatusCode::UNIMPLEMENTED);
 }
 
-TEST_F(GrpcTest, ExplicitModeLoadsAndUnloadsThroughTheApi) {
+TEST_P(GrpcTest, ExplicitModeLoadsAndUnloadsThroughTheApi) {
   serve::ServerOptions options;
   options.repository = repository_;
   options.control_mode = serve::ModelControlMode::kExplicit;
@@ -429,7 +429,7 @@ TEST_F(GrpcTest, ExplicitModeLoadsAndUnloadsThroughTheApi) {
   (*front)->Shutdown(5s);
 }
 
-TEST_F(GrpcTest, OversizedMessageIsRejected) {
+TEST_P(GrpcTest, OversizedMessageIsRejected) {
   KServeGrpcOptions options = Options();
   options.max_receive_bytes = 1024;
   auto small = KServeGrpc::Start(*server_, options);
@@ -444,7 +444,7 @@ TEST_F(GrpcTest, OversizedMessageIsRejected) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
 }
 
-TEST_F(GrpcTest, StartFailsOnABusyPort) {
+TEST_P(GrpcTest, StartFailsOnABusyPort) {
   KServeGrpcOptions options = Options();
   options.port = grpc_->port();
   auto second = KServeGrpc::Start(*server_, options);
@@ -452,6 +452,9 @@ TEST_F(GrpcTest, StartFailsOnABusyPort) {
   EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(second.status().message().find("cannot listen on 127.0.0.1:"), std::string::npos);
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, GrpcTest,
+                         ::testing::Values(GrpcEngine::kCore, GrpcEngine::kNative), EngineName);
 
 }  // namespace
 }  // namespace rampart::api

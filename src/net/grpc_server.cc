@@ -1,0 +1,969 @@
+// gRPC over nghttp2 on Rampart's event loops (see grpc_server.h).
+
+#include "net/grpc_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <nghttp2/nghttp2.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "core/cpu_affinity.h"
+#include "core/exceptions.h"
+#include "core/logging.h"
+#include "core/thread_name.h"
+#include "net/event_loop.h"
+#include "net/http_stream.h"
+#include "net/local_port.h"
+
+namespace rampart::net {
+namespace {
+
+// A gRPC message's prefix: a compressed flag and a big-endian length.
+constexpr size_t kPrefixBytes = 5;
+constexpr size_t kReadBufferBytes = 64 * 1024;
+// Bytes gathered from nghttp2 before they go to the socket in one send.
+constexpr size_t kSendChunkBytes = 256 * 1024;
+// Flow-control windows: a stream's (what one call may have on the wire unread) and the
+// connection's (all of its calls).
+constexpr int32_t kStreamWindowBytes = 4 << 20;
+constexpr int32_t kConnectionWindowBytes = 16 << 20;
+// Metadata one call may carry (names and values); more resets the stream.
+constexpr size_t kMaxMetadataBytes = 64 * 1024;
+// How often an I/O thread looks for calls past their deadlines.
+constexpr std::chrono::milliseconds kDeadlineTick{10};
+
+nghttp2_nv Header(std::string_view name, std::string_view value) {
+  return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                    reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
+                    value.size(), NGHTTP2_NV_FLAG_NONE};
+}
+
+std::string PeerAddress(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&address)->sin_addr, text, sizeof(text));
+  } else if (address.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&address)->sin6_addr, text,
+              sizeof(text));
+  }
+  return text;
+}
+
+}  // namespace
+
+// What the connections share: the options, the service, counts and the calls in flight.
+struct GrpcShared {
+  GrpcShared(const GrpcServerOptions& options_in, GrpcService service_in)
+      : options(options_in), service(std::move(service_in)) {}
+
+  void CallStarted() {
+    calls.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(mutex);
+    ++in_flight;
+  }
+  void CallEnded() {
+    std::lock_guard lock(mutex);
+    if (--in_flight == 0) idle.notify_all();
+  }
+  // True when no call is in flight within `timeout`.
+  bool WaitIdle(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex);
+    return idle.wait_for(lock, timeout, [&] { return in_flight == 0; });
+  }
+
+  const GrpcServerOptions options;
+  const GrpcService service;
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> cancelled_calls{0};
+  std::atomic<uint64_t> open_connections{0};
+  std::atomic<uint64_t> refused_connections{0};
+  std::atomic<bool> stopping{false};  // GOAWAY new connections at once
+
+ private:
+  std::mutex mutex;
+  std::condition_variable idle;
+  int64_t in_flight = 0;  // guarded by mutex
+};
+
+// One I/O thread: its loop, its connections, and those with output to send at the turn's end.
+struct GrpcIo {
+  explicit GrpcIo(GrpcShared& shared_in) : shared(shared_in) {}
+  GrpcShared& shared;
+  std::unique_ptr<EventLoop> loop;
+  std::shared_ptr<IoGate> gate;
+  std::unordered_map<GrpcConnection*, std::shared_ptr<GrpcConnection>> open;
+  std::vector<std::shared_ptr<GrpcConnection>> unsent;
+  // Calls with a deadline: when, and which (connection, stream).
+  std::multimap<SteadyTime, std::pair<std::weak_ptr<GrpcConnection>, int32_t>> deadlines;
+
+  void SendAll();
+  void ExpireDeadlines();
+};
+
+// One HTTP/2 connection and its calls, on its I/O thread from accept to close.
+class GrpcConnection final : public EventLoop::Watcher,
+                             public std::enable_shared_from_this<GrpcConnection> {
+ public:
+  GrpcConnection(int fd, GrpcIo& io, std::shared_ptr<GrpcShared> shared)
+      : fd_(fd), io_(io), shared_(std::move(shared)), gate_(io.gate) {
+    shared_->open_connections.fetch_add(1, std::memory_order_relaxed);
+  }
+  // May run after the server is gone (a call held the connection): touches only what it owns.
+  ~GrpcConnection() override {
+    if (session_ != nullptr) nghttp2_session_del(session_);
+    if (fd_ >= 0) ::close(fd_);
+    shared_->open_connections.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  // On the connection's thread, once.
+  void Open();
+  void OnEvents(uint32_t events) override {
+    if (!RunLoggingExceptions("a gRPC connection", [&] { HandleEvents(events); })) Close();
+  }
+  // At the end of the loop's turn: hands nghttp2's output to the socket.
+  void Send() {
+    queued_ = false;
+    if (!RunLoggingExceptions("a gRPC connection", [&] { Flush(); })) Close();
+  }
+  // GOAWAY: no new calls; those started go on.
+  void GoAway() {
+    if (session_ == nullptr || going_away_) return;
+    going_away_ = true;
+    nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
+                          nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
+                          nullptr, 0);
+    MarkOutput();
+  }
+  // The call on `stream_id` is past its deadline.
+  void Expire(int32_t stream_id) {
+    if (session_ == nullptr || streams_.find(stream_id) == streams_.end()) return;
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+    CancelStream(stream_id);
+    MarkOutput();
+  }
+  void Close();
+
+  // From GrpcCall, on any thread: runs `task` on this connection's thread (at once when called
+  // there), or drops it once the server is gone.
+  bool OnThisThread() const { return std::this_thread::get_id() == thread_; }
+  template <typename Task>
+  void OnThread(Task&& task) {
+    if (OnThisThread()) {
+      task();
+    } else {
+      gate_->Post(UniqueFunction<void()>(std::forward<Task>(task)));
+    }
+  }
+  void Write(int32_t stream_id, std::string message);
+  void Finish(int32_t stream_id, GrpcCode code, std::string message, GrpcMetadata trailers);
+  void SetPaused(int32_t stream_id, bool paused);
+
+ private:
+  struct Stream {
+    std::string method;
+    std::string content_type;
+    bool post = false;
+    GrpcMetadata metadata;
+    size_t metadata_bytes = 0;
+    std::optional<std::chrono::nanoseconds> timeout;
+    std::string encoding;  // grpc-encoding
+    std::shared_ptr<GrpcCall> call;
+    std::unique_ptr<GrpcCallHandler> handler;
+    bool counted = false;  // in GrpcShared's calls in flight
+    // Reading: the prefix of the message being read, then its body.
+    uint8_t prefix[kPrefixBytes] = {};
+    size_t prefix_bytes = 0;
+    size_t body_bytes = 0;  // the current message's length, once its prefix is whole
+    std::string body;
+    bool reading_failed = false;  // a message was refused: the rest is dropped
+    bool paused = false;
+    std::string stashed;  // bytes received while paused, not yet consumed
+    bool half_closed = false;
+    bool half_close_told = false;
+    // Writing: framed messages not yet handed to nghttp2, from out_offset.
+    std::string out;
+    size_t out_offset = 0;
+    bool response_started = false;
+    bool finishing = false;  // the trailers follow once `out` is sent
+    bool finished = false;   // Finish was called
+    GrpcCode code = GrpcCode::kOk;
+    std::string code_text;
+    std::string message;
+    GrpcMetadata trailers;
+  };
+
+  void HandleEvents(uint32_t events);
+  void Flush();
+  void MarkOutput() {
+    if (queued_ || session_ == nullptr) return;
+    queued_ = true;
+    io_.unsent.push_back(shared_from_this());
+  }
+
+  Stream* Find(int32_t stream_id) {
+    auto found = streams_.find(stream_id);
+    return found == streams_.end() ? nullptr : &found->second;
+  }
+  void StartCall(int32_t stream_id, Stream& stream);
+  void Receive(int32_t stream_id, Stream& stream, const uint8_t* data, size_t length);
+  void Deliver(Stream& stream, std::string message);
+  void HalfClose(Stream& stream);
+  void CancelStream(int32_t stream_id);
+  void StartResponse(int32_t stream_id, Stream& stream);
+  void SubmitTrailers(int32_t stream_id, Stream& stream);
+  // A call refused before it reached the service (not gRPC, malformed): trailers-only, with an
+  // HTTP status of `http_status`.
+  void Refuse(int32_t stream_id, int http_status, GrpcCode code, std::string_view message);
+
+  // nghttp2's callbacks.
+  static int OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* self);
+  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
+                      size_t name_length, const uint8_t* value, size_t value_length, uint8_t,
+                      void* self);
+  static int OnFrameReceived(nghttp2_session*, const nghttp2_frame* frame, void* self);
+  static int OnDataChunk(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data,
+                         size_t length, void* self);
+  static int OnStreamClosed(nghttp2_session*, int32_t stream_id, uint32_t, void* self);
+  static ssize_t ReadResponse(nghttp2_session*, int32_t stream_id, uint8_t* buffer,
+                              size_t length, uint32_t* flags, nghttp2_data_source*, void* self);
+
+  int fd_;
+  GrpcIo& io_;  // on the connection's thread only
+  const std::shared_ptr<GrpcShared> shared_;
+  const std::shared_ptr<IoGate> gate_;
+  std::thread::id thread_;
+  nghttp2_session* session_ = nullptr;
+  std::shared_ptr<const Peer> peer_;
+  std::unordered_map<int32_t, Stream> streams_;
+  std::unique_ptr<uint8_t[]> buffer_ = std::make_unique<uint8_t[]>(kReadBufferBytes);
+  std::string out_;  // bytes for the socket, from out_sent_
+  size_t out_sent_ = 0;
+  bool writable_ = true;
+  bool queued_ = false;  // in io_.unsent
+  bool going_away_ = false;
+  bool closing_ = false;  // close once the output is sent
+};
+
+std::string_view GrpcCall::Metadata(std::string_view key) const {
+  for (const auto& [name, value] : metadata_) {
+    if (name == key) return value;
+  }
+  return {};
+}
+
+void GrpcCall::Write(std::string message) {
+  if (finished_.load(std::memory_order_relaxed)) return;
+  connection_->OnThread([connection = connection_, id = stream_id_,
+                         message = std::move(message)]() mutable {
+    connection->Write(id, std::move(message));
+  });
+}
+
+void GrpcCall::Finish(GrpcCode code, std::string message, GrpcMetadata trailers) {
+  if (finished_.exchange(true)) return;
+  connection_->OnThread([connection = connection_, id = stream_id_, code,
+                         message = std::move(message), trailers = std::move(trailers)]() mutable {
+    connection->Finish(id, code, std::move(message), std::move(trailers));
+  });
+}
+
+void GrpcCall::FinishWith(std::string response) {
+  if (finished_.exchange(true)) return;
+  connection_->OnThread(
+      [connection = connection_, id = stream_id_, response = std::move(response)]() mutable {
+        connection->Write(id, std::move(response));
+        connection->Finish(id, GrpcCode::kOk, {}, {});
+      });
+}
+
+void GrpcCall::Post(UniqueFunction<void()> task) { connection_->OnThread(std::move(task)); }
+
+bool GrpcCall::OnIoThread() const { return connection_->OnThisThread(); }
+
+void GrpcCall::PauseReading() {
+  connection_->OnThread(
+      [connection = connection_, id = stream_id_] { connection->SetPaused(id, true); });
+}
+
+void GrpcCall::ResumeReading() {
+  connection_->OnThread(
+      [connection = connection_, id = stream_id_] { connection->SetPaused(id, false); });
+}
+
+void GrpcConnection::Open() {
+  thread_ = std::this_thread::get_id();
+  auto peer = std::make_shared<Peer>();
+  peer->address = PeerAddress(fd_);
+  peer_ = std::move(peer);
+  nghttp2_session_callbacks* callbacks = nullptr;
+  nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, &OnBeginHeaders);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, &OnHeader);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &OnFrameReceived);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &OnDataChunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &OnStreamClosed);
+  nghttp2_option* option = nullptr;
+  nghttp2_option_new(&option);
+  // Windows are given back as the service takes the bytes (a paused call holds its own).
+  nghttp2_option_set_no_auto_window_update(option, 1);
+  const int made = nghttp2_session_server_new2(&session_, callbacks, this, option);
+  nghttp2_option_del(option);
+  nghttp2_session_callbacks_del(callbacks);
+  if (made != 0) {
+    session_ = nullptr;
+    LOG_WARN("gRPC: cannot start an HTTP/2 session: {}", nghttp2_strerror(made));
+    ::close(fd_);
+    fd_ = -1;
+    return;
+  }
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, io_.shared.options.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kStreamWindowBytes},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, kMaxMetadataBytes},
+  };
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindowBytes);
+  io_.open.emplace(this, shared_from_this());
+  if (Status added = io_.loop->Add(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, this);
+      !added.ok()) {
+    LOG_WARN("gRPC: {}", added.message());
+    Close();
+    return;
+  }
+  if (io_.shared.stopping.load(std::memory_order_relaxed)) GoAway();
+  MarkOutput();
+}
+
+void GrpcConnection::HandleEvents(uint32_t events) {
+  if (session_ == nullptr) return;
+  if ((events & EPOLLOUT) != 0) writable_ = true;
+  if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
+    while (session_ != nullptr) {
+      const ssize_t got = ::recv(fd_, buffer_.get(), kReadBufferBytes, 0);
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        Close();  // reset
+        return;
+      }
+      if (got == 0) {  // the client is gone: its calls with it
+        Close();
+        return;
+      }
+      const ssize_t taken = nghttp2_session_mem_recv(session_, buffer_.get(), got);
+      if (taken < 0) {
+        // A protocol error: nghttp2 queued a GOAWAY saying so; send it, then close.
+        closing_ = true;
+        break;
+      }
+      if (static_cast<size_t>(got) < kReadBufferBytes) break;  // drained until the next edge
+    }
+  }
+  MarkOutput();
+}
+
+void GrpcConnection::Flush() {
+  if (session_ == nullptr) return;
+  while (true) {
+    while (out_.size() - out_sent_ < kSendChunkBytes) {
+      const uint8_t* data = nullptr;
+      const ssize_t produced = nghttp2_session_mem_send(session_, &data);
+      if (produced < 0) {
+        LOG_WARN("gRPC: HTTP/2 session failed: {}", nghttp2_strerror(static_cast<int>(produced)));
+        Close();
+        return;
+      }
+      if (produced == 0) break;
+      if (out_sent_ == out_.size()) {
+        out_.clear();
+        out_sent_ = 0;
+      }
+      out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(produced));
+    }
+    if (out_sent_ == out_.size()) break;
+    if (!writable_) return;  // EPOLLOUT sends the rest
+    while (out_sent_ < out_.size()) {
+      const ssize_t sent =
+          ::send(fd_, out_.data() + out_sent_, out_.size() - out_sent_, MSG_NOSIGNAL);
+      if (sent < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          writable_ = false;
+          return;
+        }
+        Close();
+        return;
+      }
+      out_sent_ += static_cast<size_t>(sent);
+    }
+  }
+  if (closing_ ||
+      (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_))) {
+    Close();
+  }
+}
+
+void GrpcConnection::Close() {
+  if (session_ == nullptr) return;
+  // Every call still open is over.
+  std::vector<int32_t> open;
+  open.reserve(streams_.size());
+  for (const auto& entry : streams_) open.push_back(entry.first);
+  for (int32_t id : open) CancelStream(id);
+  nghttp2_session_del(session_);
+  session_ = nullptr;
+  ::close(fd_);  // also ends its registration
+  fd_ = -1;
+  auto self = shared_from_this();
+  io_.loop->KeepUntilIdle(self);
+  io_.open.erase(this);
+}
+
+void GrpcConnection::StartCall(int32_t stream_id, Stream& stream) {
+  if (!stream.post) {
+    Refuse(stream_id, 405, GrpcCode::kUnimplemented, "gRPC calls are POST requests");
+    return;
+  }
+  if (!stream.content_type.starts_with("application/grpc")) {
+    Refuse(stream_id, 415, GrpcCode::kUnknown,
+           "not a gRPC request: content-type must be application/grpc");
+    return;
+  }
+  if (!stream.encoding.empty() && stream.encoding != "identity") {
+    // Messages may come compressed; none can be read. (Clients compress only when asked to.)
+    Refuse(stream_id, 200, GrpcCode::kUnimplemented,
+           fmt::format("grpc-encoding '{}' is not supported; send uncompressed messages",
+                       stream.encoding));
+    return;
+  }
+  stream.call = std::make_shared<GrpcCall>(shared_from_this(), stream_id, stream.method,
+                                           std::move(stream.metadata), peer_);
+  stream.counted = true;
+  io_.shared.CallStarted();
+  if (stream.timeout) {
+    const SteadyTime due = Clock::Real().Now() + *stream.timeout;
+    io_.deadlines.emplace(due, std::make_pair(weak_from_this(), stream_id));
+  }
+  std::shared_ptr<GrpcCall> call = stream.call;
+  std::unique_ptr<GrpcCallHandler> handler = io_.shared.service(std::move(call));
+  // The service may have finished the call at once (and its stream may have closed meanwhile).
+  if (Stream* still = Find(stream_id); still != nullptr) still->handler = std::move(handler);
+}
+
+void GrpcConnection::Refuse(int32_t stream_id, int http_status, GrpcCode code,
+                            std::string_view message) {
+  const std::string status = std::to_string(http_status);
+  const std::string grpc_status = std::to_string(static_cast<int>(code));
+  const std::string encoded = PercentEncodeGrpcMessage(message);
+  const nghttp2_nv headers[] = {Header(":status", status),
+                                Header("content-type", "application/grpc"),
+                                Header("grpc-status", grpc_status),
+                                Header("grpc-message", encoded)};
+  if (Stream* stream = Find(stream_id); stream != nullptr) {
+    stream->finished = true;
+    stream->response_started = true;
+    stream->reading_failed = true;
+  }
+  nghttp2_submit_response(session_, stream_id, headers, std::size(headers), nullptr);
+  MarkOutput();
+}
+
+void GrpcConnection::Receive(int32_t stream_id, Stream& stream, const uint8_t* data,
+                             size_t length) {
+  while (length > 0 && !stream.reading_failed) {
+    if (stream.prefix_bytes < kPrefixBytes) {
+      const size_t take = std::min(length, kPrefixBytes - stream.prefix_bytes);
+      std::memcpy(stream.prefix + stream.prefix_bytes, data, take);
+      stream.prefix_bytes += take;
+      data += take;
+      length -= take;
+      if (stream.prefix_bytes < kPrefixBytes) return;
+      stream.body_bytes = (size_t{stream.prefix[1]} << 24) | (size_t{stream.prefix[2]} << 16) |
+                          (size_t{stream.prefix[3]} << 8) | size_t{stream.prefix[4]};
+      if ((stream.prefix[0] & 1) != 0) {
+        stream.reading_failed = true;
+        stream.call->Finish(GrpcCode::kUnimplemented,
+                            "compressed messages are not supported; send them uncompressed");
+        return;
+      }
+      if (stream.body_bytes > io_.shared.options.max_message_bytes) {
+        stream.reading_failed = true;
+        stream.call->Finish(GrpcCode::kResourceExhausted,
+                            fmt::format("received message larger than max ({} vs. {})",
+                                        stream.body_bytes, io_.shared.options.max_message_bytes));
+        return;
+      }
+      stream.body.clear();
+      stream.body.reserve(stream.body_bytes);
+    }
+    const size_t take = std::min(length, stream.body_bytes - stream.body.size());
+    stream.body.append(reinterpret_cast<const char*>(data), take);
+    data += take;
+    length -= take;
+    if (stream.body.size() == stream.body_bytes) {
+      stream.prefix_bytes = 0;
+      Deliver(stream, std::move(stream.body));
+      stream.body = std::string();
+      // The handler may have paused the call, or ended it (the stream may be gone).
+      Stream* still = Find(stream_id);
+      if (still == nullptr) return;
+      if (still->paused && length > 0) {
+        still->stashed.append(reinterpret_cast<const char*>(data), length);
+        return;
+      }
+    }
+  }
+}
+
+void GrpcConnection::Deliver(Stream& stream, std::string message) {
+  if (stream.handler == nullptr || stream.finished) return;
+  stream.handler->OnMessage(std::move(message));
+}
+
+void GrpcConnection::HalfClose(Stream& stream) {
+  stream.half_closed = true;
+  if (stream.paused || !stream.stashed.empty() || stream.half_close_told) return;
+  stream.half_close_told = true;
+  if (stream.call == nullptr || stream.finished) return;
+  if (stream.prefix_bytes != 0 && !stream.reading_failed) {
+    stream.call->Finish(GrpcCode::kInternal, "the request ended inside a message");
+    return;
+  }
+  if (stream.handler != nullptr) stream.handler->OnHalfClose();
+}
+
+void GrpcConnection::SetPaused(int32_t stream_id, bool paused) {
+  Stream* stream = Find(stream_id);
+  if (stream == nullptr || session_ == nullptr || stream->paused == paused) return;
+  stream->paused = paused;
+  if (paused) return;
+  // Hands over what came meanwhile (unless paused again), and gives its window back.
+  std::string stashed = std::move(stream->stashed);
+  stream->stashed.clear();
+  Receive(stream_id, *stream, reinterpret_cast<const uint8_t*>(stashed.data()), stashed.size());
+  stream = Find(stream_id);
+  if (stream == nullptr) return;
+  const size_t left = stream->stashed.size();
+  nghttp2_session_consume(session_, stream_id, stashed.size() - left);
+  if (stream->half_closed && !stream->paused && stream->stashed.empty()) {
+    HalfClose(*stream);
+  }
+  MarkOutput();
+}
+
+void GrpcConnection::CancelStream(int32_t stream_id) {
+  auto found = streams_.find(stream_id);
+  if (found == streams_.end()) return;
+  Stream stream = std::move(found->second);
+  streams_.erase(found);
+  if (stream.call != nullptr && !stream.finished) {
+    stream.call->cancelled_.store(true, std::memory_order_relaxed);
+    stream.call->cancelled_flag_->store(true, std::memory_order_relaxed);
+    stream.call->finished_.store(true, std::memory_order_relaxed);
+    io_.shared.cancelled_calls.fetch_add(1, std::memory_order_relaxed);
+    if (stream.handler != nullptr) {
+      RunLoggingExceptions("cancelling a gRPC call", [&] { stream.handler->OnCancel(); });
+    }
+  }
+  if (stream.counted) io_.shared.CallEnded();
+}
+
+void GrpcConnection::Write(int32_t stream_id, std::string message) {
+  Stream* stream = Find(stream_id);
+  if (stream == nullptr || session_ == nullptr || stream->finishing) return;
+  if (stream->out_offset == stream->out.size()) {
+    stream->out.clear();
+    stream->out_offset = 0;
+  }
+  const uint32_t length = static_cast<uint32_t>(message.size());
+  const char prefix[kPrefixBytes] = {0, static_cast<char>(length >> 24),
+                                     static_cast<char>(length >> 16),
+                                     static_cast<char>(length >> 8), static_cast<char>(length)};
+  stream->out.append(prefix, kPrefixBytes);
+  stream->out.append(message);
+  if (!stream->response_started) {
+    StartResponse(stream_id, *stream);
+  } else {
+    nghttp2_session_resume_data(session_, stream_id);
+  }
+  MarkOutput();
+}
+
+void GrpcConnection::Finish(int32_t stream_id, GrpcCode code, std::string message,
+                            GrpcMetadata trailers) {
+  Stream* stream = Find(stream_id);
+  if (stream == nullptr || session_ == nullptr || stream->finishing) return;
+  stream->finished = true;
+  stream->finishing = true;
+  stream->code = code;
+  stream->message = std::move(message);
+  stream->trailers = std::move(trailers);
+  if (!stream->response_started) {
+    if (stream->out.size() == stream->out_offset) {
+      // Trailers-only: one HEADERS frame ends the call.
+      stream->response_started = true;
+      stream->code_text = std::to_string(static_cast<int>(code));
+      const std::string encoded = PercentEncodeGrpcMessage(stream->message);
+      std::vector<nghttp2_nv> headers = {Header(":status", "200"),
+                                         Header("content-type", "application/grpc"),
+                                         Header("grpc-status", stream->code_text)};
+      if (!encoded.empty()) headers.push_back(Header("grpc-message", encoded));
+      for (const auto& [key, value] : stream->trailers) headers.push_back(Header(key, value));
+      nghttp2_submit_response(session_, stream_id, headers.data(), headers.size(), nullptr);
+    } else {
+      StartResponse(stream_id, *stream);
+    }
+  } else {
+    nghttp2_session_resume_data(session_, stream_id);
+  }
+  // A client still sending is told to stop (its remaining messages are not read).
+  if (!stream->half_closed) stream->reading_failed = true;
+  MarkOutput();
+}
+
+void GrpcConnection::StartResponse(int32_t stream_id, Stream& stream) {
+  stream.response_started = true;
+  const nghttp2_nv headers[] = {Header(":status", "200"),
+                                Header("content-type", "application/grpc")};
+  nghttp2_data_provider provider{};
+  provider.read_callback = &ReadResponse;
+  nghttp2_submit_response(session_, stream_id, headers, std::size(headers), &provider);
+}
+
+void GrpcConnection::SubmitTrailers(int32_t stream_id, Stream& stream) {
+  stream.code_text = std::to_string(static_cast<int>(stream.code));
+  stream.message = PercentEncodeGrpcMessage(stream.message);
+  std::vector<nghttp2_nv> trailers = {Header("grpc-status", stream.code_text)};
+  if (!stream.message.empty()) trailers.push_back(Header("grpc-message", stream.message));
+  for (const auto& [key, value] : stream.trailers) trailers.push_back(Header(key, value));
+  nghttp2_submit_trailer(session_, stream_id, trailers.data(), trailers.size());
+}
+
+ssize_t GrpcConnection::ReadResponse(nghttp2_session*, int32_t stream_id, uint8_t* buffer,
+                                     size_t length, uint32_t* flags, nghttp2_data_source*,
+                                     void* self) {
+  auto& connection = *static_cast<GrpcConnection*>(self);
+  Stream* stream = connection.Find(stream_id);
+  if (stream == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  const size_t available = stream->out.size() - stream->out_offset;
+  const size_t take = std::min(length, available);
+  std::memcpy(buffer, stream->out.data() + stream->out_offset, take);
+  stream->out_offset += take;
+  if (stream->out_offset == stream->out.size()) {
+    if (stream->finishing) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      connection.SubmitTrailers(stream_id, *stream);
+    } else if (take == 0) {
+      return NGHTTP2_ERR_DEFERRED;
+    }
+  }
+  return static_cast<ssize_t>(take);
+}
+
+int GrpcConnection::OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* self) {
+  auto& connection = *static_cast<GrpcConnection*>(self);
+  if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  connection.streams_.try_emplace(frame->hd.stream_id);
+  return 0;
+}
+
+int GrpcConnection::OnHeader(nghttp2_session* session, const nghttp2_frame* frame,
+                             const uint8_t* name_bytes, size_t name_length,
+                             const uint8_t* value_bytes, size_t value_length, uint8_t,
+                             void* self) {
+  auto& connection = *static_cast<GrpcConnection*>(self);
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  Stream* stream = connection.Find(frame->hd.stream_id);
+  if (stream == nullptr || stream->call != nullptr) return 0;  // trailers of a request: ignored
+  const std::string_view name(reinterpret_cast<const char*>(name_bytes), name_length);
+  const std::string_view value(reinterpret_cast<const char*>(value_bytes), value_length);
+  stream->metadata_bytes += name_length + value_length;
+  if (stream->metadata_bytes > kMaxMetadataBytes) {
+    nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                              NGHTTP2_ENHANCE_YOUR_CALM);
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  if (name.starts_with(':')) {
+    if (name == ":path") stream->method = value;
+    if (name == ":method") stream->post = value == "POST";
+    return 0;
+  }
+  if (name == "content-type") {
+    stream->content_type = value;
+  } else if (name == "grpc-timeout") {
+    stream->timeout = ParseGrpcTimeout(value);
+  } else if (name == "grpc-encoding") {
+    stream->encoding = value;
+  } else if (name != "te" && name != "grpc-accept-encoding") {
+    stream->metadata.emplace_back(name, value);
+  }
+  return 0;
+}
+
+int GrpcConnection::OnFrameReceived(nghttp2_session*, const nghttp2_frame* frame, void* self) {
+  auto& connection = *static_cast<GrpcConnection*>(self);
+  const int32_t id = frame->hd.stream_id;
+  Stream* stream = connection.Find(id);
+  if (stream == nullptr) return 0;
+  if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    connection.StartCall(id, *stream);
+    stream = connection.Find(id);
+    if (stream == nullptr) return 0;
+  }
+  if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+      (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+    connection.HalfClose(*stream);
+  }
+  return 0;
+}
+
+int GrpcConnection::OnDataChunk(nghttp2_session* session, uint8_t, int32_t stream_id,
+                                const uint8_t* data, size_t length, void* self) {
+  auto& connection = *static_cast<GrpcConnection*>(self);
+  Stream* stream = connection.Find(stream_id);
+  if (stream == nullptr || stream->call == nullptr || stream->reading_failed) {
+    nghttp2_session_consume(session, stream_id, length);
+    return 0;
+  }
+  if (stream->paused) {
+    stream->stashed.append(reinterpret_cast<const char*>(data), length);
+    return 0;
+  }
+  connection.Receive(stream_id, *stream, data, length);
+  stream = connection.Find(stream_id);
+  const size_t held = stream != nullptr ? stream->stashed.size() : 0;
+  nghttp2_session_consume(session, stream_id, length - std::min(length, held));
+  return 0;
+}
+
+int GrpcConnection::OnStreamClosed(nghttp2_session*, int32_t stream_id, uint32_t, void* self) {
+  auto& connection = *static_cast<GrpcConnection*>(self);
+  connection.CancelStream(stream_id);  // a finished call is merely forgotten
+  return 0;
+}
+
+void GrpcIo::SendAll() {
+  for (size_t i = 0; i < unsent.size(); ++i) {
+    std::shared_ptr<GrpcConnection> connection = std::move(unsent[i]);
+    connection->Send();
+  }
+  unsent.clear();
+}
+
+void GrpcIo::ExpireDeadlines() {
+  if (deadlines.empty()) return;
+  const SteadyTime now = Clock::Real().Now();
+  while (!deadlines.empty() && deadlines.begin()->first <= now) {
+    auto [connection, stream_id] = deadlines.begin()->second;
+    deadlines.erase(deadlines.begin());
+    if (auto alive = connection.lock()) alive->Expire(stream_id);
+  }
+}
+
+struct GrpcServer::Impl final : public EventLoop::Watcher {
+  Impl(const GrpcServerOptions& options, GrpcService service)
+      : shared_owned(std::make_shared<GrpcShared>(options, std::move(service))),
+        shared(*shared_owned) {}
+  ~Impl() override {
+    if (listener >= 0) ::close(listener);
+  }
+
+  // Edge-triggered: accepts until none is left; connections go to the loops in turn.
+  void OnEvents(uint32_t) override {
+    while (listener >= 0) {
+      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        const bool drained = errno == EAGAIN || errno == EWOULDBLOCK;
+        if (!drained && !stalled) {
+          LOG_WARN("gRPC: accept failed: {}; connections wait until it succeeds",
+                   std::strerror(errno));
+        }
+        stalled = !drained;
+        return;
+      }
+      stalled = false;
+      const size_t limit = shared.options.max_connections;
+      if (limit > 0 && shared.open_connections.load(std::memory_order_relaxed) >= limit) {
+        shared.refused_connections.fetch_add(1, std::memory_order_relaxed);
+        ::close(fd);
+        continue;
+      }
+      const int on = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+      GrpcIo& target = *io[next_io];
+      next_io = (next_io + 1) % io.size();
+      auto connection = std::make_shared<GrpcConnection>(fd, target, shared_owned);
+      target.loop->Dispatch([connection = std::move(connection)] { connection->Open(); });
+    }
+  }
+
+  // Runs `task(io)` on every I/O thread and waits for all.
+  template <typename Task>
+  void OnEveryThread(Task task) {
+    std::vector<std::future<void>> done;
+    for (auto& each : io) {
+      auto ran = std::make_shared<std::promise<void>>();
+      done.push_back(ran->get_future());
+      each->loop->Post([&each = *each, ran, &task] {
+        RunLoggingExceptions("a gRPC I/O task", [&] { task(each); });
+        ran->set_value();
+      });
+    }
+    for (auto& each : done) each.wait();
+  }
+
+  const std::shared_ptr<GrpcShared> shared_owned;  // also held by every connection
+  GrpcShared& shared;
+  std::vector<std::unique_ptr<GrpcIo>> io;
+  std::vector<std::thread> threads;
+  int listener = -1;
+  size_t next_io = 0;
+  bool stalled = false;
+  bool accepting = true;
+  bool shut_down = false;
+};
+
+Result<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcServerOptions& options,
+                                                      GrpcService service, Listener listener) {
+  auto impl = std::make_unique<Impl>(options, std::move(service));
+  const size_t threads = options.threads > 0 ? static_cast<size_t>(options.threads)
+                                             : static_cast<size_t>(UsableCpuCount());
+  for (size_t i = 0; i < threads; ++i) {
+    auto io = std::make_unique<GrpcIo>(impl->shared);
+    ASSIGN_OR_RETURN(io->loop, EventLoop::Create());
+    EventLoop* loop = io->loop.get();
+    io->gate = std::make_shared<IoGate>([loop](UniqueFunction<void()> task) {
+      loop->Post(std::move(task));
+    });
+    GrpcIo* raw = io.get();
+    loop->AtBatchEnd([raw] { raw->SendAll(); });
+    loop->Every(kDeadlineTick, [raw] { raw->ExpireDeadlines(); });
+    impl->io.push_back(std::move(io));
+  }
+  if (!listener.open()) return InvalidArgument("{}: no listening socket", options.name);
+  impl->listener = listener.Release();
+  const uint16_t port = LocalPort(impl->listener);
+  RETURN_IF_ERROR(impl->io[0]->loop->Add(impl->listener, EPOLLIN | EPOLLET, impl.get()));
+  Impl* raw = impl.get();
+  impl->io[0]->loop->Every(std::chrono::seconds(1), [raw] {
+    if (raw->stalled) raw->OnEvents(EPOLLIN);
+  });
+  for (size_t i = 0; i < threads; ++i) {
+    impl->threads.emplace_back([raw, i, name = fmt::format("{}-io-{}", options.name, i)] {
+      NameThisThread(name);
+      if (Status pinned = PinThisThread(raw->shared.options.cpus); !pinned.ok()) {
+        LOG_WARN("{}: {}", name, pinned.message());
+      }
+      if (raw->shared.options.sched_batch) {
+        if (Status batch = UseBatchScheduling(); !batch.ok()) {
+          LOG_WARN("{}: {}", name, batch.message());
+        }
+      }
+      raw->io[i]->loop->Run();
+    });
+  }
+  return std::unique_ptr<GrpcServer>(new GrpcServer(std::move(impl), port));
+}
+
+GrpcServer::GrpcServer(std::unique_ptr<Impl> impl, uint16_t port)
+    : impl_(std::move(impl)), port_(port) {}
+
+GrpcServer::~GrpcServer() { Shutdown(std::chrono::milliseconds(0)); }
+
+GrpcServer::Stats GrpcServer::stats() const {
+  const GrpcShared& shared = impl_->shared;
+  return Stats{.calls = shared.calls.load(std::memory_order_relaxed),
+               .cancelled_calls = shared.cancelled_calls.load(std::memory_order_relaxed),
+               .open_connections = shared.open_connections.load(std::memory_order_relaxed),
+               .refused_connections = shared.refused_connections.load(std::memory_order_relaxed)};
+}
+
+void GrpcServer::StopAccepting() {
+  if (!impl_->accepting) return;
+  impl_->accepting = false;
+  impl_->shared.stopping.store(true);
+  Impl* impl = impl_.get();
+  impl_->OnEveryThread([impl](GrpcIo& io) {
+    if (&io == impl->io[0].get() && impl->listener >= 0) {
+      ::close(impl->listener);  // also ends its registration
+      impl->listener = -1;
+    }
+    std::vector<std::shared_ptr<GrpcConnection>> open;
+    for (const auto& entry : io.open) open.push_back(entry.second);
+    for (const auto& connection : open) connection->GoAway();
+  });
+}
+
+void GrpcServer::Shutdown(std::chrono::milliseconds timeout) {
+  if (impl_->shut_down) return;
+  StopAccepting();
+  impl_->shut_down = true;
+  impl_->shared.WaitIdle(timeout);
+  // Calls still open are cancelled, their connections closed.
+  impl_->OnEveryThread([](GrpcIo& io) {
+    std::vector<std::shared_ptr<GrpcConnection>> open;
+    for (const auto& entry : io.open) open.push_back(entry.second);
+    for (const auto& connection : open) connection->Close();
+  });
+  for (auto& io : impl_->io) io->loop->Stop();
+  for (std::thread& thread : impl_->threads) thread.join();
+  for (auto& io : impl_->io) {
+    io->gate->Close();
+    io->unsent.clear();
+    io->deadlines.clear();
+    io->open.clear();
+  }
+}
+
+std::optional<std::chrono::nanoseconds> ParseGrpcTimeout(std::string_view value) {
+  if (value.size() < 2 || value.size() > 9) return std::nullopt;
+  int64_t amount = 0;
+  for (char digit : value.substr(0, value.size() - 1)) {
+    if (digit < '0' || digit > '9') return std::nullopt;
+    amount = amount * 10 + (digit - '0');
+  }
+  using namespace std::chrono;
+  switch (value.back()) {
+    case 'H': return duration_cast<nanoseconds>(hours(amount));
+    case 'M': return duration_cast<nanoseconds>(minutes(amount));
+    case 'S': return duration_cast<nanoseconds>(seconds(amount));
+    case 'm': return duration_cast<nanoseconds>(milliseconds(amount));
+    case 'u': return duration_cast<nanoseconds>(microseconds(amount));
+    case 'n': return nanoseconds(amount);
+    default: return std::nullopt;
+  }
+}
+
+std::string PercentEncodeGrpcMessage(std::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  for (const char c : message) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte <= 0x7e && byte != '%') {
+      out.push_back(c);
+    } else {
+      out += fmt::format("%{:02X}", byte);
+    }
+  }
+  return out;
+}
+
+}  // namespace rampart::net
