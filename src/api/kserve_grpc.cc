@@ -187,6 +187,20 @@ std::string HostPort(const std::string& address, int port) {
   return ipv6 ? fmt::format("[{}]:{}", address, port) : fmt::format("{}:{}", address, port);
 }
 
+// The native engine's TLS: the same files, read as Credentials reads them.
+Result<std::optional<net::GrpcTls>> NativeTls(const KServeGrpcOptions& options) {
+  if (!options.tls) return std::optional<net::GrpcTls>();
+  const GrpcTlsOptions& tls = *options.tls;
+  net::GrpcTls native;
+  ASSIGN_OR_RETURN(native.private_key_pem, ReadPem(tls.server_key, "--grpc-server-key"));
+  ASSIGN_OR_RETURN(native.cert_chain_pem, ReadPem(tls.server_cert, "--grpc-server-cert"));
+  if (tls.mutual || !tls.root_cert.empty()) {
+    ASSIGN_OR_RETURN(native.root_certs_pem, ReadPem(tls.root_cert, "--grpc-root-cert"));
+  }
+  native.mutual = tls.mutual;
+  return std::optional<net::GrpcTls>(std::move(native));
+}
+
 }  // namespace
 
 std::string_view GrpcEngineName(GrpcEngine engine) {
@@ -224,8 +238,10 @@ Result<std::unique_ptr<KServeGrpc>> KServeGrpc::Start(serve::InferenceServer& se
                                                       KServeGrpcOptions options) {
   try {
     if (options.engine == GrpcEngine::kNative) {
+      ASSIGN_OR_RETURN(std::optional<net::GrpcTls> tls, NativeTls(options));
       auto impl = std::make_unique<Impl>(server, std::move(options));
-      ASSIGN_OR_RETURN(impl->native, grpc_native::NativeFront::Start(server, impl->options));
+      ASSIGN_OR_RETURN(impl->native,
+                       grpc_native::NativeFront::Start(server, impl->options, std::move(tls)));
       impl->port = impl->native->port();
       return std::unique_ptr<KServeGrpc>(new KServeGrpc(std::move(impl)));
     }

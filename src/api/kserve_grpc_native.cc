@@ -19,6 +19,7 @@
 #include "api/kserve_grpc_health.h"
 #include "api/kserve_grpc_infer.h"
 #include "api/kserve_grpc_methods.h"
+#include "api/kserve_grpc_reflection.h"
 #include "core/exceptions.h"
 #include "core/logging.h"
 #include "net/grpc_server.h"
@@ -411,6 +412,23 @@ class WatchHandler final : public net::GrpcCallHandler {
   uint64_t listener_ = 0;
 };
 
+// grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo: each request answered in turn
+// (on the I/O thread, so in order), until the client ends its side.
+class ReflectionHandler final : public net::GrpcCallHandler {
+ public:
+  explicit ReflectionHandler(Call call) : call_(std::move(call)) {}
+  void OnMessage(std::string message) override {
+    static const std::vector<std::string> kServices = {
+        kService, "grpc.health.v1.Health", std::string(grpc_reflection::kServiceName)};
+    call_->Write(grpc_reflection::Answer(message, kServices));
+  }
+  void OnHalfClose() override { call_->Finish(net::GrpcCode::kOk); }
+  void OnCancel() override {}
+
+ private:
+  const Call call_;
+};
+
 }  // namespace
 
 void NativeFront::Impl::RegisterMethods() {
@@ -472,7 +490,10 @@ std::unique_ptr<net::GrpcCallHandler> NativeFront::Impl::Open(Call call) {
   }
   if (method == kModelStreamInfer) return OpenStream(std::move(call));
   if (method == kHealthWatch) return std::make_unique<WatchHandler>(health, std::move(call));
-  // Triton's shared-memory, trace and log settings RPCs, server reflection, a typo.
+  if (method == grpc_reflection::kMethod) {
+    return std::make_unique<ReflectionHandler>(std::move(call));
+  }
+  // Triton's shared-memory, trace and log settings RPCs, a typo.
   call->Finish(net::GrpcCode::kUnimplemented,
                fmt::format("method '{}' is not implemented by this server", method));
   return nullptr;
@@ -516,11 +537,8 @@ std::unique_ptr<net::GrpcCallHandler> NativeFront::Impl::OpenStream(Call call) {
 }
 
 Result<std::unique_ptr<NativeFront>> NativeFront::Start(serve::InferenceServer& server,
-                                                        const KServeGrpcOptions& options) {
-  if (options.tls) {
-    return InvalidArgument(
-        "--grpc-engine native serves cleartext only; use --grpc-engine core for TLS");
-  }
+                                                        const KServeGrpcOptions& options,
+                                                        std::optional<net::GrpcTls> tls) {
   Result<net::Listener> listener =
       net::Listener::Open(options.address, static_cast<uint16_t>(options.port));
   if (!listener.ok()) {
@@ -531,7 +549,11 @@ Result<std::unique_ptr<NativeFront>> NativeFront::Start(serve::InferenceServer& 
   net::GrpcServerOptions transport;
   transport.threads = options.native_io_threads;
   transport.name = "grpc";
+  transport.tls = std::move(tls);
   transport.max_message_bytes = static_cast<uint64_t>(options.max_receive_bytes);
+  // Messages being read count against the same budget as requests held (at least one message
+  // of the largest size fits).
+  transport.max_reading_bytes = options.max_inflight_bytes;
   Impl* raw = impl.get();
   net::GrpcService service = [raw](Call call) { return raw->Open(std::move(call)); };
   ASSIGN_OR_RETURN(impl->transport, net::GrpcServer::Start(transport, std::move(service),

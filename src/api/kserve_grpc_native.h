@@ -6,26 +6,29 @@
 // what each does); calls run on the transport's I/O threads, a fast model directly there, and an
 // answer completed on an instance thread is handed to the connection's thread to be written.
 //
-// Differences from the core engine (docs/grpc-transport.md): cleartext only (TLS is refused at
-// start), no server reflection (its method answers UNIMPLEMENTED), no compressed messages.
+// Differences from the core engine (docs/grpc-transport.md): answers go uncompressed (requests
+// may come compressed with gzip or deflate); reflection is Rampart's own
+// (api/kserve_grpc_reflection.h).
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "api/kserve_grpc.h"
 #include "core/status.h"
-#include "net/http_server.h"
+#include "net/grpc_server.h"
 #include "serve/server.h"
 
 namespace rampart::api::grpc_native {
 
 class NativeFront {
  public:
-  // Errors: InvalidArgument for TLS (not served by this engine); Unavailable when the address
-  // cannot be bound.
+  // `tls`: the PEM text of options.tls's files, read by the caller. Errors: InvalidArgument for
+  // TLS material that does not load; Unavailable when the address cannot be bound.
   static Result<std::unique_ptr<NativeFront>> Start(serve::InferenceServer& server,
-                                                    const KServeGrpcOptions& options);
+                                                    const KServeGrpcOptions& options,
+                                                    std::optional<net::GrpcTls> tls);
   ~NativeFront();
   NativeFront(const NativeFront&) = delete;
   NativeFront& operator=(const NativeFront&) = delete;

@@ -186,11 +186,6 @@ Status Validate(const ServeSettings& settings) {
     return InvalidArgument("--grpc-engine must be 'core' or 'native', got '{}'",
                            settings.grpc_engine);
   }
-  if (settings.grpc_engine == "native" && (settings.grpc_use_ssl || settings.grpc_use_ssl_mutual)) {
-    return InvalidArgument(
-        "--grpc-engine native serves cleartext gRPC only; use --grpc-engine core for "
-        "--grpc-use-ssl");
-  }
   if (settings.grpc_max_inflight_bytes < settings.grpc_max_input_size) {
     return InvalidArgument(
         "--grpc-max-inflight-bytes ({}) must be at least --grpc-max-input-size ({}): a request "

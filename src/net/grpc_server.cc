@@ -6,9 +6,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <nghttp2/nghttp2.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -28,6 +32,7 @@
 #include "net/event_loop.h"
 #include "net/http_stream.h"
 #include "net/local_port.h"
+#include "net/peer_certificate.h"
 
 namespace rampart::net {
 namespace {
@@ -52,6 +57,43 @@ nghttp2_nv Header(std::string_view name, std::string_view value) {
                     value.size(), NGHTTP2_NV_FLAG_NONE};
 }
 
+// The message encodings read (grpc-encoding); answers go uncompressed, which every client reads.
+constexpr char kAcceptEncoding[] = "identity,deflate,gzip";
+
+// Inflates a compressed message (`gzip`: RFC 1952, `deflate`: RFC 1950 as gRPC means it), at
+// most `limit` bytes of it. Errors: ResourceExhausted past the limit, InvalidArgument for data
+// that does not inflate.
+Result<std::string> Inflate(std::string_view encoding, const std::string& compressed,
+                            uint64_t limit) {
+  z_stream stream{};
+  const int window_bits = encoding == "gzip" ? 16 + MAX_WBITS : MAX_WBITS;
+  if (inflateInit2(&stream, window_bits) != Z_OK) return Internal("zlib: cannot inflate");
+  std::string out;
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  stream.avail_in = static_cast<uInt>(compressed.size());
+  int result = Z_OK;
+  while (result == Z_OK) {
+    if (out.size() >= limit) {
+      inflateEnd(&stream);
+      return ResourceExhausted("received message larger than max (more than {} bytes inflated)",
+                               limit);
+    }
+    const size_t chunk = std::min<uint64_t>(limit - out.size(), 64 * 1024);
+    const size_t before = out.size();
+    out.resize(before + chunk);
+    stream.next_out = reinterpret_cast<Bytef*>(out.data() + before);
+    stream.avail_out = static_cast<uInt>(chunk);
+    result = inflate(&stream, Z_NO_FLUSH);
+    out.resize(before + chunk - stream.avail_out);
+    if (result == Z_BUF_ERROR && stream.avail_in == 0) break;  // truncated
+  }
+  inflateEnd(&stream);
+  if (result != Z_STREAM_END) {
+    return InvalidArgument("the {} message does not inflate", encoding);
+  }
+  return out;
+}
+
 std::string PeerAddress(int fd) {
   sockaddr_storage address{};
   socklen_t length = sizeof(address);
@@ -68,10 +110,128 @@ std::string PeerAddress(int fd) {
 
 }  // namespace
 
+// The reason of OpenSSL's last error, for messages.
+std::string TlsError() {
+  const unsigned long code = ERR_get_error();
+  if (code == 0) return "unknown TLS error";
+  char text[256];
+  ERR_error_string_n(code, text, sizeof(text));
+  ERR_clear_error();
+  return text;
+}
+
+// ALPN: gRPC clients offer "h2" and require it.
+int SelectH2(SSL*, const unsigned char** out, unsigned char* out_length, const unsigned char* in,
+             unsigned int in_length, void*) {
+  static const unsigned char kH2[] = {2, 'h', '2'};
+  unsigned char* selected = nullptr;
+  if (SSL_select_next_proto(&selected, out_length, kH2, sizeof(kH2), in, in_length) !=
+      OPENSSL_NPN_NEGOTIATED) {
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+  }
+  *out = selected;
+  return SSL_TLSEXT_ERR_OK;
+}
+
+// Every certificate in `pem`, in order. Errors: InvalidArgument when it holds none.
+Result<std::vector<X509*>> ReadCertificates(const std::string& pem, std::string_view what) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  std::vector<X509*> certificates;
+  while (X509* certificate = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    certificates.push_back(certificate);
+  }
+  ERR_clear_error();  // the end of the text reads as an error
+  BIO_free(bio);
+  if (certificates.empty()) return InvalidArgument("{}: no PEM certificate in it", what);
+  return certificates;
+}
+
+// TLS 1.2+ serving `tls`'s certificate, offering HTTP/2 by ALPN, verifying client certificates
+// against its roots when mutual. Errors: InvalidArgument naming the part that does not load.
+Result<std::shared_ptr<SSL_CTX>> MakeTlsContext(const GrpcTls& tls) {
+  std::shared_ptr<SSL_CTX> context(SSL_CTX_new(TLS_server_method()), &SSL_CTX_free);
+  if (context == nullptr) return Internal("TLS: {}", TlsError());
+  SSL_CTX* raw = context.get();
+  SSL_CTX_set_min_proto_version(raw, TLS1_2_VERSION);
+  SSL_CTX_set_mode(raw, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  ASSIGN_OR_RETURN(std::vector<X509*> chain, ReadCertificates(tls.cert_chain_pem, "certificate"));
+  bool used = SSL_CTX_use_certificate(raw, chain.front()) == 1;
+  X509_free(chain.front());
+  for (size_t i = 1; i < chain.size(); ++i) {
+    // The context takes these over.
+    if (used && SSL_CTX_add_extra_chain_cert(raw, chain[i]) == 1) continue;
+    X509_free(chain[i]);
+  }
+  if (!used) return InvalidArgument("certificate: {}", TlsError());
+  BIO* key_bio = BIO_new_mem_buf(tls.private_key_pem.data(),
+                                 static_cast<int>(tls.private_key_pem.size()));
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
+  BIO_free(key_bio);
+  if (key == nullptr) return InvalidArgument("private key: {}", TlsError());
+  used = SSL_CTX_use_PrivateKey(raw, key) == 1;
+  EVP_PKEY_free(key);
+  if (!used || SSL_CTX_check_private_key(raw) != 1) {
+    return InvalidArgument("private key: does not belong to the certificate ({})", TlsError());
+  }
+  if (!tls.root_certs_pem.empty()) {
+    ASSIGN_OR_RETURN(std::vector<X509*> roots, ReadCertificates(tls.root_certs_pem, "root"));
+    X509_STORE* store = SSL_CTX_get_cert_store(raw);
+    for (X509* root : roots) {
+      X509_STORE_add_cert(store, root);
+      X509_free(root);
+    }
+  }
+  if (tls.mutual) {
+    SSL_CTX_set_verify(raw, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  }
+  SSL_CTX_set_alpn_select_cb(raw, &SelectH2, nullptr);
+  return context;
+}
+
+// Bytes of one message being read, held against GrpcServerOptions::max_reading_bytes until the
+// message is handed over or its call ends. Move-only.
+class ReadReservation {
+ public:
+  ReadReservation() = default;
+  ReadReservation(ReadReservation&& other) noexcept
+      : pool_(std::exchange(other.pool_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  ReadReservation& operator=(ReadReservation&& other) noexcept {
+    if (this != &other) {
+      Release();
+      pool_ = std::exchange(other.pool_, nullptr);
+      bytes_ = std::exchange(other.bytes_, 0);
+    }
+    return *this;
+  }
+  ~ReadReservation() { Release(); }
+
+  // Takes `bytes` from `pool` unless that passes `limit`; false (nothing taken) then.
+  bool Take(std::atomic<uint64_t>& pool, uint64_t bytes, uint64_t limit) {
+    Release();
+    uint64_t used = pool.load(std::memory_order_relaxed);
+    do {
+      if (bytes > limit || used > limit - bytes) return false;
+    } while (!pool.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
+    pool_ = &pool;
+    bytes_ = bytes;
+    return true;
+  }
+  void Release() {
+    if (pool_ != nullptr) pool_->fetch_sub(bytes_, std::memory_order_relaxed);
+    pool_ = nullptr;
+    bytes_ = 0;
+  }
+
+ private:
+  std::atomic<uint64_t>* pool_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
 // What the connections share: the options, the service, counts and the calls in flight.
 struct GrpcShared {
-  GrpcShared(const GrpcServerOptions& options_in, GrpcService service_in)
-      : options(options_in), service(std::move(service_in)) {}
+  GrpcShared(const GrpcServerOptions& options_in, GrpcService service_in,
+             std::shared_ptr<SSL_CTX> tls_in)
+      : options(options_in), service(std::move(service_in)), tls(std::move(tls_in)) {}
 
   void CallStarted() {
     calls.fetch_add(1, std::memory_order_relaxed);
@@ -90,11 +250,13 @@ struct GrpcShared {
 
   const GrpcServerOptions options;
   const GrpcService service;
+  const std::shared_ptr<SSL_CTX> tls;  // null: cleartext
   std::atomic<uint64_t> calls{0};
   std::atomic<uint64_t> cancelled_calls{0};
   std::atomic<uint64_t> open_connections{0};
   std::atomic<uint64_t> refused_connections{0};
-  std::atomic<bool> stopping{false};  // GOAWAY new connections at once
+  std::atomic<uint64_t> reading_bytes{0};  // ReadReservations' total
+  std::atomic<bool> stopping{false};       // GOAWAY new connections at once
 
  private:
   std::mutex mutex;
@@ -127,6 +289,7 @@ class GrpcConnection final : public EventLoop::Watcher,
   }
   // May run after the server is gone (a call held the connection): touches only what it owns.
   ~GrpcConnection() override {
+    if (ssl_ != nullptr) SSL_free(ssl_);
     if (session_ != nullptr) nghttp2_session_del(session_);
     if (fd_ >= 0) ::close(fd_);
     shared_->open_connections.fetch_sub(1, std::memory_order_relaxed);
@@ -192,6 +355,7 @@ class GrpcConnection final : public EventLoop::Watcher,
     size_t prefix_bytes = 0;
     size_t body_bytes = 0;  // the current message's length, once its prefix is whole
     std::string body;
+    ReadReservation reserved;  // body_bytes, while the message is read
     bool reading_failed = false;  // a message was refused: the rest is dropped
     bool paused = false;
     std::string stashed;  // bytes received while paused, not yet consumed
@@ -211,6 +375,13 @@ class GrpcConnection final : public EventLoop::Watcher,
 
   void HandleEvents(uint32_t events);
   void Flush();
+  // The socket, through TLS when the server has it. ReadSome: bytes read, 0 when nothing is
+  // there now, -1 when the connection is over. WriteSome: bytes written, 0 when the socket is
+  // full, -1 on failure.
+  ssize_t ReadSome(uint8_t* buffer, size_t length);
+  ssize_t WriteSome(const char* data, size_t length);
+  // Advances the TLS handshake; true once it is done (and peer_ holds the client certificate).
+  bool Handshake();
   void MarkOutput() {
     if (queued_ || session_ == nullptr) return;
     queued_ = true;
@@ -250,6 +421,8 @@ class GrpcConnection final : public EventLoop::Watcher,
   const std::shared_ptr<IoGate> gate_;
   std::thread::id thread_;
   nghttp2_session* session_ = nullptr;
+  SSL* ssl_ = nullptr;  // TLS; null for cleartext
+  bool handshaken_ = false;
   std::shared_ptr<const Peer> peer_;
   std::unordered_map<int32_t, Stream> streams_;
   std::unique_ptr<uint8_t[]> buffer_ = std::make_unique<uint8_t[]>(kReadBufferBytes);
@@ -340,6 +513,18 @@ void GrpcConnection::Open() {
   };
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindowBytes);
+  if (shared_->tls != nullptr) {
+    ssl_ = SSL_new(shared_->tls.get());
+    if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) {
+      LOG_WARN("gRPC: cannot start TLS: {}", TlsError());
+      nghttp2_session_del(session_);
+      session_ = nullptr;
+      ::close(fd_);
+      fd_ = -1;
+      return;
+    }
+    SSL_set_accept_state(ssl_);
+  }
   io_.open.emplace(this, shared_from_this());
   if (Status added = io_.loop->Add(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, this);
       !added.ok()) {
@@ -354,33 +539,94 @@ void GrpcConnection::Open() {
 void GrpcConnection::HandleEvents(uint32_t events) {
   if (session_ == nullptr) return;
   if ((events & EPOLLOUT) != 0) writable_ = true;
-  if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
+  if (ssl_ != nullptr && !handshaken_) {
+    if (!Handshake()) return;
+    writable_ = true;  // the SETTINGS frame waits for the handshake
+    events |= EPOLLIN;  // the client's first frames may have come with its last flight
+  }
+  // TLS hands its records over one at a time: read until the socket is empty. (TLS may also
+  // need to read while writing; every event retries both.)
+  if (ssl_ != nullptr || (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
     while (session_ != nullptr) {
-      const ssize_t got = ::recv(fd_, buffer_.get(), kReadBufferBytes, 0);
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        Close();  // reset
-        return;
-      }
-      if (got == 0) {  // the client is gone: its calls with it
+      const ssize_t got = ReadSome(buffer_.get(), kReadBufferBytes);
+      if (got < 0) {  // the client is gone (or reset the connection): its calls with it
         Close();
         return;
       }
+      if (got == 0) break;
       const ssize_t taken = nghttp2_session_mem_recv(session_, buffer_.get(), got);
       if (taken < 0) {
         // A protocol error: nghttp2 queued a GOAWAY saying so; send it, then close.
         closing_ = true;
         break;
       }
-      if (static_cast<size_t>(got) < kReadBufferBytes) break;  // drained until the next edge
+      // Cleartext: a short read drained the socket until the next edge.
+      if (ssl_ == nullptr && static_cast<size_t>(got) < kReadBufferBytes) break;
     }
   }
   MarkOutput();
 }
 
+ssize_t GrpcConnection::ReadSome(uint8_t* buffer, size_t length) {
+  if (ssl_ == nullptr) {
+    while (true) {
+      const ssize_t got = ::recv(fd_, buffer, length, 0);
+      if (got > 0) return got;
+      if (got == 0) return -1;
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
+  }
+  const int got = SSL_read(ssl_, buffer, static_cast<int>(length));
+  if (got > 0) return got;
+  const int error = SSL_get_error(ssl_, got);
+  ERR_clear_error();
+  return error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE ? 0 : -1;
+}
+
+ssize_t GrpcConnection::WriteSome(const char* data, size_t length) {
+  if (ssl_ == nullptr) {
+    while (true) {
+      const ssize_t sent = ::send(fd_, data, length, MSG_NOSIGNAL);
+      if (sent >= 0) return sent;
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
+  }
+  const int sent = SSL_write(ssl_, data, static_cast<int>(std::min<size_t>(length, 1 << 30)));
+  if (sent > 0) return sent;
+  const int error = SSL_get_error(ssl_, sent);
+  ERR_clear_error();
+  return error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE ? 0 : -1;
+}
+
+bool GrpcConnection::Handshake() {
+  const int done = SSL_do_handshake(ssl_);
+  if (done != 1) {
+    const int error = SSL_get_error(ssl_, done);
+    if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) return false;
+    LOG_DEBUG("gRPC: TLS handshake with {} failed: {}", peer_->address, TlsError());
+    Close();
+    return false;
+  }
+  handshaken_ = true;
+  if (X509* certificate = SSL_get1_peer_certificate(ssl_); certificate != nullptr) {
+    if (SSL_get_verify_result(ssl_) == X509_V_OK) {
+      Result<PeerCertificate> read = PeerCertificateFromX509(certificate);
+      if (read.ok()) {
+        auto peer = std::make_shared<Peer>(*peer_);
+        peer->has_certificate = true;
+        peer->certificate = std::move(read).value();
+        peer_ = std::move(peer);
+      }
+    }
+    X509_free(certificate);
+  }
+  return true;
+}
+
 void GrpcConnection::Flush() {
-  if (session_ == nullptr) return;
+  if (session_ == nullptr || (ssl_ != nullptr && !handshaken_)) return;
   while (true) {
     while (out_.size() - out_sent_ < kSendChunkBytes) {
       const uint8_t* data = nullptr;
@@ -400,15 +646,13 @@ void GrpcConnection::Flush() {
     if (out_sent_ == out_.size()) break;
     if (!writable_) return;  // EPOLLOUT sends the rest
     while (out_sent_ < out_.size()) {
-      const ssize_t sent =
-          ::send(fd_, out_.data() + out_sent_, out_.size() - out_sent_, MSG_NOSIGNAL);
+      const ssize_t sent = WriteSome(out_.data() + out_sent_, out_.size() - out_sent_);
       if (sent < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-          writable_ = false;
-          return;
-        }
         Close();
+        return;
+      }
+      if (sent == 0) {
+        writable_ = false;
         return;
       }
       out_sent_ += static_cast<size_t>(sent);
@@ -446,11 +690,11 @@ void GrpcConnection::StartCall(int32_t stream_id, Stream& stream) {
            "not a gRPC request: content-type must be application/grpc");
     return;
   }
-  if (!stream.encoding.empty() && stream.encoding != "identity") {
-    // Messages may come compressed; none can be read. (Clients compress only when asked to.)
+  if (!stream.encoding.empty() && stream.encoding != "identity" && stream.encoding != "gzip" &&
+      stream.encoding != "deflate") {
     Refuse(stream_id, 200, GrpcCode::kUnimplemented,
-           fmt::format("grpc-encoding '{}' is not supported; send uncompressed messages",
-                       stream.encoding));
+           fmt::format("grpc-encoding '{}' is not supported (supported: {})", stream.encoding,
+                       kAcceptEncoding));
     return;
   }
   stream.call = std::make_shared<GrpcCall>(shared_from_this(), stream_id, stream.method,
@@ -497,10 +741,11 @@ void GrpcConnection::Receive(int32_t stream_id, Stream& stream, const uint8_t* d
       if (stream.prefix_bytes < kPrefixBytes) return;
       stream.body_bytes = (size_t{stream.prefix[1]} << 24) | (size_t{stream.prefix[2]} << 16) |
                           (size_t{stream.prefix[3]} << 8) | size_t{stream.prefix[4]};
-      if ((stream.prefix[0] & 1) != 0) {
+      if ((stream.prefix[0] & 1) != 0 &&
+          (stream.encoding.empty() || stream.encoding == "identity")) {
         stream.reading_failed = true;
-        stream.call->Finish(GrpcCode::kUnimplemented,
-                            "compressed messages are not supported; send them uncompressed");
+        stream.call->Finish(GrpcCode::kInternal,
+                            "a compressed message without grpc-encoding to read it with");
         return;
       }
       if (stream.body_bytes > io_.shared.options.max_message_bytes) {
@@ -508,6 +753,15 @@ void GrpcConnection::Receive(int32_t stream_id, Stream& stream, const uint8_t* d
         stream.call->Finish(GrpcCode::kResourceExhausted,
                             fmt::format("received message larger than max ({} vs. {})",
                                         stream.body_bytes, io_.shared.options.max_message_bytes));
+        return;
+      }
+      const uint64_t limit = io_.shared.options.max_reading_bytes;
+      if (limit > 0 && !stream.reserved.Take(io_.shared.reading_bytes, stream.body_bytes, limit)) {
+        stream.reading_failed = true;
+        stream.call->Finish(GrpcCode::kResourceExhausted,
+                            fmt::format("the server is reading too many request bytes at once "
+                                        "(limit {} bytes; this message: {}); retry later",
+                                        limit, stream.body_bytes));
         return;
       }
       stream.body.clear();
@@ -519,6 +773,20 @@ void GrpcConnection::Receive(int32_t stream_id, Stream& stream, const uint8_t* d
     length -= take;
     if (stream.body.size() == stream.body_bytes) {
       stream.prefix_bytes = 0;
+      stream.reserved.Release();  // the handler's own budget takes over
+      if ((stream.prefix[0] & 1) != 0) {
+        Result<std::string> inflated =
+            Inflate(stream.encoding, stream.body, io_.shared.options.max_message_bytes);
+        if (!inflated.ok()) {
+          stream.reading_failed = true;
+          stream.call->Finish(inflated.status().code() == StatusCode::kResourceExhausted
+                                  ? GrpcCode::kResourceExhausted
+                                  : GrpcCode::kInternal,
+                              std::string(inflated.status().message()));
+          return;
+        }
+        stream.body = std::move(inflated).value();
+      }
       Deliver(stream, std::move(stream.body));
       stream.body = std::string();
       // The handler may have paused the call, or ended it (the stream may be gone).
@@ -641,7 +909,8 @@ void GrpcConnection::Finish(int32_t stream_id, GrpcCode code, std::string messag
 void GrpcConnection::StartResponse(int32_t stream_id, Stream& stream) {
   stream.response_started = true;
   const nghttp2_nv headers[] = {Header(":status", "200"),
-                                Header("content-type", "application/grpc")};
+                                Header("content-type", "application/grpc"),
+                                Header("grpc-accept-encoding", kAcceptEncoding)};
   nghttp2_data_provider provider{};
   provider.read_callback = &ReadResponse;
   nghttp2_submit_response(session_, stream_id, headers, std::size(headers), &provider);
@@ -778,8 +1047,8 @@ void GrpcIo::ExpireDeadlines() {
 }
 
 struct GrpcServer::Impl final : public EventLoop::Watcher {
-  Impl(const GrpcServerOptions& options, GrpcService service)
-      : shared_owned(std::make_shared<GrpcShared>(options, std::move(service))),
+  Impl(const GrpcServerOptions& options, GrpcService service, std::shared_ptr<SSL_CTX> tls)
+      : shared_owned(std::make_shared<GrpcShared>(options, std::move(service), std::move(tls))),
         shared(*shared_owned) {}
   ~Impl() override {
     if (listener >= 0) ::close(listener);
@@ -843,7 +1112,11 @@ struct GrpcServer::Impl final : public EventLoop::Watcher {
 
 Result<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcServerOptions& options,
                                                       GrpcService service, Listener listener) {
-  auto impl = std::make_unique<Impl>(options, std::move(service));
+  std::shared_ptr<SSL_CTX> tls;
+  if (options.tls) {
+    ASSIGN_OR_RETURN(tls, MakeTlsContext(*options.tls));
+  }
+  auto impl = std::make_unique<Impl>(options, std::move(service), std::move(tls));
   const size_t threads = options.threads > 0 ? static_cast<size_t>(options.threads)
                                              : static_cast<size_t>(UsableCpuCount());
   for (size_t i = 0; i < threads; ++i) {

@@ -9,17 +9,18 @@
 // connection's thread reads the frames, hands each call's messages to its handler and writes
 // the answers of a whole loop turn in one send, as the HTTP/1.1 server does.
 //
-// What it speaks (docs/grpc-transport.md): cleartext HTTP/2 with prior knowledge (h2c, what
-// gRPC clients send to an `insecure` channel); POST with `content-type: application/grpc[+proto]`;
-// uncompressed messages (a compressed one fails the call UNIMPLEMENTED); `grpc-timeout`
-// deadlines (a call past its deadline is cancelled: its handler is told and the stream reset);
-// trailers-only answers for calls that end without a message. Not: TLS (the gRPC core front end
-// serves it), compression.
+// What it speaks (docs/grpc-transport.md): HTTP/2 with prior knowledge over cleartext (h2c, what
+// gRPC clients send to an `insecure` channel), or over TLS 1.2+ (ALPN "h2", optionally requiring
+// a client certificate: mutual TLS); POST with `content-type: application/grpc[+proto]`;
+// request messages uncompressed or compressed with `gzip` or `deflate` (answers go
+// uncompressed); `grpc-timeout` deadlines (a call past its deadline is cancelled: its handler is
+// told and the stream reset); trailers-only answers for calls that end without a message.
 //
-// Bounds: each message at most max_message_bytes (larger: RESOURCE_EXHAUSTED, read no further);
-// streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS); connections (max_connections, one
-// more is closed at once); a handler can pause reading a call (GrpcCall::PauseReading), and
-// its unread bytes then hold the stream's flow-control window, so the client stops sending.
+// Bounds: each message at most max_message_bytes, inflated too (larger: RESOURCE_EXHAUSTED, read
+// no further); the bytes of messages being read, over all calls (max_reading_bytes); streams per
+// connection (SETTINGS_MAX_CONCURRENT_STREAMS); connections (max_connections, one more is closed
+// at once); a handler can pause reading a call (GrpcCall::PauseReading), and its unread bytes
+// then hold the stream's flow-control window, so the client stops sending.
 //
 // Threads: handlers run on the connection's I/O thread and must not block. A call is answered
 // from any thread (GrpcCall's methods are thread-safe); the answer is written by the I/O thread
@@ -145,6 +146,14 @@ class GrpcCall {
 // (an unknown method) and return null then.
 using GrpcService = std::function<std::unique_ptr<GrpcCallHandler>(std::shared_ptr<GrpcCall>)>;
 
+// TLS for GrpcServer: PEM text (not paths).
+struct GrpcTls {
+  std::string cert_chain_pem;   // the server's certificate, then its intermediates
+  std::string private_key_pem;
+  std::string root_certs_pem;   // CAs that sign client certificates; required when `mutual`
+  bool mutual = false;          // require and verify a client certificate
+};
+
 struct GrpcServerOptions {
   std::string address = "0.0.0.0";
   uint16_t port = 8001;  // 0 picks a free port; see GrpcServer::port()
@@ -152,12 +161,18 @@ struct GrpcServerOptions {
   std::string name = "grpc";  // I/O threads are named "<name>-io-<i>"
   // Largest request message; a larger one fails its call RESOURCE_EXHAUSTED.
   uint64_t max_message_bytes = uint64_t{4} << 20;
+  // Bytes of request messages being read at once, over all calls and connections: a message's
+  // length counts from its prefix until it is whole and handed to its handler. One that would
+  // pass it fails its call RESOURCE_EXHAUSTED before its body is read. 0 = no limit.
+  uint64_t max_reading_bytes = uint64_t{1} << 30;
   // Calls open at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS).
   uint32_t max_concurrent_streams = 1024;
   // Connections open at once; one more is closed at once. 0 = no limit.
   size_t max_connections = 4096;
   std::vector<int> cpus;     // CPUs the I/O threads run on; empty = any
   bool sched_batch = false;  // I/O threads under SCHED_BATCH
+  // TLS 1.2+ with HTTP/2 chosen by ALPN, as gRPC clients require; cleartext (h2c) when empty.
+  std::optional<GrpcTls> tls;
 };
 
 class GrpcServer {
@@ -170,7 +185,8 @@ class GrpcServer {
   };
 
   // Starts serving `service` on `listener` (options.address and port are then ignored).
-  // Errors: Internal when an event loop cannot be made.
+  // Errors: InvalidArgument naming a TLS certificate or key that does not load; Internal when an
+  // event loop cannot be made.
   static Result<std::unique_ptr<GrpcServer>> Start(const GrpcServerOptions& options,
                                                    GrpcService service, Listener listener);
   ~GrpcServer();  // Shutdown(0) if not done

@@ -230,17 +230,9 @@ TEST_P(GrpcTest, HealthWatchSendsTheStatusThenEachChangeUntilShutdown) {
   EXPECT_EQ(watch->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
-TEST_P(GrpcTest, ReflectionListsTheServices) {
-  if (GetParam() == GrpcEngine::kNative) {
-    // The native engine serves no reflection: the method is unknown to it.
-    std::string response;
-    const grpc::Status status = GenericUnary(
-        channel_, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-        std::string("\x3a\x00", 2), response);
-    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-    return;
-  }
-  grpc::GenericStub stub(channel_);
+// One ServerReflectionInfo call with one request (serialized); the response's bytes, as text.
+std::string Reflect(const std::shared_ptr<grpc::Channel>& channel, const std::string& request) {
+  grpc::GenericStub stub(channel);
   grpc::ClientContext context;
   context.set_deadline(Deadline());
   grpc::CompletionQueue queue;
@@ -252,26 +244,44 @@ TEST_P(GrpcTest, ReflectionListsTheServices) {
     return queue.Next(&got, &ok) && ok && got == reinterpret_cast<void*>(tag);
   };
   call->StartCall(reinterpret_cast<void*>(1));
-  ASSERT_TRUE(step(1));
-  grpc::Slice slice(std::string("\x3a\x00", 2));  // ServerReflectionRequest{list_services = ""}
-  grpc::ByteBuffer request(&slice, 1);
-  call->Write(request, reinterpret_cast<void*>(2));
-  ASSERT_TRUE(step(2));
+  EXPECT_TRUE(step(1));
+  grpc::Slice slice(request);
+  grpc::ByteBuffer request_buffer(&slice, 1);
+  call->Write(request_buffer, reinterpret_cast<void*>(2));
+  EXPECT_TRUE(step(2));
   grpc::ByteBuffer response;
   call->Read(&response, reinterpret_cast<void*>(3));
-  ASSERT_TRUE(step(3));
+  EXPECT_TRUE(step(3));
   call->WritesDone(reinterpret_cast<void*>(4));
-  ASSERT_TRUE(step(4));
+  EXPECT_TRUE(step(4));
   grpc::Status status;
   call->Finish(&status, reinterpret_cast<void*>(5));
-  ASSERT_TRUE(step(5));
+  EXPECT_TRUE(step(5));
   EXPECT_TRUE(status.ok()) << status.error_message();
   queue.Shutdown();
   grpc::Slice all;
-  ASSERT_TRUE(response.DumpToSingleSlice(&all).ok());
-  const std::string text(reinterpret_cast<const char*>(all.begin()), all.size());
-  EXPECT_NE(text.find("inference.GRPCInferenceService"), std::string::npos);
-  EXPECT_NE(text.find("grpc.health.v1.Health"), std::string::npos);
+  if (!response.DumpToSingleSlice(&all).ok()) return "";
+  return std::string(reinterpret_cast<const char*>(all.begin()), all.size());
+}
+
+TEST_P(GrpcTest, ReflectionListsTheServicesAndDescribesThem) {
+  // ServerReflectionRequest{list_services = ""}
+  const std::string services = Reflect(channel_, std::string("\x3a\x00", 2));
+  EXPECT_NE(services.find("inference.GRPCInferenceService"), std::string::npos);
+  EXPECT_NE(services.find("grpc.health.v1.Health"), std::string::npos);
+  // ServerReflectionRequest{file_containing_symbol = "inference.GRPCInferenceService"}: the
+  // FileDescriptorProto of the file that defines it (its name, its messages), as grpcurl asks.
+  const std::string symbol = "inference.GRPCInferenceService";
+  const std::string file =
+      Reflect(channel_, std::string("\x22") + char(symbol.size()) + symbol);
+  EXPECT_NE(file.find("grpc_service.proto"), std::string::npos);
+  EXPECT_NE(file.find("ModelInferRequest"), std::string::npos);
+  // An unknown symbol: an error_response (field 7, tag 0x3a), not a failed call.
+  const std::string unknown = "no.such.Service";
+  const std::string missing =
+      Reflect(channel_, std::string("\x22") + char(unknown.size()) + unknown);
+  EXPECT_NE(missing.find('\x3a'), std::string::npos);
+  EXPECT_EQ(missing.find("grpc_service.proto"), std::string::npos);
 }
 
 }  // namespace

@@ -20,7 +20,8 @@ using namespace std::chrono_literals;
 using inference::GRPCInferenceService;
 using testing::KeyAndCert;
 
-class GrpcTlsTest : public ::testing::Test {
+// Both engines (KServeGrpcOptions::engine) serve TLS.
+class GrpcTlsTest : public ::testing::TestWithParam<GrpcEngine> {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -64,6 +65,7 @@ class GrpcTlsTest : public ::testing::Test {
 
   Status StartTls(GrpcTlsOptions tls) {
     KServeGrpcOptions options;
+    options.engine = GetParam();
     options.address = "127.0.0.1";
     options.port = 0;
     options.tls = std::move(tls);
@@ -108,7 +110,7 @@ class GrpcTlsTest : public ::testing::Test {
   KeyAndCert client_cert_;
 };
 
-TEST_F(GrpcTlsTest, TlsServesOnlyClientsThatTrustTheServer) {
+TEST_P(GrpcTlsTest, TlsServesOnlyClientsThatTrustTheServer) {
   ASSERT_TRUE(StartTls(Tls(/*mutual=*/false)).ok());
   EXPECT_EQ(Live(TlsClient(ca_.cert_pem, nullptr)), grpc::StatusCode::OK);
   EXPECT_EQ(Live(grpc::InsecureChannelCredentials()), grpc::StatusCode::UNAVAILABLE);
@@ -116,7 +118,7 @@ TEST_F(GrpcTlsTest, TlsServesOnlyClientsThatTrustTheServer) {
   EXPECT_EQ(Live(TlsClient(other_ca.cert_pem, nullptr)), grpc::StatusCode::UNAVAILABLE);
 }
 
-TEST_F(GrpcTlsTest, MutualTlsRequiresAClientCertificateFromTheRootCa) {
+TEST_P(GrpcTlsTest, MutualTlsRequiresAClientCertificateFromTheRootCa) {
   ASSERT_TRUE(StartTls(Tls(/*mutual=*/true)).ok());
   EXPECT_EQ(Live(TlsClient(ca_.cert_pem, &client_cert_)), grpc::StatusCode::OK);
   EXPECT_EQ(Live(TlsClient(ca_.cert_pem, nullptr)), grpc::StatusCode::UNAVAILABLE);
@@ -125,7 +127,7 @@ TEST_F(GrpcTlsTest, MutualTlsRequiresAClientCertificateFromTheRootCa) {
   EXPECT_EQ(Live(TlsClient(ca_.cert_pem, &stranger)), grpc::StatusCode::UNAVAILABLE);
 }
 
-TEST_F(GrpcTlsTest, UnreadableOrMissingFilesFailAtStart) {
+TEST_P(GrpcTlsTest, UnreadableOrMissingFilesFailAtStart) {
   GrpcTlsOptions missing_key = Tls(false);
   missing_key.server_key = (directory_ / "absent.key").string();
   Status status = StartTls(missing_key);
@@ -145,6 +147,12 @@ TEST_F(GrpcTlsTest, UnreadableOrMissingFilesFailAtStart) {
   status = StartTls(garbage);
   EXPECT_FALSE(status.ok());
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, GrpcTlsTest,
+                         ::testing::Values(GrpcEngine::kCore, GrpcEngine::kNative),
+                         [](const ::testing::TestParamInfo<GrpcEngine>& engine) {
+                           return std::string(GrpcEngineName(engine.param));
+                         });
 
 }  // namespace
 }  // namespace rampart::api
