@@ -61,16 +61,14 @@ class Service final : public grpc_calls::InferService {
 
   grpc::Status ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*,
                           inference::ServerLiveResponse* response) override {
-    return AwaitAnswer([&](grpc_methods::Done done) {
-      methods_.ServerLive(*response, std::move(done));
-    });
+    return AwaitAnswer(
+        [&](grpc_methods::Done done) { methods_.ServerLive(*response, std::move(done)); });
   }
 
   grpc::Status ServerReady(grpc::ServerContext*, const inference::ServerReadyRequest*,
                            inference::ServerReadyResponse* response) override {
-    return AwaitAnswer([&](grpc_methods::Done done) {
-      methods_.ServerReady(*response, std::move(done));
-    });
+    return AwaitAnswer(
+        [&](grpc_methods::Done done) { methods_.ServerReady(*response, std::move(done)); });
   }
 
   grpc::Status ModelReady(grpc::ServerContext* context, const inference::ModelReadyRequest* request,

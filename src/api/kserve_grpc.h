@@ -52,13 +52,14 @@ struct GrpcTlsOptions {
   bool mutual = false;
 };
 
-// Which implementation of gRPC's transport serves the front end (docs/grpc-transport.md).
+// Which implementation of gRPC's transport serves the front end (docs/grpc-transport.md). Both
+// serve the same methods, TLS and mutual TLS, health, reflection and compressed requests.
 enum class GrpcEngine {
-  // gRPC's own C++ library: TLS, server reflection, compression.
-  kCore,
-  // Rampart's own HTTP/2 (net/grpc_server.h, nghttp2) on its own I/O threads: several times less
-  // CPU per call; cleartext only, no reflection, no compression.
+  // Rampart's own HTTP/2 (net/grpc_server.h, nghttp2) on its own I/O threads: a fraction of
+  // gRPC core's CPU per call. The default.
   kNative,
+  // gRPC's own C++ library (its completion queues polled by Rampart's threads).
+  kCore,
 };
 // "core", "native".
 std::string_view GrpcEngineName(GrpcEngine engine);
@@ -66,7 +67,7 @@ std::string_view GrpcEngineName(GrpcEngine engine);
 Result<GrpcEngine> ParseGrpcEngine(std::string_view name);
 
 struct KServeGrpcOptions {
-  GrpcEngine engine = GrpcEngine::kCore;
+  GrpcEngine engine = GrpcEngine::kNative;
   std::string address = "0.0.0.0";
   int port = 8001;  // 0 picks a free port; see KServeGrpc::port()
   std::string server_name = "rampart";

@@ -41,10 +41,6 @@ constexpr std::chrono::microseconds kWaited{5};
 // working at once (half the throughput with 64 calls in flight and a core each).
 constexpr int kFlushEvery = 12;
 
-// The first block of a unary call's arena: room for a request and response of a few small tensors
-// (their message objects, names, shapes); larger ones take more blocks from the heap.
-constexpr size_t kArenaBlockBytes = 4096;
-
 // One ModelInfer call, from the moment it waits on a queue for a call to arrive until gRPC has
 // delivered both its finish and its done tags; it deletes itself then. Its tags all come back on
 // its own queue, so one completion-queue thread runs them, one at a time; the server's callback
@@ -109,13 +105,6 @@ class InferCall {
     }
   }
 
-  static google::protobuf::ArenaOptions ArenaOn(char* block, size_t size) {
-    google::protobuf::ArenaOptions options;
-    options.initial_block = block;
-    options.initial_block_size = size;
-    return options;
-  }
-
   CallShared& shared_;
   grpc::ServerCompletionQueue* const queue_;
   grpc::ServerContext context_;
@@ -134,8 +123,8 @@ class InferCall {
   MemberTag<InferCall, &InferCall::Done> done_tag_{this};
   const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
   std::atomic<bool> answered_{false};  // Answer has run
-  bool finished_ = false;  // queue thread only
-  bool done_ = false;      // queue thread only
+  bool finished_ = false;              // queue thread only
+  bool done_ = false;                  // queue thread only
 };
 
 // A call of a method no service implements (Triton's shared-memory, trace and log settings

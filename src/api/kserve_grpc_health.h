@@ -57,11 +57,11 @@ class HealthService final : public grpc::health::v1::Health::Service {
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::map<std::string, bool> serving_;  // guarded by mutex_
-  uint64_t generation_ = 0;              // guarded; counts changes
+  std::map<std::string, bool> serving_;                  // guarded by mutex_
+  uint64_t generation_ = 0;                              // guarded; counts changes
   std::map<uint64_t, std::function<void()>> listeners_;  // guarded
   uint64_t next_listener_ = 0;                           // guarded
-  bool shut_down_ = false;               // guarded
+  bool shut_down_ = false;                               // guarded
 };
 
 }  // namespace rampart::api::grpc_health

@@ -48,9 +48,8 @@ void RespondRecorded(grpc_audit::GrpcRecord audit, grpc::StatusCode code,
     return;
   }
   const std::string answered = response.SerializeAsString();
-  grpc::Status status = code == grpc::StatusCode::OK
-                            ? grpc::Status::OK
-                            : grpc::Status(code, response.error_message());
+  grpc::Status status = code == grpc::StatusCode::OK ? grpc::Status::OK
+                                                     : grpc::Status(code, response.error_message());
   audit.Finish(std::move(status), answered,
                [respond = std::move(respond),
                 response = std::move(response)](grpc::Status recorded) mutable {
@@ -122,20 +121,21 @@ void StartInfer(CallShared& shared, grpc_access::CallView& call, ModelInferReque
   (*decoded)->cancelled = std::move(cancelled);
   (*decoded)->tenant = std::move(tenant);
   // Runs once: inline (direct execution, an immediate error) or on an instance thread.
-  shared.server.Infer(
-      std::move(decoded).value(),
-      [&response, reservation = std::move(reservation), audit = std::move(audit),
-       answer = std::move(answer)](InferResult result) mutable {
-        // KServe inference counts requests, not tokens: the concurrency slot goes back now.
-        if (!reservation.empty()) reservation.Settle(0);
-        grpc::Status status = ToGrpcStatus(SafeEncode(result, response));
-        const std::string answered = audit.recording() ? response.SerializeAsString() : "";
-        audit.Finish(std::move(status), answered, std::move(answer));
-      });
+  shared.server.Infer(std::move(decoded).value(),
+                      [&response, reservation = std::move(reservation), audit = std::move(audit),
+                       answer = std::move(answer)](InferResult result) mutable {
+                        // KServe inference counts requests, not tokens: the concurrency slot goes
+                        // back now.
+                        if (!reservation.empty()) reservation.Settle(0);
+                        grpc::Status status = ToGrpcStatus(SafeEncode(result, response));
+                        const std::string answered =
+                            audit.recording() ? response.SerializeAsString() : "";
+                        audit.Finish(std::move(status), answered, std::move(answer));
+                      });
 }
 
-void StartStreamRequest(CallShared& shared, const StreamCaller& caller,
-                        ModelInferRequest& request, std::shared_ptr<std::atomic<bool>> cancelled,
+void StartStreamRequest(CallShared& shared, const StreamCaller& caller, ModelInferRequest& request,
+                        std::shared_ptr<std::atomic<bool>> cancelled,
                         UniqueFunction<void(ModelStreamInferResponse)> respond) {
   const SteadyTime arrival = Clock::Real().Now();
   grpc_audit::GrpcRecord audit(shared.audit, caller.peer.address, "ModelStreamInfer",

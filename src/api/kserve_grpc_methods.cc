@@ -85,8 +85,8 @@ Result<Control> ControlParameters(const Request& request, bool load) {
 // stopping worker UNAVAILABLE; an exception from `work` becomes its Status. The call is recorded
 // by `audit` as it finishes.
 template <typename Work>
-void OnWorker(SerialWorker& worker, grpc_audit::GrpcRecord audit, std::string_view what,
-              Work work, Done done) {
+void OnWorker(SerialWorker& worker, grpc_audit::GrpcRecord audit, std::string_view what, Work work,
+              Done done) {
   // Shared, so that a refused Post still has them to record the refusal.
   auto held = std::make_shared<grpc_audit::GrpcRecord>(std::move(audit));
   auto done_held = std::make_shared<Done>(std::move(done));
@@ -97,10 +97,10 @@ void OnWorker(SerialWorker& worker, grpc_audit::GrpcRecord audit, std::string_vi
     });
   });
   if (queued.code() == StatusCode::kResourceExhausted) {
-    held->Finish(ToGrpcStatus(ResourceExhausted(
-                     "too many repository requests are waiting ({}); retry later",
-                     queued.message())),
-                 "", std::move(*done_held));
+    held->Finish(
+        ToGrpcStatus(ResourceExhausted("too many repository requests are waiting ({}); retry later",
+                                       queued.message())),
+        "", std::move(*done_held));
   } else if (!queued.ok()) {
     held->Finish(ToGrpcStatus(queued), "", std::move(*done_held));
   }
@@ -258,8 +258,7 @@ void KServeMethods::RepositoryModelUnload(grpc_access::CallView& call,
 
 std::optional<grpc::Status> KServeMethods::Refused(grpc_access::CallView& call,
                                                    grpc_audit::GrpcRecord& audit,
-                                                   std::string_view method,
-                                                   std::string_view name) {
+                                                   std::string_view method, std::string_view name) {
   const policy::AccessControl* access = options_.access;
   if (access == nullptr || !access->enforcing()) return std::nullopt;
   const grpc_access::RpcAction& decided = grpc_access::RpcActionOf(method);

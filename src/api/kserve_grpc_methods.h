@@ -68,8 +68,7 @@ class KServeMethods {
 
  private:
   template <typename Request>
-  void RepositoryControl(grpc_access::CallView& call, const Request& request, bool load,
-                         Done done);
+  void RepositoryControl(grpc_access::CallView& call, const Request& request, bool load, Done done);
 
   serve::InferenceServer& server_;
   const KServeGrpcOptions& options_;

@@ -40,10 +40,6 @@ constexpr char kModelStreamInfer[] = "/inference.GRPCInferenceService/ModelStrea
 constexpr char kHealthCheck[] = "/grpc.health.v1.Health/Check";
 constexpr char kHealthWatch[] = "/grpc.health.v1.Health/Watch";
 
-// The first block of an infer call's arena: room for a request and response of a few small
-// tensors; larger ones take more blocks from the heap.
-constexpr size_t kArenaBlockBytes = 4096;
-
 net::GrpcCode CodeOf(const grpc::Status& status) {
   return static_cast<net::GrpcCode>(status.error_code());
 }
@@ -134,13 +130,6 @@ struct InferCall {
   InferCall(const InferCall&) = delete;
   InferCall& operator=(const InferCall&) = delete;
 
-  static google::protobuf::ArenaOptions ArenaOn(char* block, size_t size) {
-    google::protobuf::ArenaOptions options;
-    options.initial_block = block;
-    options.initial_block_size = size;
-    return options;
-  }
-
   // Once: an answer that comes after a failure was answered is dropped.
   void Answer(const grpc::Status& status) {
     if (answered.exchange(true)) return;
@@ -152,8 +141,8 @@ struct InferCall {
   grpc_access::GrpcCallView view;
   // The request and the response live on the call's arena, whose first block is part of this
   // object (no heap allocation of their own for a small request).
-  alignas(std::max_align_t) char arena_block[kArenaBlockBytes];
-  google::protobuf::Arena arena{ArenaOn(arena_block, sizeof(arena_block))};
+  alignas(std::max_align_t) char arena_block[grpc_calls::kArenaBlockBytes];
+  google::protobuf::Arena arena{grpc_calls::ArenaOn(arena_block, sizeof(arena_block))};
   ModelInferRequest& request = *google::protobuf::Arena::CreateMessage<ModelInferRequest>(&arena);
   ModelInferResponse& response =
       *google::protobuf::Arena::CreateMessage<ModelInferResponse>(&arena);
@@ -216,8 +205,8 @@ class NativeStream : public std::enable_shared_from_this<NativeStream> {
     if (!request->ParseFromString(message)) {
       respond(grpc_calls::StreamError(Internal("the request message does not parse"), "", "", ""));
     } else if (!RunLoggingExceptions("a gRPC stream", [&] {
-                 grpc_calls::StartStreamRequest(shared_, caller_, *request,
-                                                call_->cancelled_flag(), respond);
+                 grpc_calls::StartStreamRequest(shared_, caller_, *request, call_->cancelled_flag(),
+                                                respond);
                })) {
       respond(grpc_calls::StreamError(Internal("the request failed (see the server's log)"),
                                       request->model_name(), request->model_version(),
@@ -418,8 +407,8 @@ class ReflectionHandler final : public net::GrpcCallHandler {
  public:
   explicit ReflectionHandler(Call call) : call_(std::move(call)) {}
   void OnMessage(std::string message) override {
-    static const std::vector<std::string> kServices = {
-        kService, "grpc.health.v1.Health", std::string(grpc_reflection::kServiceName)};
+    static const std::vector<std::string> kServices = {kService, "grpc.health.v1.Health",
+                                                       std::string(grpc_reflection::kServiceName)};
     call_->Write(grpc_reflection::Answer(message, kServices));
   }
   void OnHalfClose() override { call_->Finish(net::GrpcCode::kOk); }
@@ -457,12 +446,10 @@ void NativeFront::Impl::RegisterMethods() {
       [this](View& call, const ModelConfigRequest& request, ModelConfigResponse& response,
              Done done) { methods.ModelConfig(call, request, response, std::move(done)); });
   unary[prefix + "ModelStatistics"] = Unary<ModelStatisticsRequest, ModelStatisticsResponse>(
-      [this](View& call, const ModelStatisticsRequest& request,
-             ModelStatisticsResponse& response,
+      [this](View& call, const ModelStatisticsRequest& request, ModelStatisticsResponse& response,
              Done done) { methods.ModelStatistics(call, request, response, std::move(done)); });
   unary[prefix + "RepositoryIndex"] = Unary<RepositoryIndexRequest, RepositoryIndexResponse>(
-      [this](View& call, const RepositoryIndexRequest& request,
-             RepositoryIndexResponse& response,
+      [this](View& call, const RepositoryIndexRequest& request, RepositoryIndexResponse& response,
              Done done) { methods.RepositoryIndex(call, request, response, std::move(done)); });
   unary[prefix + "RepositoryModelLoad"] =
       Unary<RepositoryModelLoadRequest, RepositoryModelLoadResponse>(
@@ -567,9 +554,7 @@ NativeFront::~NativeFront() { Shutdown(std::chrono::milliseconds(0)); }
 
 int NativeFront::port() const { return impl_->transport->port(); }
 
-uint64_t NativeFront::cancelled_calls() const {
-  return impl_->transport->stats().cancelled_calls;
-}
+uint64_t NativeFront::cancelled_calls() const { return impl_->transport->stats().cancelled_calls; }
 
 void NativeFront::StopServing() {
   if (impl_->stopped) return;

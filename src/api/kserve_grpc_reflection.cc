@@ -16,8 +16,8 @@ namespace {
 
 using google::protobuf::DescriptorPool;
 using google::protobuf::FileDescriptor;
-using google::protobuf::io::CodedInputStream;
 using google::protobuf::internal::WireFormatLite;
+using google::protobuf::io::CodedInputStream;
 
 // Field numbers (grpc/reflection/v1alpha/reflection.proto).
 enum RequestField : uint32_t {
@@ -71,8 +71,8 @@ class Writer {
 // The request's one field of interest.
 struct Request {
   std::string host;
-  uint32_t kind = 0;    // a RequestField; 0 when none is set
-  std::string value;    // its string (a name), or ExtensionRequest's containing_type
+  uint32_t kind = 0;      // a RequestField; 0 when none is set
+  std::string value;      // its string (a name), or ExtensionRequest's containing_type
   int32_t extension = 0;  // ExtensionRequest's extension_number
 };
 
@@ -167,12 +167,8 @@ std::string Answer(std::string_view request_bytes, const std::vector<std::string
       response.String(kListServicesResponse, list.Take());
       return response.Take();
     }
-    case kFileByFilename:
-      file = pool.FindFileByName(request->value);
-      break;
-    case kFileContainingSymbol:
-      file = pool.FindFileContainingSymbol(request->value);
-      break;
+    case kFileByFilename: file = pool.FindFileByName(request->value); break;
+    case kFileContainingSymbol: file = pool.FindFileContainingSymbol(request->value); break;
     case kFileContainingExtension: {
       const auto* type = pool.FindMessageTypeByName(request->value);
       const auto* extension =
@@ -200,8 +196,7 @@ std::string Answer(std::string_view request_bytes, const std::vector<std::string
       return response.Take();
   }
   if (file == nullptr) {
-    response.String(kErrorResponse,
-                    Error(kNotFound, fmt::format("not found: {}", request->value)));
+    response.String(kErrorResponse, Error(kNotFound, fmt::format("not found: {}", request->value)));
     return response.Take();
   }
   response.String(kFileDescriptorResponse, Files(file));

@@ -110,9 +110,9 @@ class StreamCall {
       // before the request reached the server, the slot is answered here, so the stream ends.
       if (!RunLoggingExceptions("a gRPC stream", [&] { Handle(slot); })) {
         RunLoggingExceptions("a gRPC stream", [&] {
-          Respond(slot, StreamError(Internal("the request failed (see the server's log)"),
-                                    request_.model_name(), request_.model_version(),
-                                    request_.id()));
+          Respond(slot,
+                  StreamError(Internal("the request failed (see the server's log)"),
+                              request_.model_name(), request_.model_version(), request_.id()));
         });
       }
       Progress([&] { reading_ = false; });
@@ -159,10 +159,9 @@ class StreamCall {
   // Decides, decodes and hands request_ to the server, or answers the error in the stream, into
   // answers_'s `slot`. The request is already counted in in_flight_; Respond uncounts it.
   void Handle(uint64_t slot) {
-    StartStreamRequest(shared_, caller_, request_, cancelled_,
-                       [this, slot](ModelStreamInferResponse response) {
-                         Respond(slot, std::move(response));
-                       });
+    StartStreamRequest(
+        shared_, caller_, request_, cancelled_,
+        [this, slot](ModelStreamInferResponse response) { Respond(slot, std::move(response)); });
   }
 
   // On an instance thread (or in Handle): the answer for answers_'s `slot`.
@@ -233,8 +232,8 @@ class StreamCall {
   // Guarded. One slot per request read and not yet written, in request order, filled by its
   // answer; front() is on the wire if writing_. first_slot_ numbers the front slot.
   std::deque<std::optional<ModelStreamInferResponse>> answers_;
-  uint64_t first_slot_ = 0;             // guarded by mutex_
-  bool writing_ = false;                // guarded by mutex_
+  uint64_t first_slot_ = 0;    // guarded by mutex_
+  bool writing_ = false;       // guarded by mutex_
   bool reading_ = false;       // guarded; a read is outstanding or its request being handled
   bool reads_done_ = false;    // guarded; the client half-closed (or the read side broke)
   bool write_failed_ = false;  // guarded; the write side broke: nobody reads the answers

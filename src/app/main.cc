@@ -153,8 +153,8 @@ std::unique_ptr<CLI::App> MakeApp(ServeSettings& settings, std::string& config_f
          "Largest gRPC request message in bytes; larger ones "
          "get RESOURCE_EXHAUSTED");
   option("--grpc-engine", settings.grpc_engine,
-         "gRPC transport: core (gRPC's library: TLS, reflection, compression) or native "
-         "(Rampart's own HTTP/2: less CPU per call; cleartext only)");
+         "gRPC transport: native (Rampart's own HTTP/2 on its I/O threads) or core (gRPC's "
+         "library)");
   option("--grpc-thread-count", settings.grpc_thread_count,
          "Threads serving gRPC (core: grpc-cq-<i>, default 1; native: grpc-io-<i>, default one "
          "per core)");

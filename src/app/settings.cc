@@ -179,8 +179,9 @@ Status Validate(const ServeSettings& settings) {
                            settings.grpc_max_input_size);
   }
   if (settings.grpc_thread_count < 0 || settings.grpc_thread_count > 64) {
-    return InvalidArgument("--grpc-thread-count must be in [0, 64] (0: the engine's default), got {}",
-                           settings.grpc_thread_count);
+    return InvalidArgument(
+        "--grpc-thread-count must be in [0, 64] (0: the engine's default), got {}",
+        settings.grpc_thread_count);
   }
   if (settings.grpc_engine != "core" && settings.grpc_engine != "native") {
     return InvalidArgument("--grpc-engine must be 'core' or 'native', got '{}'",

@@ -50,9 +50,9 @@ struct ServeSettings {
   // requests are refused RESOURCE_EXHAUSTED. At least grpc_max_input_size, or a request of the
   // largest size could never be served.
   uint64_t grpc_max_inflight_bytes = uint64_t{4} << 30;
-  // The gRPC transport: "core" (gRPC's library) or "native" (Rampart's own HTTP/2;
+  // The gRPC transport: "native" (Rampart's own HTTP/2) or "core" (gRPC's library;
   // KServeGrpcOptions::engine).
-  std::string grpc_engine = "core";
+  std::string grpc_engine = "native";
   // Threads serving gRPC: the core engine's completion-queue threads
   // (KServeGrpcOptions::completion_queue_threads), the native engine's I/O threads
   // (native_io_threads). 0 = the engine's default: one for core, one per core for native.

@@ -2,7 +2,6 @@
 
 #include "net/grpc_server.h"
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <nghttp2/nghttp2.h>
@@ -18,12 +17,12 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <future>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "core/cpu_affinity.h"
 #include "core/exceptions.h"
@@ -94,18 +93,12 @@ Result<std::string> Inflate(std::string_view encoding, const std::string& compre
   return out;
 }
 
+// The client's address, as the HTTP server writes it.
 std::string PeerAddress(int fd) {
   sockaddr_storage address{};
   socklen_t length = sizeof(address);
   if (getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return "";
-  char text[INET6_ADDRSTRLEN] = {};
-  if (address.ss_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&address)->sin_addr, text, sizeof(text));
-  } else if (address.ss_family == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&address)->sin6_addr, text,
-              sizeof(text));
-  }
-  return text;
+  return AddressText(reinterpret_cast<const sockaddr*>(&address));
 }
 
 }  // namespace
@@ -163,8 +156,8 @@ Result<std::shared_ptr<SSL_CTX>> MakeTlsContext(const GrpcTls& tls) {
     X509_free(chain[i]);
   }
   if (!used) return InvalidArgument("certificate: {}", TlsError());
-  BIO* key_bio = BIO_new_mem_buf(tls.private_key_pem.data(),
-                                 static_cast<int>(tls.private_key_pem.size()));
+  BIO* key_bio =
+      BIO_new_mem_buf(tls.private_key_pem.data(), static_cast<int>(tls.private_key_pem.size()));
   EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
   BIO_free(key_bio);
   if (key == nullptr) return InvalidArgument("private key: {}", TlsError());
@@ -355,7 +348,7 @@ class GrpcConnection final : public EventLoop::Watcher,
     size_t prefix_bytes = 0;
     size_t body_bytes = 0;  // the current message's length, once its prefix is whole
     std::string body;
-    ReadReservation reserved;  // body_bytes, while the message is read
+    ReadReservation reserved;     // body_bytes, while the message is read
     bool reading_failed = false;  // a message was refused: the rest is dropped
     bool paused = false;
     std::string stashed;  // bytes received while paused, not yet consumed
@@ -412,8 +405,8 @@ class GrpcConnection final : public EventLoop::Watcher,
   static int OnDataChunk(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data,
                          size_t length, void* self);
   static int OnStreamClosed(nghttp2_session*, int32_t stream_id, uint32_t, void* self);
-  static ssize_t ReadResponse(nghttp2_session*, int32_t stream_id, uint8_t* buffer,
-                              size_t length, uint32_t* flags, nghttp2_data_source*, void* self);
+  static ssize_t ReadResponse(nghttp2_session*, int32_t stream_id, uint8_t* buffer, size_t length,
+                              uint32_t* flags, nghttp2_data_source*, void* self);
 
   int fd_;
   GrpcIo& io_;  // on the connection's thread only
@@ -443,10 +436,10 @@ std::string_view GrpcCall::Metadata(std::string_view key) const {
 
 void GrpcCall::Write(std::string message) {
   if (finished_.load(std::memory_order_relaxed)) return;
-  connection_->OnThread([connection = connection_, id = stream_id_,
-                         message = std::move(message)]() mutable {
-    connection->Write(id, std::move(message));
-  });
+  connection_->OnThread(
+      [connection = connection_, id = stream_id_, message = std::move(message)]() mutable {
+        connection->Write(id, std::move(message));
+      });
 }
 
 void GrpcCall::Finish(GrpcCode code, std::string message, GrpcMetadata trailers) {
@@ -541,7 +534,7 @@ void GrpcConnection::HandleEvents(uint32_t events) {
   if ((events & EPOLLOUT) != 0) writable_ = true;
   if (ssl_ != nullptr && !handshaken_) {
     if (!Handshake()) return;
-    writable_ = true;  // the SETTINGS frame waits for the handshake
+    writable_ = true;   // the SETTINGS frame waits for the handshake
     events |= EPOLLIN;  // the client's first frames may have come with its last flight
   }
   // TLS hands its records over one at a time: read until the socket is empty. (TLS may also
@@ -658,8 +651,7 @@ void GrpcConnection::Flush() {
       out_sent_ += static_cast<size_t>(sent);
     }
   }
-  if (closing_ ||
-      (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_))) {
+  if (closing_ || (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_))) {
     Close();
   }
 }
@@ -716,10 +708,9 @@ void GrpcConnection::Refuse(int32_t stream_id, int http_status, GrpcCode code,
   const std::string status = std::to_string(http_status);
   const std::string grpc_status = std::to_string(static_cast<int>(code));
   const std::string encoded = PercentEncodeGrpcMessage(message);
-  const nghttp2_nv headers[] = {Header(":status", status),
-                                Header("content-type", "application/grpc"),
-                                Header("grpc-status", grpc_status),
-                                Header("grpc-message", encoded)};
+  const nghttp2_nv headers[] = {
+      Header(":status", status), Header("content-type", "application/grpc"),
+      Header("grpc-status", grpc_status), Header("grpc-message", encoded)};
   if (Stream* stream = Find(stream_id); stream != nullptr) {
     stream->finished = true;
     stream->response_started = true;
@@ -955,8 +946,7 @@ int GrpcConnection::OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame,
 
 int GrpcConnection::OnHeader(nghttp2_session* session, const nghttp2_frame* frame,
                              const uint8_t* name_bytes, size_t name_length,
-                             const uint8_t* value_bytes, size_t value_length, uint8_t,
-                             void* self) {
+                             const uint8_t* value_bytes, size_t value_length, uint8_t, void* self) {
   auto& connection = *static_cast<GrpcConnection*>(self);
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   Stream* stream = connection.Find(frame->hd.stream_id);
@@ -1123,9 +1113,8 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcServerOptions& o
     auto io = std::make_unique<GrpcIo>(impl->shared);
     ASSIGN_OR_RETURN(io->loop, EventLoop::Create());
     EventLoop* loop = io->loop.get();
-    io->gate = std::make_shared<IoGate>([loop](UniqueFunction<void()> task) {
-      loop->Post(std::move(task));
-    });
+    io->gate = std::make_shared<IoGate>(
+        [loop](UniqueFunction<void()> task) { loop->Post(std::move(task)); });
     GrpcIo* raw = io.get();
     loop->AtBatchEnd([raw] { raw->SendAll(); });
     loop->Every(kDeadlineTick, [raw] { raw->ExpireDeadlines(); });

@@ -148,16 +148,16 @@ using GrpcService = std::function<std::unique_ptr<GrpcCallHandler>(std::shared_p
 
 // TLS for GrpcServer: PEM text (not paths).
 struct GrpcTls {
-  std::string cert_chain_pem;   // the server's certificate, then its intermediates
+  std::string cert_chain_pem;  // the server's certificate, then its intermediates
   std::string private_key_pem;
-  std::string root_certs_pem;   // CAs that sign client certificates; required when `mutual`
-  bool mutual = false;          // require and verify a client certificate
+  std::string root_certs_pem;  // CAs that sign client certificates; required when `mutual`
+  bool mutual = false;         // require and verify a client certificate
 };
 
 struct GrpcServerOptions {
   std::string address = "0.0.0.0";
-  uint16_t port = 8001;  // 0 picks a free port; see GrpcServer::port()
-  int threads = 0;       // I/O threads; 0 = one per core
+  uint16_t port = 8001;       // 0 picks a free port; see GrpcServer::port()
+  int threads = 0;            // I/O threads; 0 = one per core
   std::string name = "grpc";  // I/O threads are named "<name>-io-<i>"
   // Largest request message; a larger one fails its call RESOURCE_EXHAUSTED.
   uint64_t max_message_bytes = uint64_t{4} << 20;

@@ -272,8 +272,7 @@ TEST_P(GrpcTest, ReflectionListsTheServicesAndDescribesThem) {
   // ServerReflectionRequest{file_containing_symbol = "inference.GRPCInferenceService"}: the
   // FileDescriptorProto of the file that defines it (its name, its messages), as grpcurl asks.
   const std::string symbol = "inference.GRPCInferenceService";
-  const std::string file =
-      Reflect(channel_, std::string("\x22") + char(symbol.size()) + symbol);
+  const std::string file = Reflect(channel_, std::string("\x22") + char(symbol.size()) + symbol);
   EXPECT_NE(file.find("grpc_service.proto"), std::string::npos);
   EXPECT_NE(file.find("ModelInferRequest"), std::string::npos);
   // An unknown symbol: an error_response (field 7, tag 0x3a), not a failed call.

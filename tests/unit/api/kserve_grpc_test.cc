@@ -444,6 +444,40 @@ TEST_P(GrpcTest, OversizedMessageIsRejected) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
 }
 
+// Clients may compress their messages (Triton's clients' `compression_algorithm`); the server
+// reads gzip and deflate, and the size limit holds for the inflated message too.
+TEST_P(GrpcTest, CompressedRequestsAreReadAndLimitedInflated) {
+  for (const grpc_compression_algorithm algorithm : {GRPC_COMPRESS_GZIP, GRPC_COMPRESS_DEFLATE}) {
+    grpc::ChannelArguments arguments;
+    arguments.SetCompressionAlgorithm(algorithm);
+    auto stub = GRPCInferenceService::NewStub(grpc::CreateCustomChannel(
+        Target(grpc_->port()), grpc::InsecureChannelCredentials(), arguments));
+    ModelInferResponse response;
+    const std::vector<int32_t> a(512, 3), b(512, 4);
+    grpc::Status status =
+        Call([&](auto* c) { return stub->ModelInfer(c, AddRequest(a, b, true), &response); });
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(response.raw_output_contents_size(), 2);
+    EXPECT_EQ(FromBytes<int32_t>(response.raw_output_contents(0)), std::vector<int32_t>(512, 7));
+  }
+
+  KServeGrpcOptions options = Options();
+  options.max_receive_bytes = 1024;
+  auto small = KServeGrpc::Start(*server_, options);
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  grpc::ChannelArguments arguments;
+  arguments.SetCompressionAlgorithm(GRPC_COMPRESS_GZIP);
+  auto stub = GRPCInferenceService::NewStub(grpc::CreateCustomChannel(
+      Target((*small)->port()), grpc::InsecureChannelCredentials(), arguments));
+  ModelInferResponse response;
+  // 4 KiB of zeros: far below the limit compressed, above it inflated.
+  const grpc::Status status = Call([&](auto* c) {
+    return stub->ModelInfer(
+        c, AddRequest(std::vector<int32_t>(512), std::vector<int32_t>(512), true), &response);
+  });
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+}
+
 TEST_P(GrpcTest, StartFailsOnABusyPort) {
   KServeGrpcOptions options = Options();
   options.port = grpc_->port();
