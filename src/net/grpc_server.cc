@@ -113,6 +113,48 @@ std::string TlsError() {
   return text;
 }
 
+// TLS reads and writes the socket through this BIO rather than OpenSSL's own socket BIO, whose
+// write() raises SIGPIPE when the client has gone: send() here passes MSG_NOSIGNAL.
+int BioWrite(BIO* bio, const char* data, int length) {
+  BIO_clear_retry_flags(bio);
+  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio)));
+  const ssize_t sent = ::send(fd, data, static_cast<size_t>(length), MSG_NOSIGNAL);
+  if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    BIO_set_retry_write(bio);
+  }
+  return static_cast<int>(sent);
+}
+
+int BioRead(BIO* bio, char* data, int length) {
+  BIO_clear_retry_flags(bio);
+  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio)));
+  const ssize_t got = ::recv(fd, data, static_cast<size_t>(length), 0);
+  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    BIO_set_retry_read(bio);
+  }
+  return static_cast<int>(got);
+}
+
+long BioControl(BIO*, int command, long, void*) {  // NOLINT(runtime/int): OpenSSL's signature
+  return command == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+// A BIO on socket `fd` (not owned), for SSL_set_bio.
+BIO* SocketBio(int fd) {
+  static BIO_METHOD* const kMethod = [] {
+    BIO_METHOD* method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "grpc socket");
+    BIO_meth_set_write(method, &BioWrite);
+    BIO_meth_set_read(method, &BioRead);
+    BIO_meth_set_ctrl(method, &BioControl);
+    return method;
+  }();
+  BIO* bio = BIO_new(kMethod);
+  if (bio == nullptr) return nullptr;
+  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
+  BIO_set_init(bio, 1);
+  return bio;
+}
+
 // ALPN: gRPC clients offer "h2" and require it.
 int SelectH2(SSL*, const unsigned char** out, unsigned char* out_length, const unsigned char* in,
              unsigned int in_length, void*) {
@@ -508,7 +550,9 @@ void GrpcConnection::Open() {
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindowBytes);
   if (shared_->tls != nullptr) {
     ssl_ = SSL_new(shared_->tls.get());
-    if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) {
+    BIO* bio = ssl_ != nullptr ? SocketBio(fd_) : nullptr;
+    if (bio != nullptr) SSL_set_bio(ssl_, bio, bio);  // the SSL owns it from here
+    if (ssl_ == nullptr || bio == nullptr) {
       LOG_WARN("gRPC: cannot start TLS: {}", TlsError());
       nghttp2_session_del(session_);
       session_ = nullptr;
