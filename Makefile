@@ -70,7 +70,7 @@ bench: build
 	bench/batching_bench.sh --binary $(BUILD_DIR)/rampart --offline $(BUILD_DIR)/bench/torch_offline --stall-probe $(BUILD_DIR)/bench/stall_probe --repository examples/models --threads 1 $(if $(filter 1,$(shell nproc)),,--split-cpus)
 	bench/efficiency_bench.sh --binary $(BUILD_DIR)/rampart --offline $(BUILD_DIR)/bench/torch_offline --repository examples/models
 	bench/grpc_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models
-	bench/grpc_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models --models simple --grpc-cork-writes=false
+	bench/grpc_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models --models simple --grpc-engine core
 	bench/gateway_bench.sh --binary $(BUILD_DIR)/rampart --probe $(BUILD_DIR)/bench/first_event_probe
 	$(BUILD_DIR)/bench/codec_bench --benchmark_min_time=0.5
 	bench/pinecone_http_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models --probe $(BUILD_DIR)/bench/index_query_probe

@@ -213,10 +213,13 @@ Result<GrpcEngine> ParseGrpcEngine(std::string_view name) {
 
 struct KServeGrpc::Impl {
   Impl(serve::InferenceServer& server, KServeGrpcOptions options_in)
-      : options(std::move(options_in)), service(server, options) {}
+      : options(std::move(options_in)) {
+    // The core engine's service (with its repository workers) only when it serves.
+    if (options.engine == GrpcEngine::kCore) service.emplace(server, options);
+  }
 
   const KServeGrpcOptions options;
-  Service service;                                   // outlives grpc_server (declared before it)
+  std::optional<Service> service;                    // outlives grpc_server (declared before it)
   grpc::AsyncGenericService unknown_methods;         // likewise
   grpc_health::HealthService health{kServiceName};   // likewise
   std::unique_ptr<grpc::Server> grpc_server;         // null until started
@@ -251,10 +254,10 @@ Result<std::unique_ptr<KServeGrpc>> KServeGrpc::Start(serve::InferenceServer& se
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;
     builder.AddListeningPort(target, credentials, &impl->port);
-    builder.RegisterService(&impl->service);
+    builder.RegisterService(&*impl->service);
     builder.RegisterService(&impl->health);
     builder.RegisterAsyncGenericService(&impl->unknown_methods);
-    impl->service.shared().unknown_methods = &impl->unknown_methods;
+    impl->service->shared().unknown_methods = &impl->unknown_methods;
     builder.SetMaxReceiveMessageSize(impl->options.max_receive_bytes);
     // gRPC's own buffers (transport reads and writes, call state) draw on a quota of their own;
     // the requests held in flight are bounded by the front end's byte budget.
@@ -288,7 +291,7 @@ Result<std::unique_ptr<KServeGrpc>> KServeGrpc::Start(serve::InferenceServer& se
                                            : " (is the address free?)");
     }
     impl->pollers = std::make_unique<grpc_calls::CallPollers>(
-        impl->service.shared(), std::move(queues), impl->options.cork_writes ? impl->port : 0,
+        impl->service->shared(), std::move(queues), impl->options.cork_writes ? impl->port : 0,
         impl->options.after_cork);
     return std::unique_ptr<KServeGrpc>(new KServeGrpc(std::move(impl)));
   } catch (const std::exception& error) {
@@ -300,7 +303,7 @@ int KServeGrpc::port() const { return impl_->port; }
 
 uint64_t KServeGrpc::cancelled_calls() const {
   if (impl_->native != nullptr) return impl_->native->cancelled_calls();
-  return impl_->service.shared().cancelled_calls.load(std::memory_order_relaxed);
+  return impl_->service->shared().cancelled_calls.load(std::memory_order_relaxed);
 }
 
 void KServeGrpc::StopServing() {
@@ -311,7 +314,7 @@ void KServeGrpc::StopServing() {
     return;
   }
   impl_->health.SetServingAll(false);
-  impl_->service.shared().streams.StopAll();
+  impl_->service->shared().streams.StopAll();
 }
 
 void KServeGrpc::Shutdown(std::chrono::milliseconds timeout) {
@@ -326,7 +329,7 @@ void KServeGrpc::Shutdown(std::chrono::milliseconds timeout) {
   // Returns once every call's handler is done (cancelled at the deadline if still running).
   impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + timeout);
   impl_->pollers->Stop();  // once the calls the server still held are answered
-  impl_->service.StopControl();
+  impl_->service->StopControl();
 }
 
 }  // namespace rampart::api
