@@ -28,6 +28,7 @@
 #include "core/exceptions.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
+#include "net/accept.h"
 #include "net/event_loop.h"
 #include "net/http_stream.h"
 #include "net/local_port.h"
@@ -1091,18 +1092,8 @@ struct GrpcServer::Impl final : public EventLoop::Watcher {
   // Edge-triggered: accepts until none is left; connections go to the loops in turn.
   void OnEvents(uint32_t) override {
     while (listener >= 0) {
-      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) {
-        if (errno == EINTR || errno == ECONNABORTED) continue;
-        const bool drained = errno == EAGAIN || errno == EWOULDBLOCK;
-        if (!drained && !stalled) {
-          LOG_WARN("gRPC: accept failed: {}; connections wait until it succeeds",
-                   std::strerror(errno));
-        }
-        stalled = !drained;
-        return;
-      }
-      stalled = false;
+      const int fd = AcceptNext(listener, stalled, shared.options.name);
+      if (fd < 0) return;
       const size_t limit = shared.options.max_connections;
       if (limit > 0 && shared.open_connections.load(std::memory_order_relaxed) >= limit) {
         shared.refused_connections.fetch_add(1, std::memory_order_relaxed);

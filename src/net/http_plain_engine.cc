@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/logging.h"
+#include "net/accept.h"
 #include "net/http_plain.h"
 
 namespace rampart::net {
@@ -99,20 +100,8 @@ class PlainEngine final : public HttpEngine, private EventLoop::Watcher {
   // Edge-triggered: accepts until none is left.
   void OnEvents(uint32_t) override {
     while (listener_ >= 0) {
-      const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) {
-        if (errno == EINTR || errno == ECONNABORTED) continue;
-        const bool drained = errno == EAGAIN || errno == EWOULDBLOCK;
-        if (!drained && !stalled_) {
-          LOG_WARN("accept failed: {}; connections wait until it succeeds", std::strerror(errno));
-        }
-        stalled_ = !drained;
-        return;
-      }
-      if (stalled_) {
-        LOG_INFO("accepting connections again");
-        stalled_ = false;
-      }
+      const int fd = AcceptNext(listener_, stalled_, core_.options().name);
+      if (fd < 0) return;
       std::optional<ConnectionSlot> slot = core_.OpenConnection();
       if (!slot) {
         RefuseConnection(fd);
