@@ -313,6 +313,7 @@ struct GrpcIo {
 
   void SendAll();
   void ExpireDeadlines();
+  void CheckStarted();  // every second
 };
 
 // One HTTP/2 connection and its calls, on its I/O thread from accept to close.
@@ -349,6 +350,16 @@ class GrpcConnection final : public EventLoop::Watcher,
                           nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
                           nullptr, 0);
     MarkOutput();
+  }
+  // Closes the connection when its client has not completed the TLS handshake and sent its
+  // first HTTP/2 frame by `due` (from the connection's opening).
+  void CheckStarted(SteadyTime now) {
+    if (!started_ && session_ != nullptr && now >= opened_ + shared_->options.handshake_timeout) {
+      LOG_DEBUG("gRPC: closing a connection from {} that sent no HTTP/2 frame within {} s",
+                peer_ != nullptr ? peer_->address : "?",
+                shared_->options.handshake_timeout.count());
+      Close();
+    }
   }
   // The call on `stream_id` is past its deadline.
   void Expire(int32_t stream_id) {
@@ -424,9 +435,15 @@ class GrpcConnection final : public EventLoop::Watcher,
     io_.unsent.push_back(shared_from_this());
   }
 
+  // The stream's state, or null. nghttp2's callbacks come in runs for one stream: the last one
+  // found is kept (a map's elements stay put until erased).
   Stream* Find(int32_t stream_id) {
+    if (stream_id == found_id_ && found_ != nullptr) return found_;
     auto found = streams_.find(stream_id);
-    return found == streams_.end() ? nullptr : &found->second;
+    if (found == streams_.end()) return nullptr;
+    found_id_ = stream_id;
+    found_ = &found->second;
+    return found_;
   }
   void StartCall(int32_t stream_id, Stream& stream);
   void Receive(int32_t stream_id, Stream& stream, const uint8_t* data, size_t length);
@@ -461,12 +478,16 @@ class GrpcConnection final : public EventLoop::Watcher,
   bool handshaken_ = false;
   std::shared_ptr<const Peer> peer_;
   std::unordered_map<int32_t, Stream> streams_;
+  int32_t found_id_ = 0;     // Find's last answer (0 is never a stream)
+  Stream* found_ = nullptr;  // into streams_; null when erased
   std::unique_ptr<uint8_t[]> buffer_ = std::make_unique<uint8_t[]>(kReadBufferBytes);
   std::string out_;  // bytes for the socket, from out_sent_
   size_t out_sent_ = 0;
   bool writable_ = true;
   bool queued_ = false;  // in io_.unsent
   bool going_away_ = false;
+  bool started_ = false;  // an HTTP/2 frame has come (after the preface and any TLS handshake)
+  const SteadyTime opened_ = Clock::Coarse().Now();
   bool closing_ = false;  // close once the output is sent
 };
 
@@ -875,6 +896,7 @@ void GrpcConnection::SetPaused(int32_t stream_id, bool paused) {
 void GrpcConnection::CancelStream(int32_t stream_id) {
   auto found = streams_.find(stream_id);
   if (found == streams_.end()) return;
+  if (found_id_ == stream_id) found_ = nullptr;
   Stream stream = std::move(found->second);
   streams_.erase(found);
   if (stream.call != nullptr && !stream.finished) {
@@ -1023,6 +1045,7 @@ int GrpcConnection::OnHeader(nghttp2_session* session, const nghttp2_frame* fram
 
 int GrpcConnection::OnFrameReceived(nghttp2_session*, const nghttp2_frame* frame, void* self) {
   auto& connection = *static_cast<GrpcConnection*>(self);
+  connection.started_ = true;
   const int32_t id = frame->hd.stream_id;
   Stream* stream = connection.Find(id);
   if (stream == nullptr) return 0;
@@ -1069,6 +1092,15 @@ void GrpcIo::SendAll() {
     connection->Send();
   }
   unsent.clear();
+}
+
+void GrpcIo::CheckStarted() {
+  const SteadyTime now = Clock::Coarse().Now();
+  // A copy: a connection that closes leaves `open`.
+  std::vector<std::shared_ptr<GrpcConnection>> connections;
+  connections.reserve(open.size());
+  for (const auto& entry : open) connections.push_back(entry.second);
+  for (const auto& connection : connections) connection->CheckStarted(now);
 }
 
 void GrpcIo::ExpireDeadlines() {
@@ -1153,6 +1185,7 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcServerOptions& o
     GrpcIo* raw = io.get();
     loop->AtBatchEnd([raw] { raw->SendAll(); });
     loop->Every(kDeadlineTick, [raw] { raw->ExpireDeadlines(); });
+    loop->Every(std::chrono::seconds(1), [raw] { raw->CheckStarted(); });
     impl->io.push_back(std::move(io));
   }
   if (!listener.open()) return InvalidArgument("{}: no listening socket", options.name);

@@ -19,8 +19,9 @@
 // Bounds: each message at most max_message_bytes, inflated too (larger: RESOURCE_EXHAUSTED, read
 // no further); the bytes of messages being read, over all calls (max_reading_bytes); streams per
 // connection (SETTINGS_MAX_CONCURRENT_STREAMS); connections (max_connections, one more is closed
-// at once); a handler can pause reading a call (GrpcCall::PauseReading), and its unread bytes
-// then hold the stream's flow-control window, so the client stops sending.
+// at once; one that has not started HTTP/2 within handshake_timeout is closed); a handler can pause
+// reading a call (GrpcCall::PauseReading), and its unread bytes then hold the stream's flow-control
+// window, so the client stops sending.
 //
 // Threads: handlers run on the connection's I/O thread and must not block. A call is answered
 // from any thread (GrpcCall's methods are thread-safe); the answer is written by the I/O thread
@@ -169,6 +170,10 @@ struct GrpcServerOptions {
   uint32_t max_concurrent_streams = 1024;
   // Connections open at once; one more is closed at once. 0 = no limit.
   size_t max_connections = 4096;
+  // A connection whose client has not completed the TLS handshake and sent its first HTTP/2
+  // frame this long after it connected is closed (checked every second). Idle connections with
+  // a session under way stay open, as gRPC clients keep channels.
+  std::chrono::seconds handshake_timeout{20};
   std::vector<int> cpus;     // CPUs the I/O threads run on; empty = any
   bool sched_batch = false;  // I/O threads under SCHED_BATCH
   // TLS 1.2+ with HTTP/2 chosen by ALPN, as gRPC clients require; cleartext (h2c) when empty.

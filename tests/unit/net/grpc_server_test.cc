@@ -3,7 +3,11 @@
 
 #include "net/grpc_server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <future>
@@ -211,6 +215,31 @@ TEST_F(GrpcServerTest, MessagesPastTheReadingBudgetAreRefused) {
   recorder_.Snapshot(1).call->FinishWith("answer");
   const grpc::Status answered = small.get();
   EXPECT_TRUE(answered.ok()) << answered.error_code() << ": " << answered.error_message();
+}
+
+TEST_F(GrpcServerTest, AConnectionThatNeverStartsHttp2IsClosed) {
+  GrpcServerOptions options;
+  options.handshake_timeout = std::chrono::seconds(1);
+  Start(options);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(server_->port());
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  // Sends nothing; the server (after its own SETTINGS frame) closes it a second or two later: a
+  // read finds the end, not the 10 s receive timeout.
+  const timeval wait{.tv_sec = 10, .tv_usec = 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  const auto start = std::chrono::steady_clock::now();
+  char buffer[256];
+  ssize_t got = 0;
+  while ((got = ::recv(fd, buffer, sizeof(buffer), 0)) > 0) {
+  }
+  EXPECT_EQ(got, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 8s);
+  ::close(fd);
 }
 
 }  // namespace
