@@ -44,6 +44,14 @@ net::GrpcCode CodeOf(const grpc::Status& status) {
   return static_cast<net::GrpcCode>(status.error_code());
 }
 
+// `message` serialized into a message to send, with no copy between (the tensors' bytes go
+// straight from the response into the buffer that is sent).
+net::GrpcOutMessage Serialized(const google::protobuf::Message& message) {
+  net::GrpcOutMessage out(message.ByteSizeLong());
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.payload()));
+  return out;
+}
+
 // Ends `call` with `status`: `response` and OK, or the error; `trailers` either way.
 void FinishCall(net::GrpcCall& call, const grpc::Status& status,
                 const google::protobuf::Message* response, net::GrpcMetadata trailers) {
@@ -51,7 +59,8 @@ void FinishCall(net::GrpcCall& call, const grpc::Status& status,
     call.Finish(CodeOf(status), status.error_message(), std::move(trailers));
     return;
   }
-  std::string serialized = response != nullptr ? response->SerializeAsString() : "";
+  net::GrpcOutMessage serialized =
+      response != nullptr ? Serialized(*response) : net::GrpcOutMessage(0);
   if (trailers.empty()) {
     call.FinishWith(std::move(serialized));
   } else {
@@ -235,11 +244,12 @@ class NativeStream : public std::enable_shared_from_this<NativeStream> {
  private:
   // From any thread: the answer of `slot`.
   void Respond(uint64_t slot, ModelStreamInferResponse response) {
+    net::GrpcOutMessage serialized = Serialized(response);  // outside the lock
     {
       std::lock_guard lock(mutex_);
       --in_flight_;
       if (!call_->cancelled() && slot >= first_slot_ && slot - first_slot_ < answers_.size()) {
-        answers_[slot - first_slot_] = response.SerializeAsString();
+        answers_[slot - first_slot_] = std::move(serialized);
       }
     }
     call_->Post([self = shared_from_this()] { self->Pump(); });
@@ -248,7 +258,7 @@ class NativeStream : public std::enable_shared_from_this<NativeStream> {
   // On the I/O thread: writes the answers whose turn has come, pauses or resumes reading, and
   // finishes once nothing is left.
   void Pump() {
-    std::vector<std::string> ready;
+    std::vector<net::GrpcOutMessage> ready;
     std::optional<grpc::Status> finish;
     std::optional<bool> pause;
     {
@@ -279,7 +289,7 @@ class NativeStream : public std::enable_shared_from_this<NativeStream> {
         }
       }
     }
-    for (std::string& answer : ready) call_->Write(std::move(answer));
+    for (net::GrpcOutMessage& answer : ready) call_->Write(std::move(answer));
     if (pause) {
       if (*pause) {
         call_->PauseReading();
@@ -296,7 +306,7 @@ class NativeStream : public std::enable_shared_from_this<NativeStream> {
   std::mutex mutex_;
   // Guarded. One slot per request read and not yet written, in request order, filled by its
   // serialized answer; first_slot_ numbers the front slot.
-  std::deque<std::optional<std::string>> answers_;
+  std::deque<std::optional<net::GrpcOutMessage>> answers_;
   uint64_t first_slot_ = 0;  // guarded
   int in_flight_ = 0;        // guarded; requests handed over and not yet answered
   bool reads_done_ = false;  // guarded; the client half-closed
@@ -388,7 +398,7 @@ class WatchHandler final : public net::GrpcCallHandler {
       sent = status;
       grpc::health::v1::HealthCheckResponse response;
       response.set_status(status);
-      call->Write(response.SerializeAsString());
+      call->Write(Serialized(response));
     }
     grpc_health::HealthService& health;
     const Call call;
@@ -409,7 +419,7 @@ class ReflectionHandler final : public net::GrpcCallHandler {
   void OnMessage(std::string message) override {
     static const std::vector<std::string> kServices = {kService, "grpc.health.v1.Health",
                                                        std::string(grpc_reflection::kServiceName)};
-    call_->Write(grpc_reflection::Answer(message, kServices));
+    call_->Write(std::string_view(grpc_reflection::Answer(message, kServices)));
   }
   void OnHalfClose() override { call_->Finish(net::GrpcCode::kOk); }
   void OnCancel() override {}

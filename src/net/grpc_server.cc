@@ -37,8 +37,7 @@
 namespace rampart::net {
 namespace {
 
-// A gRPC message's prefix: a compressed flag and a big-endian length.
-constexpr size_t kPrefixBytes = 5;
+constexpr size_t kPrefixBytes = kGrpcPrefixBytes;
 constexpr size_t kReadBufferBytes = 64 * 1024;
 // Bytes gathered from nghttp2 before they go to the socket in one send.
 constexpr size_t kSendChunkBytes = 256 * 1024;
@@ -381,7 +380,7 @@ class GrpcConnection final : public EventLoop::Watcher,
       gate_->Post(UniqueFunction<void()>(std::forward<Task>(task)));
     }
   }
-  void Write(int32_t stream_id, std::string message);
+  void Write(int32_t stream_id, GrpcOutMessage message);
   void Finish(int32_t stream_id, GrpcCode code, std::string message, GrpcMetadata trailers);
   void SetPaused(int32_t stream_id, bool paused);
 
@@ -498,7 +497,7 @@ std::string_view GrpcCall::Metadata(std::string_view key) const {
   return {};
 }
 
-void GrpcCall::Write(std::string message) {
+void GrpcCall::Write(GrpcOutMessage message) {
   if (finished_.load(std::memory_order_relaxed)) return;
   connection_->OnThread(
       [connection = connection_, id = stream_id_, message = std::move(message)]() mutable {
@@ -514,7 +513,7 @@ void GrpcCall::Finish(GrpcCode code, std::string message, GrpcMetadata trailers)
   });
 }
 
-void GrpcCall::FinishWith(std::string response) {
+void GrpcCall::FinishWith(GrpcOutMessage response) {
   if (finished_.exchange(true)) return;
   connection_->OnThread(
       [connection = connection_, id = stream_id_, response = std::move(response)]() mutable {
@@ -911,19 +910,22 @@ void GrpcConnection::CancelStream(int32_t stream_id) {
   if (stream.counted) io_.shared.CallEnded();
 }
 
-void GrpcConnection::Write(int32_t stream_id, std::string message) {
+void GrpcConnection::Write(int32_t stream_id, GrpcOutMessage message) {
   Stream* stream = Find(stream_id);
   if (stream == nullptr || session_ == nullptr || stream->finishing) return;
-  if (stream->out_offset == stream->out.size()) {
-    stream->out.clear();
-    stream->out_offset = 0;
-  }
+  std::string& framed = message.bytes_;
   const uint32_t length = static_cast<uint32_t>(message.size());
-  const char prefix[kPrefixBytes] = {0, static_cast<char>(length >> 24),
-                                     static_cast<char>(length >> 16),
-                                     static_cast<char>(length >> 8), static_cast<char>(length)};
-  stream->out.append(prefix, kPrefixBytes);
-  stream->out.append(message);
+  framed[0] = 0;  // not compressed
+  framed[1] = static_cast<char>(length >> 24);
+  framed[2] = static_cast<char>(length >> 16);
+  framed[3] = static_cast<char>(length >> 8);
+  framed[4] = static_cast<char>(length);
+  if (stream->out_offset == stream->out.size()) {
+    stream->out = std::move(framed);  // the usual case: nothing else waits, nothing is copied
+    stream->out_offset = 0;
+  } else {
+    stream->out.append(framed);
+  }
   if (!stream->response_started) {
     StartResponse(stream_id, *stream);
   } else {

@@ -27,6 +27,7 @@
 // from any thread (GrpcCall's methods are thread-safe); the answer is written by the I/O thread
 // at the end of its loop turn.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -88,6 +89,32 @@ class GrpcCallHandler {
   virtual void OnCancel() = 0;
 };
 
+// Bytes before each gRPC message on the wire: a compressed flag and a big-endian length.
+inline constexpr size_t kGrpcPrefixBytes = 5;
+
+// A message to send, built in place: its bytes go at payload(), after room for gRPC's prefix,
+// so that writing it copies nothing (tensor bytes serialized straight into the buffer that is
+// sent). Move-only.
+class GrpcOutMessage {
+ public:
+  explicit GrpcOutMessage(size_t size) : bytes_(kGrpcPrefixBytes + size, '\0') {}
+  // A copy of `message`.
+  static GrpcOutMessage Of(std::string_view message) {
+    GrpcOutMessage out(message.size());
+    std::copy(message.begin(), message.end(), out.payload());
+    return out;
+  }
+  GrpcOutMessage(GrpcOutMessage&&) noexcept = default;
+  GrpcOutMessage& operator=(GrpcOutMessage&&) noexcept = default;
+
+  char* payload() { return bytes_.data() + kGrpcPrefixBytes; }
+  size_t size() const { return bytes_.size() - kGrpcPrefixBytes; }
+
+ private:
+  friend class GrpcConnection;
+  std::string bytes_;
+};
+
 // One call: an HTTP/2 stream carrying a gRPC method. The service keeps a shared_ptr to answer
 // it; every answering method is thread-safe and is dropped once the call is over.
 class GrpcCall {
@@ -114,12 +141,13 @@ class GrpcCall {
   const std::shared_ptr<std::atomic<bool>>& cancelled_flag() { return cancelled_flag_; }
 
   // Sends one response message (the response headers first, with the call's first message).
-  void Write(std::string message);
+  void Write(GrpcOutMessage message);
+  void Write(std::string_view message) { Write(GrpcOutMessage::Of(message)); }
   // Ends the call with `code` and `message` (`grpc-message`), after the messages written
   // before; `trailers` are extra trailing metadata. Later calls do nothing.
   void Finish(GrpcCode code, std::string message = {}, GrpcMetadata trailers = {});
   // The answer in one step: `response` then OK.
-  void FinishWith(std::string response);
+  void FinishWith(GrpcOutMessage response);
   // Stops handing this call's messages to the handler (they wait, and hold the stream's window
   // once it is full) until ResumeReading. For a streaming handler with enough work in hand.
   void PauseReading();

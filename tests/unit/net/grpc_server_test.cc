@@ -212,7 +212,7 @@ TEST_F(GrpcServerTest, MessagesPastTheReadingBudgetAreRefused) {
   std::future<grpc::Status> small = CallAsync(channel_, {std::string(500, 'y')}, 10s);
   ASSERT_TRUE(recorder_.WaitFor(1, [](const Recorder::Seen& seen) { return seen.half_closed; }))
       << recorder_.Snapshot(0).messages.size() << " " << recorder_.Snapshot(0).half_closed;
-  recorder_.Snapshot(1).call->FinishWith("answer");
+  recorder_.Snapshot(1).call->FinishWith(GrpcOutMessage::Of("answer"));
   const grpc::Status answered = small.get();
   EXPECT_TRUE(answered.ok()) << answered.error_code() << ": " << answered.error_message();
 }
