@@ -39,6 +39,10 @@ namespace {
 
 constexpr size_t kPrefixBytes = kGrpcPrefixBytes;
 constexpr size_t kReadBufferBytes = 64 * 1024;
+// Received bytes are handed to nghttp2 this many at a time (a few small calls' worth), and the
+// answers finished meanwhile go out every kFlushEveryCalls calls (GrpcConnection::Take).
+constexpr size_t kRecvSliceBytes = 1024;
+constexpr int kFlushEveryCalls = 8;
 // Bytes gathered from nghttp2 before they go to the socket in one send.
 constexpr size_t kSendChunkBytes = 256 * 1024;
 // Flow-control windows: a stream's (what one call may have on the wire unread) and the
@@ -428,6 +432,8 @@ class GrpcConnection final : public EventLoop::Watcher,
   ssize_t WriteSome(const char* data, size_t length);
   // Advances the TLS handshake; true once it is done (and peer_ holds the client certificate).
   bool Handshake();
+  // Hands `length` received bytes to nghttp2; false when the connection is to end.
+  bool Take(const uint8_t* data, size_t length);
   void MarkOutput() {
     if (queued_ || session_ == nullptr) return;
     queued_ = true;
@@ -485,6 +491,7 @@ class GrpcConnection final : public EventLoop::Watcher,
   bool writable_ = true;
   bool queued_ = false;  // in io_.unsent
   bool going_away_ = false;
+  int finished_since_flush_ = 0;  // calls finished on this thread since the output last went
   bool started_ = false;  // an HTTP/2 frame has come (after the preface and any TLS handshake)
   const SteadyTime opened_ = Clock::Coarse().Now();
   bool closing_ = false;  // close once the output is sent
@@ -612,17 +619,34 @@ void GrpcConnection::HandleEvents(uint32_t events) {
         return;
       }
       if (got == 0) break;
-      const ssize_t taken = nghttp2_session_mem_recv(session_, buffer_.get(), got);
-      if (taken < 0) {
-        // A protocol error: nghttp2 queued a GOAWAY saying so; send it, then close.
-        closing_ = true;
-        break;
-      }
+      if (!Take(buffer_.get(), static_cast<size_t>(got))) break;
       // Cleartext: a short read drained the socket until the next edge.
       if (ssl_ == nullptr && static_cast<size_t>(got) < kReadBufferBytes) break;
     }
   }
   MarkOutput();
+}
+
+bool GrpcConnection::Take(const uint8_t* data, size_t length) {
+  // In slices, sending the answers finished so far every kFlushEveryCalls calls: the client
+  // starts on those while this thread goes on with the rest, rather than the two taking turns
+  // (a burst of 64 calls answered all at once leaves the client idle meanwhile). A slice that
+  // finished no call doubles the next (large messages go through in few slices).
+  size_t offset = 0;
+  size_t slice = kRecvSliceBytes;
+  while (offset < length && session_ != nullptr) {
+    const size_t piece = std::min(length - offset, slice);
+    const int finished_before = finished_since_flush_;
+    if (nghttp2_session_mem_recv(session_, data + offset, piece) < 0) {
+      // A protocol error: nghttp2 queued a GOAWAY saying so; send it, then close.
+      closing_ = true;
+      return false;
+    }
+    offset += piece;
+    slice = finished_since_flush_ != finished_before ? kRecvSliceBytes : slice * 2;
+    if (finished_since_flush_ >= kFlushEveryCalls) Flush();
+  }
+  return session_ != nullptr;
 }
 
 ssize_t GrpcConnection::ReadSome(uint8_t* buffer, size_t length) {
@@ -685,6 +709,7 @@ bool GrpcConnection::Handshake() {
 
 void GrpcConnection::Flush() {
   if (session_ == nullptr || (ssl_ != nullptr && !handshaken_)) return;
+  finished_since_flush_ = 0;
   while (true) {
     while (out_.size() - out_sent_ < kSendChunkBytes) {
       const uint8_t* data = nullptr;
@@ -940,6 +965,7 @@ void GrpcConnection::Finish(int32_t stream_id, GrpcCode code, std::string messag
   if (stream == nullptr || session_ == nullptr || stream->finishing) return;
   stream->finished = true;
   stream->finishing = true;
+  ++finished_since_flush_;
   stream->code = code;
   stream->message = std::move(message);
   stream->trailers = std::move(trailers);
