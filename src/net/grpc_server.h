@@ -6,8 +6,9 @@
 // Why: gRPC core spends tens of µs of CPU per call in its own polling, locking and memory
 // accounting, several times what the same request costs over Rampart's HTTP/1.1 (figures in
 // docs/benchmarks.md, "gRPC vs HTTP infer"). Here a call costs what HTTP/2 framing costs: the
-// connection's thread reads the frames, hands each call's messages to its handler and writes
-// the answers of a whole loop turn in one send, as the HTTP/1.1 server does.
+// connection's thread reads the frames, hands each call's messages to its handler, and sends the
+// answers finished meanwhile every few calls and at the end of its loop turn, fewer sends than
+// calls (GrpcConnection::Take says why not only at the turn's end).
 //
 // What it speaks (docs/grpc-transport.md): HTTP/2 with prior knowledge over cleartext (h2c, what
 // gRPC clients send to an `insecure` channel), or over TLS 1.2+ (ALPN "h2", optionally requiring
@@ -24,8 +25,7 @@
 // window, so the client stops sending.
 //
 // Threads: handlers run on the connection's I/O thread and must not block. A call is answered
-// from any thread (GrpcCall's methods are thread-safe); the answer is written by the I/O thread
-// at the end of its loop turn.
+// from any thread (GrpcCall's methods are thread-safe); the answer is written by the I/O thread.
 
 #include <algorithm>
 #include <atomic>
