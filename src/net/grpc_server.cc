@@ -97,6 +97,24 @@ Result<std::string> Inflate(std::string_view encoding, const std::string& compre
   return out;
 }
 
+// nghttp2 is C: no exception may cross it. One that a callback lets out (running out of memory)
+// fails the session instead, which closes the connection.
+template <auto Callback>
+struct Guarded;
+template <typename Result, typename... Args, Result (*Callback)(Args...)>
+struct Guarded<Callback> {
+  static Result Call(Args... args) noexcept {
+    try {
+      return Callback(args...);
+    } catch (const std::exception& error) {
+      LOG_WARN("gRPC: a connection failed: {}", error.what());
+    } catch (...) {
+      LOG_WARN("gRPC: a connection failed: unexpected exception");
+    }
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+};
+
 // The client's address, as the HTTP server writes it.
 std::string PeerAddress(int fd) {
   sockaddr_storage address{};
@@ -550,11 +568,14 @@ void GrpcConnection::Open() {
   peer_ = std::move(peer);
   nghttp2_session_callbacks* callbacks = nullptr;
   nghttp2_session_callbacks_new(&callbacks);
-  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, &OnBeginHeaders);
-  nghttp2_session_callbacks_set_on_header_callback(callbacks, &OnHeader);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &OnFrameReceived);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &OnDataChunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &OnStreamClosed);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks,
+                                                          &Guarded<&OnBeginHeaders>::Call);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, &Guarded<&OnHeader>::Call);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &Guarded<&OnFrameReceived>::Call);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks,
+                                                            &Guarded<&OnDataChunk>::Call);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks,
+                                                         &Guarded<&OnStreamClosed>::Call);
   nghttp2_option* option = nullptr;
   nghttp2_option_new(&option);
   // Windows are given back as the service takes the bytes (a paused call holds its own).
@@ -998,7 +1019,7 @@ void GrpcConnection::StartResponse(int32_t stream_id, Stream& stream) {
                                 Header("content-type", "application/grpc"),
                                 Header("grpc-accept-encoding", kAcceptEncoding)};
   nghttp2_data_provider provider{};
-  provider.read_callback = &ReadResponse;
+  provider.read_callback = &Guarded<&ReadResponse>::Call;
   nghttp2_submit_response(session_, stream_id, headers, std::size(headers), &provider);
 }
 
