@@ -47,6 +47,26 @@ TEST(Settings, TheServerNameIsRampartUnlessSet) {
   std::filesystem::remove(path);
 }
 
+// gRPC is served by the native engine unless `core` is asked for; anything else is refused.
+TEST(Settings, TheGrpcEngineIsNativeOrCore) {
+  ServeSettings settings;
+  settings.model_repository = "/models";
+  EXPECT_EQ(settings.grpc_engine, "native");
+  EXPECT_EQ(settings.grpc_thread_count, 0);  // the engine's default
+  EXPECT_TRUE(Validate(settings).ok());
+  const std::string path = WriteTemp("server:\n  grpc_engine: core\n  grpc_thread_count: 2\n");
+  ASSERT_TRUE(ApplyYamlFile(path, settings).ok());
+  EXPECT_EQ(settings.grpc_engine, "core");
+  EXPECT_EQ(settings.grpc_thread_count, 2);
+  EXPECT_TRUE(Validate(settings).ok());
+  settings.grpc_engine = "grpcio";
+  EXPECT_EQ(Validate(settings).message(), "--grpc-engine must be 'core' or 'native', got 'grpcio'");
+  settings.grpc_engine = "native";
+  settings.grpc_thread_count = 65;
+  EXPECT_EQ(Validate(settings).code(), StatusCode::kInvalidArgument);
+  std::filesystem::remove(path);
+}
+
 TEST(Settings, UnknownKeysAndWrongTypesAreErrors) {
   ServeSettings settings;
   const std::string typo = WriteTemp("http:\n  prot: 9000\n");
