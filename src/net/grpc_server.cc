@@ -329,8 +329,10 @@ struct GrpcIo {
   std::shared_ptr<IoGate> gate;
   std::unordered_map<GrpcConnection*, std::shared_ptr<GrpcConnection>> open;
   std::vector<std::shared_ptr<GrpcConnection>> unsent;
-  // Calls with a deadline: when, and which (connection, stream).
-  std::multimap<SteadyTime, std::pair<std::weak_ptr<GrpcConnection>, int32_t>> deadlines;
+  // Calls with a deadline: when, and which (connection, stream). A call that ends takes its
+  // entry out (Stream::deadline).
+  using Deadlines = std::multimap<SteadyTime, std::pair<std::weak_ptr<GrpcConnection>, int32_t>>;
+  Deadlines deadlines;
 
   void SendAll();
   void ExpireDeadlines();
@@ -373,7 +375,7 @@ class GrpcConnection final : public EventLoop::Watcher,
     MarkOutput();
   }
   // Closes the connection when its client has not completed the TLS handshake and sent its
-  // first HTTP/2 frame by `due` (from the connection's opening).
+  // first HTTP/2 frame within the handshake timeout of its opening (`now`: Clock::Coarse's).
   void CheckStarted(SteadyTime now) {
     if (!started_ && session_ != nullptr && now >= opened_ + shared_->options.handshake_timeout) {
       LOG_DEBUG("gRPC: closing a connection from {} that sent no HTTP/2 frame within {} s",
@@ -382,12 +384,14 @@ class GrpcConnection final : public EventLoop::Watcher,
       Close();
     }
   }
-  // The call on `stream_id` is past its deadline.
-  void Expire(int32_t stream_id) {
-    if (session_ == nullptr || streams_.find(stream_id) == streams_.end()) return;
+  // The call on `stream_id` is past its deadline: it is cancelled (which takes its deadline
+  // entry out; false when there was no such call).
+  bool Expire(int32_t stream_id) {
+    if (session_ == nullptr || streams_.find(stream_id) == streams_.end()) return false;
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
     CancelStream(stream_id);
     MarkOutput();
+    return true;
   }
   void Close();
 
@@ -414,7 +418,8 @@ class GrpcConnection final : public EventLoop::Watcher,
     GrpcMetadata metadata;
     size_t metadata_bytes = 0;
     std::optional<std::chrono::nanoseconds> timeout;
-    std::string encoding;  // grpc-encoding
+    std::optional<GrpcIo::Deadlines::iterator> deadline;  // its entry in io_.deadlines
+    std::string encoding;                                 // grpc-encoding
     std::shared_ptr<GrpcCall> call;
     std::unique_ptr<GrpcCallHandler> handler;
     bool counted = false;  // in GrpcShared's calls in flight
@@ -806,7 +811,7 @@ void GrpcConnection::StartCall(int32_t stream_id, Stream& stream) {
   io_.shared.CallStarted();
   if (stream.timeout) {
     const SteadyTime due = Clock::Real().Now() + *stream.timeout;
-    io_.deadlines.emplace(due, std::make_pair(weak_from_this(), stream_id));
+    stream.deadline = io_.deadlines.emplace(due, std::make_pair(weak_from_this(), stream_id));
   }
   std::shared_ptr<GrpcCall> call = stream.call;
   std::unique_ptr<GrpcCallHandler> handler = io_.shared.service(std::move(call));
@@ -944,6 +949,7 @@ void GrpcConnection::CancelStream(int32_t stream_id) {
   if (found_id_ == stream_id) found_ = nullptr;
   Stream stream = std::move(found->second);
   streams_.erase(found);
+  if (stream.deadline) io_.deadlines.erase(*stream.deadline);
   if (stream.call != nullptr && !stream.finished) {
     stream.call->cancelled_.store(true, std::memory_order_relaxed);
     stream.call->cancelled_flag_->store(true, std::memory_order_relaxed);
@@ -1156,9 +1162,11 @@ void GrpcIo::ExpireDeadlines() {
   if (deadlines.empty()) return;
   const SteadyTime now = Clock::Real().Now();
   while (!deadlines.empty() && deadlines.begin()->first <= now) {
-    auto [connection, stream_id] = deadlines.begin()->second;
+    // Expire takes the entry out (the call ends); an entry of a connection already gone is
+    // taken out here.
+    const auto [connection, stream_id] = deadlines.begin()->second;
+    if (auto alive = connection.lock(); alive != nullptr && alive->Expire(stream_id)) continue;
     deadlines.erase(deadlines.begin());
-    if (auto alive = connection.lock()) alive->Expire(stream_id);
   }
 }
 
