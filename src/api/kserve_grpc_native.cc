@@ -207,19 +207,19 @@ class NativeStream : public std::enable_shared_from_this<NativeStream> {
       slot = first_slot_ + answers_.size();
       answers_.emplace_back();
     }
-    auto request = std::make_shared<ModelInferRequest>();
+    // Read only until the request is handed over (its tensors move out).
+    ModelInferRequest request;
     auto respond = [self = shared_from_this(), slot](ModelStreamInferResponse response) {
       self->Respond(slot, std::move(response));
     };
-    if (!request->ParseFromString(message)) {
+    if (!request.ParseFromString(message)) {
       respond(grpc_calls::StreamError(Internal("the request message does not parse"), "", "", ""));
     } else if (!RunLoggingExceptions("a gRPC stream", [&] {
-                 grpc_calls::StartStreamRequest(shared_, caller_, *request, call_->cancelled_flag(),
+                 grpc_calls::StartStreamRequest(shared_, caller_, request, call_->cancelled_flag(),
                                                 respond);
                })) {
       respond(grpc_calls::StreamError(Internal("the request failed (see the server's log)"),
-                                      request->model_name(), request->model_version(),
-                                      request->id()));
+                                      request.model_name(), request.model_version(), request.id()));
     }
     Pump();
   }
