@@ -537,9 +537,10 @@ int Serve(const ServeSettings& settings) {
            settings.http_address, (*http)->port(), settings.model_repository);
   // The HTTP line comes last: tools wait for it, and by then every other line is out.
   if (grpc) {
-    LOG_INFO("KServe v2 gRPC listening on {}:{}{}", settings.grpc_address, grpc->port(),
-             settings.grpc_use_ssl_mutual ? " (mutual TLS)"
-             : settings.grpc_use_ssl      ? " (TLS)"
+    LOG_INFO("KServe v2 gRPC listening on {}:{} ({} engine{})", settings.grpc_address, grpc->port(),
+             settings.grpc_engine,
+             settings.grpc_use_ssl_mutual ? ", mutual TLS"
+             : settings.grpc_use_ssl      ? ", TLS"
                                           : "");
     std::printf("rampart: gRPC listening on %s:%d\n", settings.grpc_address.c_str(), grpc->port());
   }
