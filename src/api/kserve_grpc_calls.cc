@@ -228,16 +228,6 @@ void AwaitInfer(CallShared& shared, grpc::ServerCompletionQueue* queue) {
   new InferCall(shared, queue);  // owns itself
 }
 
-bool ByteBudget::TryTake(size_t bytes) {
-  size_t used = used_.load(std::memory_order_relaxed);
-  do {
-    if (bytes > limit_ || used > limit_ - bytes) return false;
-  } while (!used_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
-  return true;
-}
-
-void ByteBudget::Give(size_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
-
 void CallShared::CallCreated() {
   std::lock_guard lock(calls_mutex_);
   ++live_calls_;

@@ -35,6 +35,7 @@
 #include "api/grpc_service.grpc.pb.h"
 #include "api/kserve_grpc_cork.h"
 #include "audit/sink.h"
+#include "core/byte_budget.h"
 #include "policy/access.h"
 #include "serve/server.h"
 
@@ -83,20 +84,6 @@ class StreamRegistry {
   std::mutex mutex_;
   std::set<StreamCall*> streams_;  // guarded by mutex_
   bool stopped_ = false;           // guarded by mutex_
-};
-
-// The bytes of infer requests held in flight, against a fixed budget. Thread-safe.
-class ByteBudget {
- public:
-  explicit ByteBudget(size_t limit) : limit_(limit) {}
-  // Takes `bytes` from the budget; false (nothing taken) when they do not fit.
-  bool TryTake(size_t bytes);
-  void Give(size_t bytes);
-  size_t limit() const { return limit_; }
-
- private:
-  const size_t limit_;
-  std::atomic<size_t> used_{0};
 };
 
 // What the calls share with the service; outlives every call.

@@ -6,12 +6,10 @@
 #include <netinet/tcp.h>
 #include <nghttp2/nghttp2.h>
 #include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,12 +22,15 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/byte_budget.h"
 #include "core/cpu_affinity.h"
 #include "core/exceptions.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
 #include "net/accept.h"
 #include "net/event_loop.h"
+#include "net/grpc_tls.h"
+#include "net/grpc_wire.h"
 #include "net/http_stream.h"
 #include "net/local_port.h"
 #include "net/peer_certificate.h"
@@ -60,43 +61,6 @@ nghttp2_nv Header(std::string_view name, std::string_view value) {
                     value.size(), NGHTTP2_NV_FLAG_NONE};
 }
 
-// The message encodings read (grpc-encoding); answers go uncompressed, which every client reads.
-constexpr char kAcceptEncoding[] = "identity,deflate,gzip";
-
-// Inflates a compressed message (`gzip`: RFC 1952, `deflate`: RFC 1950 as gRPC means it), at
-// most `limit` bytes of it. Errors: ResourceExhausted past the limit, InvalidArgument for data
-// that does not inflate.
-Result<std::string> Inflate(std::string_view encoding, const std::string& compressed,
-                            uint64_t limit) {
-  z_stream stream{};
-  const int window_bits = encoding == "gzip" ? 16 + MAX_WBITS : MAX_WBITS;
-  if (inflateInit2(&stream, window_bits) != Z_OK) return Internal("zlib: cannot inflate");
-  std::string out;
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
-  stream.avail_in = static_cast<uInt>(compressed.size());
-  int result = Z_OK;
-  while (result == Z_OK) {
-    if (out.size() >= limit) {
-      inflateEnd(&stream);
-      return ResourceExhausted("received message larger than max (more than {} bytes inflated)",
-                               limit);
-    }
-    const size_t chunk = std::min<uint64_t>(limit - out.size(), 64 * 1024);
-    const size_t before = out.size();
-    out.resize(before + chunk);
-    stream.next_out = reinterpret_cast<Bytef*>(out.data() + before);
-    stream.avail_out = static_cast<uInt>(chunk);
-    result = inflate(&stream, Z_NO_FLUSH);
-    out.resize(before + chunk - stream.avail_out);
-    if (result == Z_BUF_ERROR && stream.avail_in == 0) break;  // truncated
-  }
-  inflateEnd(&stream);
-  if (result != Z_STREAM_END) {
-    return InvalidArgument("the {} message does not inflate", encoding);
-  }
-  return out;
-}
-
 // nghttp2 is C: no exception may cross it. One that a callback lets out (running out of memory)
 // fails the session instead, which closes the connection.
 template <auto Callback>
@@ -125,170 +89,14 @@ std::string PeerAddress(int fd) {
 
 }  // namespace
 
-// The reason of OpenSSL's last error, for messages.
-std::string TlsError() {
-  const unsigned long code = ERR_get_error();
-  if (code == 0) return "unknown TLS error";
-  char text[256];
-  ERR_error_string_n(code, text, sizeof(text));
-  ERR_clear_error();
-  return text;
-}
-
-// TLS reads and writes the socket through this BIO rather than OpenSSL's own socket BIO, whose
-// write() raises SIGPIPE when the client has gone: send() here passes MSG_NOSIGNAL.
-int BioWrite(BIO* bio, const char* data, int length) {
-  BIO_clear_retry_flags(bio);
-  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio)));
-  const ssize_t sent = ::send(fd, data, static_cast<size_t>(length), MSG_NOSIGNAL);
-  if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-    BIO_set_retry_write(bio);
-  }
-  return static_cast<int>(sent);
-}
-
-int BioRead(BIO* bio, char* data, int length) {
-  BIO_clear_retry_flags(bio);
-  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio)));
-  const ssize_t got = ::recv(fd, data, static_cast<size_t>(length), 0);
-  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-    BIO_set_retry_read(bio);
-  }
-  return static_cast<int>(got);
-}
-
-long BioControl(BIO*, int command, long, void*) {  // NOLINT(runtime/int): OpenSSL's signature
-  return command == BIO_CTRL_FLUSH ? 1 : 0;
-}
-
-// A BIO on socket `fd` (not owned), for SSL_set_bio.
-BIO* SocketBio(int fd) {
-  static BIO_METHOD* const kMethod = [] {
-    BIO_METHOD* method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "grpc socket");
-    BIO_meth_set_write(method, &BioWrite);
-    BIO_meth_set_read(method, &BioRead);
-    BIO_meth_set_ctrl(method, &BioControl);
-    return method;
-  }();
-  BIO* bio = BIO_new(kMethod);
-  if (bio == nullptr) return nullptr;
-  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
-  BIO_set_init(bio, 1);
-  return bio;
-}
-
-// ALPN: gRPC clients offer "h2" and require it.
-int SelectH2(SSL*, const unsigned char** out, unsigned char* out_length, const unsigned char* in,
-             unsigned int in_length, void*) {
-  static const unsigned char kH2[] = {2, 'h', '2'};
-  unsigned char* selected = nullptr;
-  if (SSL_select_next_proto(&selected, out_length, kH2, sizeof(kH2), in, in_length) !=
-      OPENSSL_NPN_NEGOTIATED) {
-    return SSL_TLSEXT_ERR_ALERT_FATAL;
-  }
-  *out = selected;
-  return SSL_TLSEXT_ERR_OK;
-}
-
-// Every certificate in `pem`, in order. Errors: InvalidArgument when it holds none.
-Result<std::vector<X509*>> ReadCertificates(const std::string& pem, std::string_view what) {
-  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  std::vector<X509*> certificates;
-  while (X509* certificate = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-    certificates.push_back(certificate);
-  }
-  ERR_clear_error();  // the end of the text reads as an error
-  BIO_free(bio);
-  if (certificates.empty()) return InvalidArgument("{}: no PEM certificate in it", what);
-  return certificates;
-}
-
-// TLS 1.2+ serving `tls`'s certificate, offering HTTP/2 by ALPN, verifying client certificates
-// against its roots when mutual. Errors: InvalidArgument naming the part that does not load.
-Result<std::shared_ptr<SSL_CTX>> MakeTlsContext(const GrpcTls& tls) {
-  std::shared_ptr<SSL_CTX> context(SSL_CTX_new(TLS_server_method()), &SSL_CTX_free);
-  if (context == nullptr) return Internal("TLS: {}", TlsError());
-  SSL_CTX* raw = context.get();
-  SSL_CTX_set_min_proto_version(raw, TLS1_2_VERSION);
-  SSL_CTX_set_mode(raw, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  ASSIGN_OR_RETURN(std::vector<X509*> chain, ReadCertificates(tls.cert_chain_pem, "certificate"));
-  bool used = SSL_CTX_use_certificate(raw, chain.front()) == 1;
-  X509_free(chain.front());
-  for (size_t i = 1; i < chain.size(); ++i) {
-    // The context takes these over.
-    if (used && SSL_CTX_add_extra_chain_cert(raw, chain[i]) == 1) continue;
-    X509_free(chain[i]);
-  }
-  if (!used) return InvalidArgument("certificate: {}", TlsError());
-  BIO* key_bio =
-      BIO_new_mem_buf(tls.private_key_pem.data(), static_cast<int>(tls.private_key_pem.size()));
-  EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
-  BIO_free(key_bio);
-  if (key == nullptr) return InvalidArgument("private key: {}", TlsError());
-  used = SSL_CTX_use_PrivateKey(raw, key) == 1;
-  EVP_PKEY_free(key);
-  if (!used || SSL_CTX_check_private_key(raw) != 1) {
-    return InvalidArgument("private key: does not belong to the certificate ({})", TlsError());
-  }
-  if (!tls.root_certs_pem.empty()) {
-    ASSIGN_OR_RETURN(std::vector<X509*> roots, ReadCertificates(tls.root_certs_pem, "root"));
-    X509_STORE* store = SSL_CTX_get_cert_store(raw);
-    for (X509* root : roots) {
-      X509_STORE_add_cert(store, root);
-      X509_free(root);
-    }
-  }
-  if (tls.mutual) {
-    SSL_CTX_set_verify(raw, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
-  }
-  SSL_CTX_set_alpn_select_cb(raw, &SelectH2, nullptr);
-  return context;
-}
-
-// Bytes of one message being read, held against GrpcServerOptions::max_reading_bytes until the
-// message is handed over or its call ends. Move-only.
-class ReadReservation {
- public:
-  ReadReservation() = default;
-  ReadReservation(ReadReservation&& other) noexcept
-      : pool_(std::exchange(other.pool_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-  ReadReservation& operator=(ReadReservation&& other) noexcept {
-    if (this != &other) {
-      Release();
-      pool_ = std::exchange(other.pool_, nullptr);
-      bytes_ = std::exchange(other.bytes_, 0);
-    }
-    return *this;
-  }
-  ~ReadReservation() { Release(); }
-
-  // Takes `bytes` from `pool` unless that passes `limit`; false (nothing taken) then.
-  bool Take(std::atomic<uint64_t>& pool, uint64_t bytes, uint64_t limit) {
-    Release();
-    uint64_t used = pool.load(std::memory_order_relaxed);
-    do {
-      if (bytes > limit || used > limit - bytes) return false;
-    } while (!pool.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
-    pool_ = &pool;
-    bytes_ = bytes;
-    return true;
-  }
-  void Release() {
-    if (pool_ != nullptr) pool_->fetch_sub(bytes_, std::memory_order_relaxed);
-    pool_ = nullptr;
-    bytes_ = 0;
-  }
-
- private:
-  std::atomic<uint64_t>* pool_ = nullptr;
-  uint64_t bytes_ = 0;
-};
-
 // What the connections share: the options, the service, counts and the calls in flight.
 struct GrpcShared {
   GrpcShared(const GrpcServerOptions& options_in, GrpcService service_in,
              std::shared_ptr<SSL_CTX> tls_in)
-      : options(options_in), service(std::move(service_in)), tls(std::move(tls_in)) {}
+      : options(options_in),
+        service(std::move(service_in)),
+        tls(std::move(tls_in)),
+        reading(options.max_reading_bytes) {}
 
   void CallStarted() {
     calls.fetch_add(1, std::memory_order_relaxed);
@@ -312,8 +120,9 @@ struct GrpcShared {
   std::atomic<uint64_t> cancelled_calls{0};
   std::atomic<uint64_t> open_connections{0};
   std::atomic<uint64_t> refused_connections{0};
-  std::atomic<uint64_t> reading_bytes{0};  // ReadReservations' total
-  std::atomic<bool> stopping{false};       // GOAWAY new connections at once
+  // Messages being read: a message's length from its prefix until it is handed over.
+  ByteBudget reading;
+  std::atomic<bool> stopping{false};  // GOAWAY new connections at once
 
  private:
   std::mutex mutex;
@@ -428,7 +237,7 @@ class GrpcConnection final : public EventLoop::Watcher,
     size_t prefix_bytes = 0;
     size_t body_bytes = 0;  // the current message's length, once its prefix is whole
     std::string body;
-    ReadReservation reserved;     // body_bytes, while the message is read
+    ByteReservation reserved;     // body_bytes from GrpcShared::reading, while it is read
     bool reading_failed = false;  // a message was refused: the rest is dropped
     bool paused = false;
     std::string stashed;  // bytes received while paused, not yet consumed
@@ -862,13 +671,12 @@ void GrpcConnection::Receive(int32_t stream_id, Stream& stream, const uint8_t* d
                                         stream.body_bytes, io_.shared.options.max_message_bytes));
         return;
       }
-      const uint64_t limit = io_.shared.options.max_reading_bytes;
-      if (limit > 0 && !stream.reserved.Take(io_.shared.reading_bytes, stream.body_bytes, limit)) {
+      if (!stream.reserved.Take(io_.shared.reading, stream.body_bytes)) {
         stream.reading_failed = true;
         stream.call->Finish(GrpcCode::kResourceExhausted,
                             fmt::format("the server is reading too many request bytes at once "
                                         "(limit {} bytes; this message: {}); retry later",
-                                        limit, stream.body_bytes));
+                                        io_.shared.reading.limit(), stream.body_bytes));
         return;
       }
       stream.body.clear();
@@ -1228,7 +1036,7 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcServerOptions& o
                                                       GrpcService service, Listener listener) {
   std::shared_ptr<SSL_CTX> tls;
   if (options.tls) {
-    ASSIGN_OR_RETURN(tls, MakeTlsContext(*options.tls));
+    ASSIGN_OR_RETURN(tls, MakeGrpcTlsContext(*options.tls));
   }
   auto impl = std::make_unique<Impl>(options, std::move(service), std::move(tls));
   const size_t threads = options.threads > 0 ? static_cast<size_t>(options.threads)
@@ -1318,39 +1126,6 @@ void GrpcServer::Shutdown(std::chrono::milliseconds timeout) {
     io->deadlines.clear();
     io->open.clear();
   }
-}
-
-std::optional<std::chrono::nanoseconds> ParseGrpcTimeout(std::string_view value) {
-  if (value.size() < 2 || value.size() > 9) return std::nullopt;
-  int64_t amount = 0;
-  for (char digit : value.substr(0, value.size() - 1)) {
-    if (digit < '0' || digit > '9') return std::nullopt;
-    amount = amount * 10 + (digit - '0');
-  }
-  using namespace std::chrono;
-  switch (value.back()) {
-    case 'H': return duration_cast<nanoseconds>(hours(amount));
-    case 'M': return duration_cast<nanoseconds>(minutes(amount));
-    case 'S': return duration_cast<nanoseconds>(seconds(amount));
-    case 'm': return duration_cast<nanoseconds>(milliseconds(amount));
-    case 'u': return duration_cast<nanoseconds>(microseconds(amount));
-    case 'n': return nanoseconds(amount);
-    default: return std::nullopt;
-  }
-}
-
-std::string PercentEncodeGrpcMessage(std::string_view message) {
-  std::string out;
-  out.reserve(message.size());
-  for (const char c : message) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte <= 0x7e && byte != '%') {
-      out.push_back(c);
-    } else {
-      out += fmt::format("%{:02X}", byte);
-    }
-  }
-  return out;
 }
 
 }  // namespace rampart::net
