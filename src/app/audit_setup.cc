@@ -99,8 +99,9 @@ Result<std::unique_ptr<AuditRuntime>> StartAudit(const AuditConfig& config,
   const crypto::Envelope* envelope = runtime->envelope.get();
   metrics::ReasonCounter* refused = runtime->refused.get();
   runtime->recorder = std::make_unique<audit::Recorder>(
-      [log_pointer](audit::AuditRecord&& record, UniqueFunction<void(Status)> done) {
-        log_pointer->Append(std::move(record), std::move(done));
+      [log_pointer](const audit::AuditRecord& record, const audit::ContentDigests& digests,
+                    UniqueFunction<void(Status)> done) {
+        log_pointer->Append(record, std::move(done), &digests);
       },
       [envelope, key = config.envelope_key](
           std::string_view plaintext,

@@ -30,6 +30,9 @@ using Steady = std::chrono::steady_clock;
 // writer gives up on it (each retry first catches up with what they wrote).
 constexpr int kMaxConflicts = 1000;
 constexpr int64_t kCatchUpPage = 4096;
+// The queue's buffer of encoded records is kept between batches up to this size (a served
+// record's tail is a few hundred bytes).
+constexpr size_t kKeptBytes = size_t{4} << 20;
 
 std::string_view DigestBytes(const Digest& digest) {
   return {reinterpret_cast<const char*>(digest.data()), digest.size()};
@@ -44,12 +47,14 @@ int64_t NowUnixNs() {
 }
 
 struct Pending {
-  // The record as appended; the writer encodes it when it commits (once per attempt: its
-  // sequence is known then), into buffers it reuses. Encoding on the writer rather than on the
-  // appending (I/O) thread keeps the work and its buffers off the I/O threads: buffers made on the
-  // I/O threads and freed on the writer drained the I/O threads' allocator caches into page
-  // faults (perf).
-  AuditRecord record;
+  // The record's compact tail (record_compact.h), bytes [offset, offset + length) of the queue's
+  // buffer: encoded by the appending thread, where the record's memory is warm, into one buffer
+  // that is reused, so that neither a record nor anything allocated for it crosses to the
+  // writer (records the I/O threads allocated and the writer freed drained their allocator
+  // caches, and the writer paid a cache miss for every string it read). The writer puts the
+  // sequence in front when it commits (once per attempt: the sequence is known then).
+  size_t offset = 0;
+  size_t length = 0;
   UniqueFunction<void(Status)> done;  // sync mode and flushes; empty otherwise
   Steady::time_point queued;
   bool flush = false;  // a Flush marker, not a record
@@ -74,10 +79,11 @@ struct AuditLog::Impl {
 
   std::mutex mutex;
   std::condition_variable wake;
-  // Guarded by mutex. A vector the writer swaps with its own (emptied, its capacity kept) to take
-  // everything at once: no allocation per record on the appending threads (a deque allocated a
-  // node per record there, freed on the writer) and no move per record on the writer.
+  // Guarded by mutex. A vector and a buffer the writer swaps with its own (emptied, their
+  // capacity kept) to take everything at once: no allocation per record on the appending threads
+  // and no move per record on the writer.
   std::vector<Pending> queue;
+  std::string queued_bytes;  // the queued records' tails
   size_t in_writer = 0;   // guarded by mutex: taken by the writer, not yet committed and answered
   bool stopping = false;  // guarded by mutex
 
@@ -92,15 +98,16 @@ struct AuditLog::Impl {
   store::AuditBatchBuilder builder;
   std::string leaf_input;  // the bytes a record's leaf hash covers
   std::string compact;     // what the batch stores of it (audit/record_compact.h)
-  std::string scratch[5];
+  std::string canonical;   // canonical_leaves: the record's canonical encoding
+  AuditRecord decoded;     // canonical_leaves: the record, decoded from its compact leaf
 
   std::thread writer;
 
   Status LoadHead();
   Status CatchUp();
   void Run();
-  Status Commit(std::span<Pending> batch);
-  void CommitAndAnswer(std::span<Pending> batch, bool stop);
+  Status Commit(std::span<Pending> batch, std::string_view bytes);
+  void CommitAndAnswer(std::span<Pending> batch, std::string_view bytes, bool stop);
   Status WriteCheckpoint();
   Status MaybeCheckpoint(bool force);
 };
@@ -147,45 +154,43 @@ Status AuditLog::Impl::CatchUp() {
   }
 }
 
-Status AuditLog::Impl::Commit(std::span<Pending> batch) {
+Status AuditLog::Impl::Commit(std::span<Pending> batch, std::string_view bytes) {
   for (int conflicts = 0;; ++conflicts) {
     // The batch is packed straight into the blob the store keeps (store/audit_batch.h, version
-    // 3): per record its query fields, as the record holds them, and the rest of it in compact
-    // form. The leaf hash covers the compact leaf input, made in the same pass into one reused
-    // buffer (readers rebuild it from the two). With canonical_leaves, version 2: the leaf hash
-    // covers the canonical encoding, made only to be hashed.
+    // 3): per record its query fields and the rest of it in compact form, both from its tail.
+    // The leaf hash covers the compact leaf input: the tail with its sequence in front (readers
+    // rebuild it from the two). With canonical_leaves, version 2: the leaf hash covers the
+    // canonical encoding of the record decoded back, made only to be hashed.
     builder.Start(size + 1, options.canonical_leaves ? store::kAuditBatchVersion2
                                                      : store::kAuditBatchVersion3);
     Frontier next_frontier = frontier;
     Digest next_chain = chain;
     int64_t sequence = size;
-    for (Pending& pending : batch) {
+    for (const Pending& pending : batch) {
       if (pending.flush) continue;
-      AuditRecord& record = pending.record;
-      record.sequence = ++sequence;
+      const std::string_view tail = bytes.substr(pending.offset, pending.length);
+      CompactTail parts;
+      // Append wrote it: a failure here is a bug, and the batch is not written.
+      RETURN_IF_ERROR(ParseCompactTail(tail, parts).WithContext("a queued audit record"));
+      ++sequence;
+      leaf_input.clear();
       compact.clear();
+      CompactLeafFromTail(tail, parts, sequence, sequence, leaf_input, compact);
       Digest leaf;
       if (options.canonical_leaves) {
-        leaf = LeafHash(options.digest, EncodeRecordInto(record, leaf_input));
-        AppendCompactRecord(record, sequence, compact);
+        RETURN_IF_ERROR(
+            DecodeCompactLeaf(leaf_input, decoded).WithContext("a queued audit record"));
+        leaf = LeafHash(options.digest, EncodeRecordInto(decoded, canonical));
+        compact.clear();
+        AppendCompactRecord(decoded, sequence, compact);
       } else {
-        leaf_input.clear();
-        AppendCompactLeaf(record, sequence, leaf_input, compact);
         leaf = LeafHash(options.digest, leaf_input);
       }
       next_chain = ChainHash(options.digest, next_chain, leaf);
       next_frontier.Append(leaf);
-      // The query fields as valid UTF-8 (as the compact form's strings: one form per record);
-      // they nearly always are, and then are not copied.
-      const auto field = [](const std::string& text, std::string& made) -> std::string_view {
-        if (IsValidUtf8(text)) return text;
-        made = ValidUtf8(text);
-        return made;
-      };
-      builder.Add(record.time_unix_ns, field(record.tenant, scratch[0]),
-                  field(record.principal, scratch[1]), field(record.trace_id, scratch[2]),
-                  field(record.request_id, scratch[3]), field(record.action, scratch[4]), compact,
-                  DigestBytes(leaf), DigestBytes(next_chain));
+      builder.Add(parts.time_unix_ns, parts.tenant, parts.principal, parts.trace_id,
+                  parts.request_id, parts.action, compact, DigestBytes(leaf),
+                  DigestBytes(next_chain));
     }
     if (builder.count() == 0) return Status::Ok();
     const Status appended = store.AppendAuditBatch(builder.batch());
@@ -260,10 +265,10 @@ Status AuditLog::Impl::MaybeCheckpoint(bool force) {
   return written;
 }
 
-void AuditLog::Impl::CommitAndAnswer(std::span<Pending> batch, bool stop) {
+void AuditLog::Impl::CommitAndAnswer(std::span<Pending> batch, std::string_view bytes, bool stop) {
   Status committed = Status::Ok();
   if (!batch.empty()) {
-    committed = Commit(batch);
+    committed = Commit(batch, bytes);
     while (!committed.ok() && !options.sync) {
       // Batched mode answered these records already: keep them and retry, while new ones wait
       // in the queue (which, once full, makes Append refuse).
@@ -272,7 +277,7 @@ void AuditLog::Impl::CommitAndAnswer(std::span<Pending> batch, bool stop) {
       std::unique_lock lock(mutex);
       if (wake.wait_for(lock, std::chrono::seconds(1), [&] { return stopping; })) break;
       lock.unlock();
-      committed = Commit(batch);
+      committed = Commit(batch, bytes);
     }
     if (!committed.ok() && !options.sync) {
       LOG_ERROR("audit log: {} records were not written at shutdown: {}", batch.size(),
@@ -300,6 +305,7 @@ void AuditLog::Impl::CommitAndAnswer(std::span<Pending> batch, bool stop) {
 void AuditLog::Impl::Run() {
   NameThisThread("audit-writer");
   std::vector<Pending> taken;
+  std::string taken_bytes;
   while (true) {
     bool stop = false;
     {
@@ -317,7 +323,8 @@ void AuditLog::Impl::Run() {
           return stopping || queue.size() >= options.max_batch || queue.back().flush;
         });
       }
-      taken.swap(queue);  // everything queued; the queue gets the emptied buffer
+      taken.swap(queue);  // everything queued; the queue gets the emptied buffers
+      taken_bytes.swap(queued_bytes);
       in_writer = taken.size();
       stop = stopping;
     }
@@ -331,14 +338,16 @@ void AuditLog::Impl::Run() {
         if (rest[end++].flush) break;
         ++records;
       }
-      CommitAndAnswer(rest.first(end), stop && end == rest.size());
+      CommitAndAnswer(rest.first(end), taken_bytes, stop && end == rest.size());
       rest = rest.subspan(end);
       std::lock_guard lock(mutex);
       in_writer = rest.size();
     } while (!rest.empty());
     taken.clear();
-    // A burst's buffer is not kept for ever (a Pending is about 1 KiB).
+    taken_bytes.clear();
+    // A burst's buffers are not kept for ever.
     if (taken.capacity() > 4 * options.max_batch) taken.shrink_to_fit();
+    if (taken_bytes.capacity() > kKeptBytes) taken_bytes.shrink_to_fit();
     if (stop) return;
   }
 }
@@ -368,8 +377,13 @@ AuditLog::~AuditLog() {
   impl_->writer.join();
 }
 
-void AuditLog::Append(AuditRecord&& record, UniqueFunction<void(Status)> done) {
-  if (record.time_unix_ns == 0) record.time_unix_ns = NowUnixNs();
+void AuditLog::Append(const AuditRecord& record, UniqueFunction<void(Status)> done,
+                      const ContentDigests* digests) {
+  // Encoded here, outside the lock, into this thread's buffer; copied into the queue's under it.
+  thread_local std::string tail;
+  tail.clear();
+  AppendCompactTail(record, record.time_unix_ns != 0 ? record.time_unix_ns : NowUnixNs(), digests,
+                    tail);
   const bool sync = impl_->options.sync;
   const Steady::time_point queued = Steady::now();
   Status refused = Status::Ok();
@@ -383,10 +397,15 @@ void AuditLog::Append(AuditRecord&& record, UniqueFunction<void(Status)> done) {
       // What the writer took beyond the batch it writes counts too: as when it took one batch at
       // a time, at most max_queue + max_batch records are held.
       refused = Unavailable("the audit log's queue is full ({} records)", impl_->options.max_queue);
+    } else if (impl_->queued_bytes.size() + tail.size() > impl_->options.max_queue_bytes &&
+               !impl_->queue.empty()) {
+      refused =
+          Unavailable("the audit log's queue is full ({} bytes)", impl_->options.max_queue_bytes);
     } else {
-      // Moved once, straight into its place in the queue; the writer encodes it (see Pending).
       Pending& pending = impl_->queue.emplace_back();
-      pending.record = std::move(record);
+      pending.offset = impl_->queued_bytes.size();
+      pending.length = tail.size();
+      impl_->queued_bytes.append(tail);
       if (sync) pending.done = std::move(done);
       pending.queued = queued;
       // The writer waits only for an empty queue to get a record, or (batched) for a batch to
@@ -395,12 +414,13 @@ void AuditLog::Append(AuditRecord&& record, UniqueFunction<void(Status)> done) {
       wake_writer = impl_->queue.size() == 1 || impl_->queue.size() == impl_->options.max_batch;
     }
   }
+  if (tail.capacity() > kKeptBytes) tail = std::string();  // a sealed request's, not kept
   if (!refused.ok()) {
-    done(refused);
+    if (done) done(refused);
     return;
   }
   if (wake_writer) impl_->wake.notify_one();
-  if (!sync) done(Status::Ok());
+  if (!sync && done) done(Status::Ok());
 }
 
 Status AuditLog::Flush(bool checkpoint) {

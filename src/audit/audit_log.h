@@ -11,7 +11,8 @@
 // and the write follows within `max_delay`.
 //
 // Threads: Append is thread-safe and never blocks (the queue is bounded: when it is full, Append
-// answers Unavailable at once and the front end answers 503).
+// answers Unavailable at once and the front end answers 503). Each record is encoded on the
+// appending thread into the queue's one buffer; the writer only numbers, hashes and writes.
 
 #include <chrono>
 #include <cstdint>
@@ -36,6 +37,9 @@ struct AuditOptions {
   std::chrono::milliseconds max_delay{10};  // batched mode: the longest a record waits
   size_t max_batch = 1024;
   size_t max_queue = 65536;
+  // The bytes of encoded records the queue holds at most (records sealed under `audit:full`
+  // carry whole requests): beyond it Append refuses, as beyond max_queue records.
+  size_t max_queue_bytes = size_t{256} << 20;
   crypto::DigestAlgorithm digest = crypto::DigestAlgorithm::kSha256;  // content, chain and tree
   int64_t checkpoint_every_records = 1000;
   std::chrono::seconds checkpoint_every{60};
@@ -65,9 +69,13 @@ class AuditLog {
                                                 std::string signing_key_id);
   ~AuditLog();  // writes what is queued, a final checkpoint, and stops
 
-  // Queues `record`; `done` runs (on the writer thread in sync mode: it must not block) with
-  // OK once the record is durable (sync) or queued (batched), or with the error.
-  void Append(AuditRecord&& record, UniqueFunction<void(Status)> done);
+  // Queues `record`; `done` (may be empty) runs (on the writer thread in sync mode: it must not
+  // block) with OK once the record is durable (sync) or queued (batched), or with the error.
+  // The record is encoded here, on the calling thread, and not kept: the caller's own memory
+  // never crosses to the writer. With `digests`, its content digests are those (raw) rather
+  // than its `request_digest` and `response_digest` text.
+  void Append(const AuditRecord& record, UniqueFunction<void(Status)> done,
+              const ContentDigests* digests = nullptr);
 
   // Blocks until every record queued before the call is durable and, with `checkpoint`, covered
   // by a signed checkpoint. For shutdown paths, the CLI and tests; never on an I/O thread.

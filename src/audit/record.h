@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "crypto/digest.h"
+
 namespace rampart::audit {
 
 // Names to numbers, in the names' byte order (std::map's), as one sorted vector: a record's
@@ -117,6 +119,15 @@ struct AuditRecord {
   std::string response_digest;
   std::string request_sealed;
   std::string response_sealed;
+};
+
+// A request's and its answer's content digests as raw bytes, as audit::Recorder makes them and
+// the log stores them: the record's `request_digest` and `response_digest` hold the same as text
+// ("sha256:<hex>", "sm3:<hex>") when read back, but the request's thread never formats them.
+struct ContentDigests {
+  crypto::DigestAlgorithm algorithm = crypto::DigestAlgorithm::kSha256;
+  crypto::Digest request{};
+  crypto::Digest response{};
 };
 
 }  // namespace rampart::audit

@@ -69,6 +69,12 @@ void PutDigest(std::string& out, std::string_view digest) {
   PutString(out, digest);
 }
 
+void PutRawDigest(std::string& out, crypto::DigestAlgorithm algorithm,
+                  const crypto::Digest& digest) {
+  out.push_back(algorithm == crypto::DigestAlgorithm::kSm3 ? kDigestSm3 : kDigestSha256);
+  out.append(reinterpret_cast<const char*>(digest.data()), digest.size());
+}
+
 void PutStrings(std::string& out, const std::vector<std::string>& values) {
   PutVarint(out, values.size());
   for (const std::string& value : values) PutString(out, value);
@@ -117,13 +123,17 @@ class Reader {
     in_.remove_prefix(1);
     return true;
   }
-  bool String(std::string& value) {
+  bool View(std::string_view& value) {
     uint64_t length = 0;
     if (!Varint(length) || length > in_.size()) return false;
-    const std::string_view text = in_.substr(0, length);
-    if (!IsValidUtf8(text)) return false;
-    value.assign(text);
+    value = in_.substr(0, length);
     in_.remove_prefix(length);
+    return IsValidUtf8(value);
+  }
+  bool String(std::string& value) {
+    std::string_view text;
+    if (!View(text)) return false;
+    value.assign(text);
     return true;
   }
   bool Digest(std::string& value) {
@@ -181,16 +191,22 @@ class Reader {
 };
 
 // The compact form from its flags byte on: what follows the sequence's offset in a batch's
-// compact form, and the query fields in a compact leaf.
-void AppendBody(const AuditRecord& r, std::string& out) {
+// compact form, and the query fields in a compact leaf. With `digests`, the content digests are
+// those rather than the record's text.
+void AppendBody(const AuditRecord& r, const ContentDigests* digests, std::string& out) {
   out.push_back(r.allowed ? kAllowed : 0);
   for (const std::string* text :
        {&r.api, &r.auth_method, &r.key_id, &r.source_address, &r.resource_type, &r.resource,
         &r.route, &r.target, &r.model_version, &r.outcome, &r.request_sealed, &r.response_sealed}) {
     PutString(out, *text);
   }
-  PutDigest(out, r.request_digest);
-  PutDigest(out, r.response_digest);
+  if (digests != nullptr) {
+    PutRawDigest(out, digests->algorithm, digests->request);
+    PutRawDigest(out, digests->algorithm, digests->response);
+  } else {
+    PutDigest(out, r.request_digest);
+    PutDigest(out, r.response_digest);
+  }
   PutStrings(out, r.rules);
   PutStrings(out, r.obligations);
   PutStrings(out, r.documents);
@@ -201,6 +217,18 @@ void AppendBody(const AuditRecord& r, std::string& out) {
        {r.tokens_in, r.tokens_out, r.instance_ns, r.latency_ns, static_cast<int64_t>(r.status)}) {
     PutSigned(out, number);
   }
+}
+
+// A compact tail (record_compact.h) appended to `out`; where its flags byte is in `out`.
+size_t AppendTail(const AuditRecord& r, int64_t time_unix_ns, const ContentDigests* digests,
+                  std::string& out) {
+  PutSigned(out, time_unix_ns);
+  for (const std::string* text : {&r.tenant, &r.principal, &r.trace_id, &r.request_id, &r.action}) {
+    PutString(out, *text);
+  }
+  const size_t rest = out.size();
+  AppendBody(r, digests, out);
+  return rest;
 }
 
 // A record's sequence as its offset from its place in a batch, and back (wrapping, never
@@ -257,18 +285,40 @@ Status DecodeBody(Reader& in, AuditRecord& r) {
 
 void AppendCompactRecord(const AuditRecord& r, int64_t place, std::string& out) {
   PutSigned(out, Offset(r.sequence, place));
-  AppendBody(r, out);
+  AppendBody(r, nullptr, out);
+}
+
+void AppendCompactTail(const AuditRecord& r, int64_t time_unix_ns, const ContentDigests* digests,
+                       std::string& out) {
+  AppendTail(r, time_unix_ns, digests, out);
+}
+
+Status ParseCompactTail(std::string_view tail, CompactTail& parts) {
+  Reader in(tail);
+  if (!in.Signed(parts.time_unix_ns)) return Bad("time");
+  for (std::string_view* text :
+       {&parts.tenant, &parts.principal, &parts.trace_id, &parts.request_id, &parts.action}) {
+    if (!in.View(*text)) return Bad("a query field");
+  }
+  parts.rest = in.rest();
+  if (parts.rest.empty()) return Bad("flags");
+  return Status::Ok();
+}
+
+void CompactLeafFromTail(std::string_view tail, const CompactTail& parts, int64_t sequence,
+                         int64_t place, std::string& leaf, std::string& body) {
+  leaf.push_back(kCompactLeafVersion);
+  PutSigned(leaf, sequence);
+  leaf.append(tail);
+  body.push_back(kCompactLeafVersion);
+  PutSigned(body, Offset(sequence, place));
+  body.append(parts.rest);
 }
 
 void AppendCompactLeaf(const AuditRecord& r, int64_t place, std::string& leaf, std::string& body) {
   leaf.push_back(kCompactLeafVersion);
   PutSigned(leaf, r.sequence);
-  PutSigned(leaf, r.time_unix_ns);
-  for (const std::string* text : {&r.tenant, &r.principal, &r.trace_id, &r.request_id, &r.action}) {
-    PutString(leaf, *text);
-  }
-  const size_t rest = leaf.size();
-  AppendBody(r, leaf);
+  const size_t rest = AppendTail(r, r.time_unix_ns, nullptr, leaf);
   body.push_back(kCompactLeafVersion);
   PutSigned(body, Offset(r.sequence, place));
   body.append(leaf, rest);

@@ -56,9 +56,34 @@ void AppendCompactRecord(const AuditRecord& record, int64_t place, std::string& 
 inline constexpr char kCompactLeafVersion = 2;
 
 // Appends `record`'s compact leaf input to `leaf` and its version-3 body for batch place
-// `place` to `body` (the log's writer: one encoding for both).
+// `place` to `body`: one encoding for both, the same bytes as the log's writer makes from the
+// record's tail (below).
 void AppendCompactLeaf(const AuditRecord& record, int64_t place, std::string& leaf,
                        std::string& body);
+
+// A record's compact tail: its compact leaf input without the version byte and the sequence
+// (time, the five query fields, then the flags byte onwards), which an appending thread encodes
+// (AuditLog::Append) where the record's memory is, before its sequence is known; the writer puts
+// the two in front when it commits (CompactLeafFromTail). `time_unix_ns` stands for the record's
+// own. With `digests`, the content digests stored are those (raw) instead of the record's
+// `request_digest` and `response_digest` text.
+void AppendCompactTail(const AuditRecord& record, int64_t time_unix_ns,
+                       const ContentDigests* digests, std::string& out);
+
+// A compact tail's parts: views into it.
+struct CompactTail {
+  int64_t time_unix_ns = 0;
+  std::string_view tenant, principal, trace_id, request_id, action;
+  std::string_view rest;  // the flags byte onwards
+};
+// `tail`'s parts. InvalidArgument when it does not start as a compact tail does.
+Status ParseCompactTail(std::string_view tail, CompactTail& parts);
+
+// The compact leaf input of the record whose tail is `tail` (`parts` its parts) at `sequence`,
+// appended to `leaf`, and its version-3 body for batch place `place` to `body`: what
+// AppendCompactLeaf makes of the record.
+void CompactLeafFromTail(std::string_view tail, const CompactTail& parts, int64_t sequence,
+                         int64_t place, std::string& leaf, std::string& body);
 
 // The leaf input of a version-3 batch's row (`compact_leaf`), into `leaf` (replaced).
 // InvalidArgument when its body does not start with a known version byte and an offset.

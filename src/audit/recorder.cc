@@ -1,9 +1,11 @@
 #include "audit/recorder.h"
 
+#include <fmt/format.h>
 #include <openssl/evp.h>
 
 #include <utility>
 
+#include "audit/merkle.h"
 #include "core/logging.h"
 
 namespace rampart::audit {
@@ -20,19 +22,8 @@ std::string Base64(std::string_view bytes) {
 
 }  // namespace
 
-std::string ContentDigest(crypto::DigestAlgorithm algorithm, std::string_view content) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  const crypto::Digest hash = crypto::Hash(algorithm, content);
-  const std::string_view name = crypto::DigestName(algorithm);
-  std::string digest;
-  digest.reserve(name.size() + 1 + 2 * hash.size());
-  digest += name;
-  digest += ':';
-  for (const uint8_t byte : hash) {
-    digest += kDigits[byte >> 4];
-    digest += kDigits[byte & 0xf];
-  }
-  return digest;
+std::string DigestText(crypto::DigestAlgorithm algorithm, const crypto::Digest& digest) {
+  return fmt::format("{}:{}", crypto::DigestName(algorithm), HashHex(digest));
 }
 
 Recorder::Recorder(Append append, Seal seal, RecorderOptions options, OnRefused on_refused)
@@ -60,13 +51,14 @@ std::string Recorder::SealContent(std::string_view plaintext, std::string_view t
 
 void Recorder::Record(AuditRecord&& record, AuditContent content,
                       UniqueFunction<void(Status)> done) {
-  record.request_digest = ContentDigest(options_.digest, content.request);
-  record.response_digest = ContentDigest(options_.digest, content.response);
+  const ContentDigests digests{.algorithm = options_.digest,
+                               .request = crypto::Hash(options_.digest, content.request),
+                               .response = crypto::Hash(options_.digest, content.response)};
   if (content.full) {
     record.request_sealed = SealContent(content.request, record.tenant);
     record.response_sealed = SealContent(content.response, record.tenant);
   }
-  append_(std::move(record), [this, done = std::move(done)](Status status) mutable {
+  append_(record, digests, [this, done = std::move(done)](Status status) mutable {
     if (!status.ok() && on_refused_) on_refused_("unavailable");
     if (done) done(std::move(status));
   });

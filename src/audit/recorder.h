@@ -1,7 +1,8 @@
 #pragma once
 
 // The server's AuditSink (sink.h): completes each front end's record with the content's digests
-// (SHA-256 or SM3, "sha256:<hex>" / "sm3:<hex>"), and, when the policy said `audit:full`, with
+// (SHA-256 or SM3; the log stores them raw, and they read back as "sha256:<hex>" / "sm3:<hex>"),
+// and, when the policy said `audit:full`, with
 // the request and answer sealed by the envelope AEAD (base64; the context binds the record's
 // tenant, the configured region and the data class "CONFIDENTIAL"), then appends it to the log.
 //
@@ -33,13 +34,15 @@ struct RecorderOptions {
 // The data class sealed content is bound to.
 inline constexpr std::string_view kSealedDataClass = "CONFIDENTIAL";
 
-// "sha256:<hex>" or "sm3:<hex>" of `content`.
-std::string ContentDigest(crypto::DigestAlgorithm algorithm, std::string_view content);
+// "sha256:<hex>" or "sm3:<hex>": `digest` as an AuditRecord read back holds it.
+std::string DigestText(crypto::DigestAlgorithm algorithm, const crypto::Digest& digest);
 
 class Recorder final : public AuditSink {
  public:
-  // Appends one record; the AuditLog's Append in the server.
-  using Append = std::function<void(AuditRecord&&, UniqueFunction<void(Status)>)>;
+  // Appends one record with its content's digests (raw: the record's own digest text is left
+  // empty); the AuditLog's Append in the server. The record is read during the call only.
+  using Append =
+      std::function<void(const AuditRecord&, const ContentDigests&, UniqueFunction<void(Status)>)>;
   // Told of every record the log refused ("unavailable": queue full or store down) or whose
   // content could not be sealed ("seal"); must be cheap and thread-safe (a counter).
   using OnRefused = std::function<void(std::string_view reason)>;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "audit/log_reader.h"
+#include "audit/merkle.h"
 #include "audit/record_codec.h"
 #include "audit/record_compact.h"
 #include "store/store.h"
@@ -188,6 +189,35 @@ TEST_F(AuditLogTest, BatchedModeWritesWithinTheDelayAndSignsAtShutdownAndReopens
   EXPECT_EQ(unsigned_by->problem->kind, "checkpoint");
 }
 
+// Holds a sync log's writer thread in the callback of a first record until released, so that
+// the queue fills behind it.
+class HeldWriter {
+ public:
+  explicit HeldWriter(AuditLog& log) {
+    log.Append(Request(0, 0), [this](Status) {
+      std::unique_lock lock(mutex_);
+      holding_ = true;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return release_; });
+    });
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return holding_; });
+  }
+  void Release() {
+    {
+      std::lock_guard lock(mutex_);
+      release_ = true;
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool holding_ = false;
+  bool release_ = false;
+};
+
 TEST_F(AuditLogTest, AFullQueueRefusesAtOnce) {
   auto store = OpenSqlite();
   ASSERT_NE(store, nullptr);
@@ -196,35 +226,77 @@ TEST_F(AuditLogTest, AFullQueueRefusesAtOnce) {
   options.max_queue = 4;
   auto log = OpenLog(*store, options);
   ASSERT_NE(log, nullptr);
-  // The first record's callback holds the writer thread until released, so the queue fills.
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool holding = false;
-  bool release = false;
-  log->Append(Request(0, 0), [&](Status) {
-    std::unique_lock lock(mutex);
-    holding = true;
-    changed.notify_all();
-    changed.wait(lock, [&] { return release; });
-  });
-  {
-    std::unique_lock lock(mutex);
-    changed.wait(lock, [&] { return holding; });
-  }
+  HeldWriter held(*log);
   Callbacks callbacks;
   for (int i = 1; i <= 4; ++i) log->Append(Request(0, i), callbacks.Next());
   Status refused;
   log->Append(Request(0, 5), [&](Status status) { refused = status; });
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused.ToString();  // answered at once
-  {
-    std::lock_guard lock(mutex);
-    release = true;
-  }
-  changed.notify_all();
+  EXPECT_NE(refused.message().find("4 records"), std::string::npos) << refused.ToString();
+  held.Release();
   callbacks.Wait(4);
   EXPECT_EQ(callbacks.ok(), 4);
   ASSERT_TRUE(log->Flush(true).ok());
   EXPECT_EQ(Verify(*store).records, 5);
+}
+
+TEST_F(AuditLogTest, AQueueFullOfBytesRefusesAtOnceButTakesSmallRecords) {
+  auto store = OpenSqlite();
+  ASSERT_NE(store, nullptr);
+  AuditOptions options;
+  options.sync = true;
+  options.max_queue_bytes = 25 << 10;
+  auto log = OpenLog(*store, options);
+  ASSERT_NE(log, nullptr);
+  HeldWriter held(*log);
+  AuditRecord sealed = Request(0, 1);
+  sealed.request_sealed = std::string(10 << 10, 'A');  // as audit:full keeps a 7.5 KiB request
+  Callbacks callbacks;
+  log->Append(sealed, callbacks.Next());
+  log->Append(sealed, callbacks.Next());
+  Status refused;
+  log->Append(sealed, [&](Status status) { refused = status; });
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused.ToString();
+  EXPECT_NE(refused.message().find("bytes"), std::string::npos) << refused.ToString();
+  log->Append(Request(0, 2), callbacks.Next());  // a served record still fits
+  held.Release();
+  callbacks.Wait(3);
+  EXPECT_EQ(callbacks.ok(), 3);
+  ASSERT_TRUE(log->Flush(true).ok());
+  EXPECT_EQ(Verify(*store).records, 4);
+}
+
+// Content digests handed over raw are stored raw and read back as the records' digest text.
+TEST_F(AuditLogTest, RawContentDigestsReadBackAsText) {
+  auto store = OpenSqlite();
+  ASSERT_NE(store, nullptr);
+  auto log = OpenLog(*store, {});
+  ASSERT_NE(log, nullptr);
+  Callbacks callbacks;
+  for (const crypto::DigestAlgorithm algorithm :
+       {crypto::DigestAlgorithm::kSha256, crypto::DigestAlgorithm::kSm3}) {
+    const ContentDigests digests{.algorithm = algorithm,
+                                 .request = crypto::Hash(algorithm, "question"),
+                                 .response = crypto::Hash(algorithm, "answer")};
+    log->Append(Request(0, 0), callbacks.Next(), &digests);
+  }
+  callbacks.Wait(2);
+  ASSERT_TRUE(log->Flush(true).ok());
+  EXPECT_EQ(Verify(*store).records, 2);
+  auto rows = store->ReadAuditRows(0, 10);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 2u);
+  const std::string_view names[] = {"sha256:", "sm3:"};
+  for (size_t i = 0; i < 2; ++i) {
+    auto record = DecodeCompactRow((*rows)[i]);
+    ASSERT_TRUE(record.ok()) << record.status().ToString();
+    const crypto::DigestAlgorithm algorithm =
+        i == 0 ? crypto::DigestAlgorithm::kSha256 : crypto::DigestAlgorithm::kSm3;
+    EXPECT_EQ(record->request_digest,
+              std::string(names[i]) + HashHex(crypto::Hash(algorithm, "question")));
+    EXPECT_EQ(record->response_digest,
+              std::string(names[i]) + HashHex(crypto::Hash(algorithm, "answer")));
+  }
 }
 
 TEST_F(AuditLogTest, EveryAcknowledgedRecordSurvivesSigkillAndTheLogVerifies) {

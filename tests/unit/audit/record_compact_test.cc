@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "audit/merkle.h"
 #include "audit/record_codec.h"
 
 namespace rampart::audit {
@@ -473,6 +474,83 @@ TEST(CompactLeafTest, EveryChangedByteChangesTheLeafInputOrIsRefused) {
     invalid.tenant += "\xff";
     ASSERT_TRUE(RebuildCompactLeaf(invalid, rebuilt).ok());
     EXPECT_FALSE(DecodeCompactLeaf(rebuilt, decoded).ok());
+  }
+}
+
+// The log's appending threads encode a tail and its writer completes it: the same bytes as the
+// record's compact leaf and version-3 body, and with raw content digests the same as with their
+// text.
+TEST(CompactLeafTest, ATailCompletedByTheWriterIsTheRecordsLeaf) {
+  Records records(23);
+  std::string tail;
+  for (int i = 0; i < 3000; ++i) {
+    const AuditRecord record = records.Next();
+    std::string leaf;
+    std::string body;
+    AppendCompactLeaf(record, record.sequence - 3, leaf, body);
+
+    tail.clear();
+    AppendCompactTail(record, record.time_unix_ns, nullptr, tail);
+    CompactTail parts;
+    ASSERT_TRUE(ParseCompactTail(tail, parts).ok()) << "record " << i;
+    EXPECT_EQ(parts.time_unix_ns, record.time_unix_ns);
+    EXPECT_EQ(parts.tenant, ValidUtf8(record.tenant));
+    EXPECT_EQ(parts.principal, ValidUtf8(record.principal));
+    EXPECT_EQ(parts.trace_id, ValidUtf8(record.trace_id));
+    EXPECT_EQ(parts.request_id, ValidUtf8(record.request_id));
+    EXPECT_EQ(parts.action, ValidUtf8(record.action));
+    std::string completed_leaf;
+    std::string completed_body;
+    CompactLeafFromTail(tail, parts, record.sequence, record.sequence - 3, completed_leaf,
+                        completed_body);
+    ASSERT_EQ(completed_leaf, leaf) << "record " << i;
+    ASSERT_EQ(completed_body, body) << "record " << i;
+
+    // Raw digests where the record's text has a raw form.
+    const auto raw = [](std::string_view text, crypto::DigestAlgorithm& algorithm,
+                        crypto::Digest& digest) {
+      const size_t colon = text.find(':');
+      if (colon == std::string_view::npos) return false;
+      const Result<crypto::DigestAlgorithm> named = crypto::ParseDigest(text.substr(0, colon));
+      const Result<crypto::Digest> parsed = ParseHashHex(text.substr(colon + 1));
+      if (!named.ok() || !parsed.ok() || HashHex(*parsed) != text.substr(colon + 1) ||
+          crypto::DigestName(*named) != text.substr(0, colon)) {
+        return false;
+      }
+      algorithm = *named;
+      digest = *parsed;
+      return true;
+    };
+    ContentDigests digests;
+    crypto::DigestAlgorithm response_algorithm{};
+    if (!raw(record.request_digest, digests.algorithm, digests.request) ||
+        !raw(record.response_digest, response_algorithm, digests.response) ||
+        response_algorithm != digests.algorithm) {
+      continue;
+    }
+    AuditRecord without_text = record;
+    without_text.request_digest.clear();
+    without_text.response_digest.clear();
+    tail.clear();
+    AppendCompactTail(without_text, record.time_unix_ns, &digests, tail);
+    ASSERT_TRUE(ParseCompactTail(tail, parts).ok());
+    completed_leaf.clear();
+    completed_body.clear();
+    CompactLeafFromTail(tail, parts, record.sequence, record.sequence - 3, completed_leaf,
+                        completed_body);
+    ASSERT_EQ(completed_leaf, leaf) << "record " << i;
+    AuditRecord decoded;
+    ASSERT_TRUE(DecodeCompactLeaf(completed_leaf, decoded).ok());
+    EXPECT_EQ(decoded.request_digest, record.request_digest);
+  }
+  CompactTail parts;
+  for (const std::string& garbage :
+       {std::string(), std::string("\x80", 1),
+        std::string("\x00\x05"
+                    "ab",
+                    4),
+        std::string("\x00\x00\x00\x00\x00\x00", 6), std::string("\x00\x01\xff", 3)}) {
+    EXPECT_FALSE(ParseCompactTail(garbage, parts).ok());
   }
 }
 

@@ -17,8 +17,13 @@ struct Appended {
 };
 
 Recorder::Append AppendInto(Appended& appended) {
-  return [&appended](AuditRecord&& record, UniqueFunction<void(Status)> done) {
-    appended.records.push_back(std::move(record));
+  return [&appended](const AuditRecord& record, const ContentDigests& digests,
+                     UniqueFunction<void(Status)> done) {
+    // The log stores the raw digests; read back, a record holds them as text.
+    AuditRecord kept = record;
+    kept.request_digest = DigestText(digests.algorithm, digests.request);
+    kept.response_digest = DigestText(digests.algorithm, digests.response);
+    appended.records.push_back(std::move(kept));
     done(appended.answer);
   };
 }
