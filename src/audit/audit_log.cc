@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 #include <vector>
@@ -106,9 +107,13 @@ struct AuditLog::Impl {
   Status LoadHead();
   Status CatchUp();
   void Run();
-  Status Commit(std::span<Pending> batch, std::string_view bytes);
+  Status Commit(std::span<Pending> batch, std::string_view bytes, bool force_checkpoint);
   void CommitAndAnswer(std::span<Pending> batch, std::string_view bytes, bool stop);
-  Status WriteCheckpoint();
+  bool CheckpointDue(int64_t tree_size, bool force) const;
+  Status MakeCheckpoint(int64_t tree_size, const Frontier& tree, const Digest& tree_chain,
+                        int64_t unstored_first_time, store::AuditCheckpointRow& row,
+                        std::optional<store::AuditEpochRow>& closes);
+  void Checkpointed(const std::optional<store::AuditEpochRow>& closed);
   Status MaybeCheckpoint(bool force);
 };
 
@@ -154,7 +159,8 @@ Status AuditLog::Impl::CatchUp() {
   }
 }
 
-Status AuditLog::Impl::Commit(std::span<Pending> batch, std::string_view bytes) {
+Status AuditLog::Impl::Commit(std::span<Pending> batch, std::string_view bytes,
+                              bool force_checkpoint) {
   for (int conflicts = 0;; ++conflicts) {
     // The batch is packed straight into the blob the store keeps (store/audit_batch.h, version
     // 3): per record its query fields and the rest of it in compact form, both from its tail.
@@ -166,12 +172,14 @@ Status AuditLog::Impl::Commit(std::span<Pending> batch, std::string_view bytes) 
     Frontier next_frontier = frontier;
     Digest next_chain = chain;
     int64_t sequence = size;
+    int64_t first_time = 0;  // the batch's first record's
     for (const Pending& pending : batch) {
       if (pending.flush) continue;
       const std::string_view tail = bytes.substr(pending.offset, pending.length);
       CompactTail parts;
       // Append wrote it: a failure here is a bug, and the batch is not written.
       RETURN_IF_ERROR(ParseCompactTail(tail, parts).WithContext("a queued audit record"));
+      if (sequence == size) first_time = parts.time_unix_ns;
       ++sequence;
       leaf_input.clear();
       compact.clear();
@@ -193,11 +201,29 @@ Status AuditLog::Impl::Commit(std::span<Pending> batch, std::string_view bytes) 
                   DigestBytes(next_chain));
     }
     if (builder.count() == 0) return Status::Ok();
+    // A checkpoint due once this batch is in commits with it (one transaction and one sync for
+    // both, not two): it is signed over the tree the batch completes.
+    bool checkpointed = false;
+    if (CheckpointDue(sequence, force_checkpoint)) {
+      store::AuditCheckpointRow row;
+      std::optional<store::AuditEpochRow> closes;
+      const Status made = MakeCheckpoint(sequence, next_frontier, next_chain,
+                                         size == 0 ? first_time : 0, row, closes);
+      if (made.ok()) {
+        builder.SetCheckpoint(std::move(row), std::move(closes));
+        checkpointed = true;
+      } else {
+        // The records go in without it; MaybeCheckpoint tries again a period later.
+        LOG_WARN("audit log: making a checkpoint failed: {}", made.ToString());
+        checkpoint_time = Steady::now();
+      }
+    }
     const Status appended = store.AppendAuditBatch(builder.batch());
     if (appended.ok()) {
       size = sequence;
       chain = next_chain;
       frontier = std::move(next_frontier);
+      if (checkpointed) Checkpointed(builder.batch().closes);
       return Status::Ok();
     }
     if (appended.code() != StatusCode::kAlreadyExists || conflicts >= kMaxConflicts) {
@@ -207,23 +233,35 @@ Status AuditLog::Impl::Commit(std::span<Pending> batch, std::string_view bytes) 
   }
 }
 
-Status AuditLog::Impl::WriteCheckpoint() {
+bool AuditLog::Impl::CheckpointDue(int64_t tree_size, bool force) const {
+  if (tree_size == checkpoint_size) return false;
+  return force || tree_size - checkpoint_size >= options.checkpoint_every_records ||
+         Steady::now() - checkpoint_time >= options.checkpoint_every;
+}
+
+// `unstored_first_time`: the log's first record's time when it is not stored yet (it commits with
+// this checkpoint); 0 otherwise.
+Status AuditLog::Impl::MakeCheckpoint(int64_t tree_size, const Frontier& tree,
+                                      const Digest& tree_chain, int64_t unstored_first_time,
+                                      store::AuditCheckpointRow& row,
+                                      std::optional<store::AuditEpochRow>& closes) {
   const int64_t now = NowUnixNs();
   const Checkpoint checkpoint{
-      .tree_size = size, .root = frontier.Root(), .time_unix_ns = now, .digest = options.digest};
+      .tree_size = tree_size, .root = tree.Root(), .time_unix_ns = now, .digest = options.digest};
   ASSIGN_OR_RETURN(const SignedCheckpoint signed_checkpoint,
                    SignCheckpoint(checkpoint, key, key_id));
-  store::AuditCheckpointRow row{.tree_size = size,
+  row =
+      store::AuditCheckpointRow{.tree_size = tree_size,
                                 .root_hash = HashHex(checkpoint.root),
                                 .time_unix_ns = now,
                                 .key_id = key_id,
                                 .algorithm = std::string(crypto::SignatureName(key.algorithm())),
                                 .signature = Base64Encode(signed_checkpoint.signature),
-                                .frontier = frontier.Encode(),
-                                .chain_hash = size > 0 ? HashHex(chain) : std::string()};
+                                .frontier = tree.Encode(),
+                                .chain_hash = tree_size > 0 ? HashHex(tree_chain) : std::string()};
   // Does this checkpoint end the current epoch? The epochs are read afresh: another replica may
   // have ended one since.
-  std::optional<store::AuditEpochRow> closes;
+  closes.reset();
   ASSIGN_OR_RETURN(const std::vector<store::AuditEpochRow> epochs, store.ListAuditEpochs());
   store::AuditEpochRow next{.epoch = 1, .first_sequence = 1};
   if (!epochs.empty()) {
@@ -232,43 +270,53 @@ Status AuditLog::Impl::WriteCheckpoint() {
     next.start_unix_ns = epochs.back().end_unix_ns;
   } else {
     ASSIGN_OR_RETURN(const std::vector<store::AuditRow> first, store.ReadAuditRows(0, 1));
-    next.start_unix_ns = first.empty() ? now : first.front().time_unix_ns;
+    next.start_unix_ns = !first.empty()             ? first.front().time_unix_ns
+                         : unstored_first_time != 0 ? unstored_first_time
+                                                    : now;
   }
   const int64_t length_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(options.epoch_length).count();
-  if (size >= next.first_sequence && now - next.start_unix_ns >= length_ns) {
-    next.last_sequence = size;
+  if (tree_size >= next.first_sequence && now - next.start_unix_ns >= length_ns) {
+    next.last_sequence = tree_size;
     next.end_unix_ns = now;
     closes = next;
-  }
-  RETURN_IF_ERROR(store.PutAuditCheckpoint(row, closes));
-  checkpoint_size = size;
-  checkpoint_time = Steady::now();
-  if (closes.has_value()) {
-    const Result<int> pruned = PruneExpiredEpochs(store, now, options.retention);
-    if (!pruned.ok()) {
-      LOG_WARN("audit log: pruning expired epochs failed: {}", pruned.status().ToString());
-    } else if (*pruned > 0) {
-      LOG_INFO("audit log: pruned {} epochs older than the retention", *pruned);
-    }
   }
   return Status::Ok();
 }
 
+// After a checkpoint at the head's size was written (and `closed` the epoch it ended).
+void AuditLog::Impl::Checkpointed(const std::optional<store::AuditEpochRow>& closed) {
+  checkpoint_size = size;
+  checkpoint_time = Steady::now();
+  if (!closed.has_value()) return;
+  const Result<int> pruned = PruneExpiredEpochs(store, closed->end_unix_ns, options.retention);
+  if (!pruned.ok()) {
+    LOG_WARN("audit log: pruning expired epochs failed: {}", pruned.status().ToString());
+  } else if (*pruned > 0) {
+    LOG_INFO("audit log: pruned {} epochs older than the retention", *pruned);
+  }
+}
+
 Status AuditLog::Impl::MaybeCheckpoint(bool force) {
-  if (size == checkpoint_size) return Status::Ok();
-  const bool due = force || size - checkpoint_size >= options.checkpoint_every_records ||
-                   Steady::now() - checkpoint_time >= options.checkpoint_every;
-  if (!due) return Status::Ok();
-  const Status written = WriteCheckpoint();
-  if (!written.ok()) checkpoint_time = Steady::now();  // retried a period later
-  return written;
+  if (!CheckpointDue(size, force)) return Status::Ok();
+  store::AuditCheckpointRow row;
+  std::optional<store::AuditEpochRow> closes;
+  Status written = MakeCheckpoint(size, frontier, chain, 0, row, closes);
+  if (written.ok()) written = store.PutAuditCheckpoint(row, closes);
+  if (!written.ok()) {
+    checkpoint_time = Steady::now();  // retried a period later
+    return written;
+  }
+  Checkpointed(closes);
+  return Status::Ok();
 }
 
 void AuditLog::Impl::CommitAndAnswer(std::span<Pending> batch, std::string_view bytes, bool stop) {
+  bool checkpoint_asked = stop;
+  for (const Pending& pending : batch) checkpoint_asked = checkpoint_asked || pending.checkpoint;
   Status committed = Status::Ok();
   if (!batch.empty()) {
-    committed = Commit(batch, bytes);
+    committed = Commit(batch, bytes, checkpoint_asked);
     while (!committed.ok() && !options.sync) {
       // Batched mode answered these records already: keep them and retry, while new ones wait
       // in the queue (which, once full, makes Append refuse).
@@ -277,22 +325,18 @@ void AuditLog::Impl::CommitAndAnswer(std::span<Pending> batch, std::string_view 
       std::unique_lock lock(mutex);
       if (wake.wait_for(lock, std::chrono::seconds(1), [&] { return stopping; })) break;
       lock.unlock();
-      committed = Commit(batch, bytes);
+      committed = Commit(batch, bytes, checkpoint_asked);
     }
     if (!committed.ok() && !options.sync) {
       LOG_ERROR("audit log: {} records were not written at shutdown: {}", batch.size(),
                 committed.ToString());
     }
   }
-  bool checkpoint_asked = false;
   for (Pending& pending : batch) {
-    if (pending.flush) {
-      checkpoint_asked = checkpoint_asked || pending.checkpoint;
-      continue;
-    }
-    if (pending.done) pending.done(committed);
+    if (!pending.flush && pending.done) pending.done(committed);
   }
-  Status checkpointed = MaybeCheckpoint(checkpoint_asked || stop);
+  // Due by time, asked for, or not written with the batch (signing or the store failed).
+  Status checkpointed = MaybeCheckpoint(checkpoint_asked);
   if (!checkpointed.ok()) {
     LOG_WARN("audit log: writing a checkpoint failed: {}", checkpointed.ToString());
   }

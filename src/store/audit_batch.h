@@ -22,7 +22,9 @@
 // Not thread-safe; one builder per writer, reused from batch to batch (its buffer is kept).
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 #include "store/store.h"
 
@@ -41,6 +43,12 @@ class AuditBatchBuilder {
   void Add(int64_t time_unix_ns, std::string_view tenant, std::string_view principal,
            std::string_view trace_id, std::string_view request_id, std::string_view action,
            std::string_view record, std::string_view leaf_hash, std::string_view chain_hash);
+  // Has the batch carry a checkpoint at its last record (and the epoch it closes), written in its
+  // transaction (AuditBatch::checkpoint); until the next Start.
+  void SetCheckpoint(AuditCheckpointRow checkpoint, std::optional<AuditEpochRow> closes) {
+    batch_.checkpoint = std::move(checkpoint);
+    batch_.closes = std::move(closes);
+  }
   int64_t count() const { return count_; }
   // The batch so far (valid until the next Start).
   const AuditBatch& batch() const { return batch_; }

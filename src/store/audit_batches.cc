@@ -228,6 +228,14 @@ Status ValidateAuditBatch(const AuditBatch& batch) {
     return InvalidArgument("audit batch {}..{} holds {} records", batch.first_sequence,
                            batch.last_sequence, count);
   }
+  if (batch.checkpoint.has_value() && batch.checkpoint->tree_size != batch.last_sequence) {
+    return InvalidArgument("audit batch {}..{} carries a checkpoint at tree size {}",
+                           batch.first_sequence, batch.last_sequence, batch.checkpoint->tree_size);
+  }
+  if (batch.closes.has_value() && !batch.checkpoint.has_value()) {
+    return InvalidArgument("audit batch {}..{} closes an epoch without a checkpoint",
+                           batch.first_sequence, batch.last_sequence);
+  }
   return Status::Ok();
 }
 
@@ -243,6 +251,8 @@ void AuditBatchBuilder::Start(int64_t first_sequence, char version) {
   batch_.max_time_unix_ns = 0;
   batch_.records.clear();
   batch_.records.push_back(version);
+  batch_.checkpoint.reset();
+  batch_.closes.reset();
   version_ = version;
   previous_time_ = 0;
   count_ = 0;

@@ -193,7 +193,9 @@ Status PgAppendAuditBatch(PgConnection& connection, const AuditBatch& batch) {
   if (!inserted.ok() && sqlstate == kUniqueViolation) {
     return AlreadyExists("audit sequence {} was taken by another writer", batch.first_sequence);
   }
-  return inserted;
+  RETURN_IF_ERROR(inserted);
+  if (!batch.checkpoint.has_value()) return Status::Ok();
+  return PgPutAuditCheckpoint(connection, *batch.checkpoint, batch.closes);
 }
 
 Status PgAppendAuditRows(PgConnection& connection, const std::vector<AuditRow>& rows) {

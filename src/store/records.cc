@@ -280,7 +280,9 @@ Status Store::AppendAuditBatch(const AuditBatch& batch) {
   RETURN_IF_ERROR(internal::ValidateAuditBatch(batch));
   std::vector<AuditRow> rows;
   internal::UnpackAuditBatch(batch.first_sequence, batch.records, 0, rows);
-  return AppendAuditRows(rows);
+  RETURN_IF_ERROR(AppendAuditRows(rows));
+  if (!batch.checkpoint.has_value()) return Status::Ok();
+  return PutAuditCheckpoint(*batch.checkpoint, batch.closes);
 }
 
 Status Store::CreateFile(const StoredFile&) { return Unimplemented("this store keeps no files"); }

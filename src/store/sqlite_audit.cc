@@ -90,7 +90,9 @@ Status SqliteAppendAuditBatch(SqliteConnection& connection, const AuditBatch& ba
     return AlreadyExists("audit sequence {} is taken or out of order: the log's last is {}",
                          batch.first_sequence, last);
   }
-  return InsertAuditBatch(connection, batch);
+  RETURN_IF_ERROR(InsertAuditBatch(connection, batch));
+  if (!batch.checkpoint.has_value()) return Status::Ok();
+  return SqlitePutAuditCheckpoint(connection, *batch.checkpoint, batch.closes);
 }
 
 Status SqliteAppendAuditRows(SqliteConnection& connection, const std::vector<AuditRow>& rows) {

@@ -129,16 +129,6 @@ struct AuditRow {
   bool compact_leaf = false;
 };
 
-// Consecutive audit records packed as one blob, as schema migration 7 stores them (one row per
-// batch): store/audit_batch.h's AuditBatchBuilder makes it and describes the layout.
-struct AuditBatch {
-  int64_t first_sequence = 0;
-  int64_t last_sequence = 0;
-  int64_t min_time_unix_ns = 0;
-  int64_t max_time_unix_ns = 0;
-  std::string records;
-};
-
 // A signed tree head. One per tree size: the first written for a size is kept.
 struct AuditCheckpointRow {
   int64_t tree_size = 0;
@@ -163,6 +153,21 @@ struct AuditEpochRow {
   int64_t start_unix_ns = 0;
   int64_t end_unix_ns = 0;
   bool pruned = false;
+};
+
+// Consecutive audit records packed as one blob, as schema migration 7 stores them (one row per
+// batch): store/audit_batch.h's AuditBatchBuilder makes it and describes the layout.
+struct AuditBatch {
+  int64_t first_sequence = 0;
+  int64_t last_sequence = 0;
+  int64_t min_time_unix_ns = 0;
+  int64_t max_time_unix_ns = 0;
+  std::string records;
+  // A checkpoint at tree size last_sequence, and the epoch it closes, written in the batch's
+  // transaction (the log's writer signs the tree its batch completes: one commit, one sync, for
+  // both); as PutAuditCheckpoint would write them.
+  std::optional<AuditCheckpointRow> checkpoint;
+  std::optional<AuditEpochRow> closes;
 };
 
 // Records matching every non-empty field, by sequence, after `after_sequence` (paging), at most
@@ -344,9 +349,11 @@ class Store {
   // writer appended first; nothing is written): the caller reads the new rows, advances and
   // retries. InvalidArgument when `rows` is empty or not consecutive.
   virtual Status AppendAuditRows(const std::vector<AuditRow>& rows) = 0;
-  // The same for records already packed (the log's writer: no row object per record). The base
-  // implementation unpacks the batch and calls AppendAuditRows; InvalidArgument when the blob
-  // does not hold exactly first_sequence..last_sequence.
+  // The same for records already packed (the log's writer: no row object per record), with the
+  // batch's checkpoint, if it carries one, in the same transaction. The base implementation
+  // unpacks the batch and calls AppendAuditRows, then PutAuditCheckpoint (two transactions);
+  // InvalidArgument when the blob does not hold exactly first_sequence..last_sequence, or the
+  // checkpoint's tree size is not last_sequence (or it closes an epoch without one).
   virtual Status AppendAuditBatch(const AuditBatch& batch);
   // Rows with sequence > after_sequence, by sequence, at most `limit`.
   virtual Result<std::vector<AuditRow>> ReadAuditRows(int64_t after_sequence, int64_t limit) = 0;

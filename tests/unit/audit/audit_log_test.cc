@@ -368,6 +368,36 @@ TEST_F(AuditLogTest, EveryAcknowledgedRecordSurvivesSigkillAndTheLogVerifies) {
   EXPECT_EQ(Verify(*store).signed_size, report.last_sequence);
 }
 
+// A checkpoint due after a batch commits in the batch's transaction: by the time a sync record
+// that completes checkpoint_every_records is answered, its checkpoint is in the store too.
+TEST_F(AuditLogTest, ACheckpointDueAfterABatchIsDurableWithIt) {
+  auto store = OpenSqlite();
+  ASSERT_NE(store, nullptr);
+  AuditOptions options;
+  options.sync = true;
+  options.checkpoint_every_records = 3;
+  auto log = OpenLog(*store, options);
+  ASSERT_NE(log, nullptr);
+  Callbacks callbacks;
+  for (int i = 0; i < 6; ++i) {
+    log->Append(Request(0, i), callbacks.Next());
+    callbacks.Wait(i + 1);
+    auto last = store->LastAuditCheckpoint();
+    ASSERT_TRUE(last.ok()) << last.status().ToString();
+    if (i < 2) {
+      EXPECT_FALSE(last->has_value()) << i;
+    } else {
+      ASSERT_TRUE(last->has_value()) << i;
+      EXPECT_EQ((*last)->tree_size, i < 5 ? 3 : 6) << i;
+    }
+  }
+  EXPECT_TRUE(callbacks.errors().empty()) << callbacks.errors().front();
+  log.reset();
+  const VerifyReport report = Verify(*store);
+  EXPECT_EQ(report.records, 6);
+  EXPECT_EQ(report.signed_size, 6);
+}
+
 TEST_F(AuditLogTest, TwoReplicasOnOnePostgresKeepOneVerifiableSequence) {
   auto server = rampart::testing::PostgresServer::Shared();
   ASSERT_TRUE(server.ok()) << server.status().ToString();

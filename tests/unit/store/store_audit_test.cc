@@ -289,6 +289,55 @@ TYPED_TEST(StoreAuditTest, Version3BatchesReadBackCompactLeafRowsAndPruneAsVersi
   }
 }
 
+// A batch carrying a checkpoint (the log's writer signs the tree its batch completes) writes
+// both, and the epoch the checkpoint closes, in one transaction: a batch refused writes none of
+// them, and a checkpoint at another size than the batch's last record is refused.
+TYPED_TEST(StoreAuditTest, ABatchsCheckpointCommitsWithItOrNotAtAll) {
+  Store& store = *this->store_;
+  const auto batch_of = [&](int64_t first, int64_t count) {
+    AuditBatchBuilder builder;
+    builder.Start(first);
+    for (int64_t sequence = first; sequence < first + count; ++sequence) {
+      const AuditRow row = this->Row(sequence);
+      builder.Add(1000 + sequence, row.tenant, row.principal, row.trace_id, row.request_id,
+                  row.action, fmt::format("leaf-{}", sequence), std::string(32, '\xaa'),
+                  std::string(32, static_cast<char>(sequence)));
+    }
+    return builder;
+  };
+  AuditBatchBuilder builder = batch_of(1, 3);
+  builder.SetCheckpoint({.tree_size = 2, .root_hash = "r2"}, std::nullopt);
+  EXPECT_EQ(store.AppendAuditBatch(builder.batch()).code(), StatusCode::kInvalidArgument);
+  AuditBatch no_checkpoint = builder.batch();
+  no_checkpoint.checkpoint.reset();
+  no_checkpoint.closes = AuditEpochRow{.epoch = 1, .first_sequence = 1, .last_sequence = 3};
+  EXPECT_EQ(store.AppendAuditBatch(no_checkpoint).code(), StatusCode::kInvalidArgument);
+
+  builder.SetCheckpoint({.tree_size = 3, .root_hash = "r3", .chain_hash = "c3"},
+                        AuditEpochRow{.epoch = 1, .first_sequence = 1, .last_sequence = 3});
+  STORE_ASSERT_OK(store.AppendAuditBatch(builder.batch()));
+  auto last = store.LastAuditCheckpoint();
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  ASSERT_TRUE(last->has_value());
+  EXPECT_EQ((*last)->tree_size, 3);
+  EXPECT_EQ((*last)->root_hash, "r3");
+  auto epochs = store.ListAuditEpochs();
+  ASSERT_TRUE(epochs.ok()) << epochs.status().ToString();
+  ASSERT_EQ(epochs->size(), 1u);
+  EXPECT_EQ(epochs->front().last_sequence, 3);
+
+  // Sequences 3..4 are taken in part: neither the records nor the checkpoint at 4 go in.
+  AuditBatchBuilder taken = batch_of(3, 2);
+  taken.SetCheckpoint({.tree_size = 4, .root_hash = "r4"}, std::nullopt);
+  EXPECT_EQ(store.AppendAuditBatch(taken.batch()).code(), StatusCode::kAlreadyExists);
+  last = store.LastAuditCheckpoint();
+  ASSERT_TRUE(last.ok() && last->has_value());
+  EXPECT_EQ((*last)->tree_size, 3);
+  auto sequence = store.LastAuditSequence();
+  ASSERT_TRUE(sequence.ok());
+  EXPECT_EQ(*sequence, 3);
+}
+
 TYPED_TEST(StoreAuditTest, CheckpointsKeepTheFirstPerSizeAndEpochsPruneOldestFirst) {
   Store& store = *this->store_;
   STORE_ASSERT_OK(store.AppendAuditRows(this->Rows(1, 10)));
