@@ -1,11 +1,9 @@
 #include "audit/recorder.h"
 
-#include <fmt/format.h>
 #include <openssl/evp.h>
 
 #include <utility>
 
-#include "audit/merkle.h"
 #include "core/logging.h"
 
 namespace rampart::audit {
@@ -21,10 +19,6 @@ std::string Base64(std::string_view bytes) {
 }
 
 }  // namespace
-
-std::string DigestText(crypto::DigestAlgorithm algorithm, const crypto::Digest& digest) {
-  return fmt::format("{}:{}", crypto::DigestName(algorithm), HashHex(digest));
-}
 
 Recorder::Recorder(Append append, Seal seal, RecorderOptions options, OnRefused on_refused)
     : append_(std::move(append)),

@@ -34,9 +34,6 @@ struct RecorderOptions {
 // The data class sealed content is bound to.
 inline constexpr std::string_view kSealedDataClass = "CONFIDENTIAL";
 
-// "sha256:<hex>" or "sm3:<hex>": `digest` as an AuditRecord read back holds it.
-std::string DigestText(crypto::DigestAlgorithm algorithm, const crypto::Digest& digest);
-
 class Recorder final : public AuditSink {
  public:
   // Appends one record with its content's digests (raw: the record's own digest text is left

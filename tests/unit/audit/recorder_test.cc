@@ -3,13 +3,21 @@
 
 #include "audit/recorder.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "audit/merkle.h"
+
 namespace rampart::audit {
 namespace {
+
+// "sha256:<hex>" or "sm3:<hex>": `digest` as a record read back from the log holds it.
+std::string DigestText(crypto::DigestAlgorithm algorithm, const crypto::Digest& digest) {
+  return fmt::format("{}:{}", crypto::DigestName(algorithm), HashHex(digest));
+}
 
 struct Appended {
   std::vector<AuditRecord> records;
