@@ -94,6 +94,10 @@ struct AuditLog::Impl {
   Frontier frontier;
   int64_t checkpoint_size = 0;
   Steady::time_point checkpoint_time = Steady::now();
+  // The time of the log's first record, once read: where its first epoch starts. Record 1 never
+  // changes (it is pruned only with an epoch, and then the epochs say where the next starts), so
+  // a checkpoint need not read it again.
+  std::optional<int64_t> first_record_time;
 
   // The writer's buffers, reused from batch to batch.
   store::AuditBatchBuilder builder;
@@ -269,10 +273,13 @@ Status AuditLog::Impl::MakeCheckpoint(int64_t tree_size, const Frontier& tree,
     next.first_sequence = epochs.back().last_sequence + 1;
     next.start_unix_ns = epochs.back().end_unix_ns;
   } else {
-    ASSIGN_OR_RETURN(const std::vector<store::AuditRow> first, store.ReadAuditRows(0, 1));
-    next.start_unix_ns = !first.empty()             ? first.front().time_unix_ns
-                         : unstored_first_time != 0 ? unstored_first_time
-                                                    : now;
+    if (!first_record_time.has_value()) {
+      ASSIGN_OR_RETURN(const std::vector<store::AuditRow> first, store.ReadAuditRows(0, 1));
+      if (!first.empty()) first_record_time = first.front().time_unix_ns;
+    }
+    next.start_unix_ns = first_record_time.has_value() ? *first_record_time
+                         : unstored_first_time != 0    ? unstored_first_time
+                                                       : now;
   }
   const int64_t length_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(options.epoch_length).count();

@@ -489,6 +489,38 @@ TEST_F(AuditLogTest, PruningOldEpochsKeepsTheRestVerifiableAndProvable) {
   EXPECT_EQ(report.last_sequence, 60);
 }
 
+TEST_F(AuditLogTest, TheFirstEpochStartsAtTheLogsFirstRecord) {
+  // Epoch 1 lasts from record 1's time: a later record's older time does not end it sooner, at
+  // the checkpoint that first reads record 1 back or at the ones after it.
+  auto store = OpenSqlite();
+  ASSERT_NE(store, nullptr);
+  AuditOptions options;
+  options.sync = true;
+  options.epoch_length = std::chrono::hours(1);
+  options.checkpoint_every_records = 1000000;
+  options.checkpoint_every = std::chrono::hours(1);
+  auto log = OpenLog(*store, options);
+  ASSERT_NE(log, nullptr);
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t minute = 60LL * 1'000'000'000;
+  Callbacks callbacks;
+  for (int i = 0; i < 3; ++i) {
+    AuditRecord record = Request(0, i);
+    record.time_unix_ns = i == 0 ? now - 30 * minute : now - 180 * minute;
+    log->Append(record, callbacks.Next());
+    ASSERT_TRUE(log->Flush(/*checkpoint=*/true).ok());
+    auto epochs = store->ListAuditEpochs();
+    ASSERT_TRUE(epochs.ok());
+    EXPECT_TRUE(epochs->empty()) << "after record " << i + 1 << ", epoch 1 ended at record "
+                                 << epochs->front().last_sequence;
+  }
+  auto checkpoints = store->ListAuditCheckpoints(0);
+  ASSERT_TRUE(checkpoints.ok());
+  EXPECT_EQ(checkpoints->size(), 3u);
+}
+
 TEST_F(AuditLogTest, InclusionProofsOfEveryRecordCheckOfflineAndTamperedProofsFail) {
   auto store = OpenSqlite();
   ASSERT_NE(store, nullptr);
