@@ -18,7 +18,8 @@ libsqlite3, the library Rampart links. Run it on the disk the data directory is 
 
 Usage: bench/audit_store_floor.py [--dir DIR] [--batches 400] [--records-per-batch 300]
                                   [--record-bytes 347] [--rounds 3]
-It reports; it does not assert. See docs/benchmarks.md ("What the store's write costs").
+It reports; it does not assert. See docs/benchmarks.md ("The store's write, and what another
+store would not change"): in the server, a prototype writing to a file saved nothing measurable.
 """
 
 import argparse
