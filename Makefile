@@ -81,6 +81,7 @@ bench: build
 	bench/access_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models
 	bench/audit_infer_bench.sh --binary $(BUILD_DIR)/rampart --repository examples/models
 	bench/audit_cpu_bench.py --binary this=$(BUILD_DIR)/rampart --repository examples/models
+	bench/audit_store_floor.py --dir $(BUILD_DIR)
 	bench/crypto_bench.sh --binary $(BUILD_DIR)/bench/crypto_bench
 	$(BUILD_DIR)/bench/audit_bench
 	$(BUILD_DIR)/bench/guard_stage_bench
