@@ -236,18 +236,6 @@ size_t AppendTail(const AuditRecord& r, int64_t time_unix_ns, const ContentDiges
 int64_t Offset(int64_t sequence, int64_t place) {
   return static_cast<int64_t>(static_cast<uint64_t>(sequence) - static_cast<uint64_t>(place));
 }
-
-// The compact leaf of the record whose tail is `tail` (`rest`: its flags byte onwards) at
-// `sequence`, appended to `leaf`, and its version-3 body for batch place `place` to `body`.
-void LeafAndBodyFromTail(std::string_view tail, std::string_view rest, int64_t sequence,
-                         int64_t place, std::string& leaf, std::string& body) {
-  leaf.push_back(kCompactLeafVersion);
-  PutSigned(leaf, sequence);
-  leaf.append(tail);
-  body.push_back(kCompactLeafVersion);
-  PutSigned(body, Offset(sequence, place));
-  body.append(rest);
-}
 int64_t SequenceAt(int64_t place, int64_t offset) {
   return static_cast<int64_t>(static_cast<uint64_t>(place) + static_cast<uint64_t>(offset));
 }
@@ -319,13 +307,21 @@ Status ParseCompactTail(std::string_view tail, CompactTail& parts) {
 
 void CompactLeafFromTail(std::string_view tail, const CompactTail& parts, int64_t sequence,
                          int64_t place, std::string& leaf, std::string& body) {
-  LeafAndBodyFromTail(tail, parts.rest, sequence, place, leaf, body);
+  leaf.push_back(kCompactLeafVersion);
+  PutSigned(leaf, sequence);
+  leaf.append(tail);
+  body.push_back(kCompactLeafVersion);
+  PutSigned(body, Offset(sequence, place));
+  body.append(parts.rest);
 }
 
 void AppendCompactLeaf(const AuditRecord& r, int64_t place, std::string& leaf, std::string& body) {
+  // The writer's path (a tail, then its leaf and body), so that the two make the same bytes.
   std::string tail;
+  CompactTail parts;
   const size_t rest = AppendTail(r, r.time_unix_ns, nullptr, tail);
-  LeafAndBodyFromTail(tail, std::string_view(tail).substr(rest), r.sequence, place, leaf, body);
+  parts.rest = std::string_view(tail).substr(rest);
+  CompactLeafFromTail(tail, parts, r.sequence, place, leaf, body);
 }
 
 Status RebuildCompactLeaf(const store::AuditRow& row, std::string& leaf) {
